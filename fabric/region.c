@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/* Creating, mapping and allocating inside the shared fabric region. */
+#include "region.h"
+
+#include <infiniband/verbs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define POOL_MIN_SHIFT 6
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int vfab_region_path(const char *fabric, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "/dev/shm/vfab-%s", fabric);
+
+	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+int vfab_mutex_init_shared(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int rc;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	rc = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return -rc;
+}
+
+/*
+ * A process can die (SIGKILL) while holding a region lock; the robust mutex
+ * hands the lock to the next taker, and the protected state is made of single
+ * stores that are consistent at every step, so marking it consistent is safe.
+ */
+int vfab_lock(pthread_mutex_t *m)
+{
+	int rc = pthread_mutex_lock(m);
+
+	if (rc == EOWNERDEAD) {
+		pthread_mutex_consistent(m);
+		rc = 0;
+	}
+	return -rc;
+}
+
+void vfab_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+}
+
+static uint64_t region_total_size(void)
+{
+	return align_up(sizeof(struct vfab_region), 1 << 21) + VFAB_POOL_BYTES;
+}
+
+int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out)
+{
+	char path[256];
+	struct vfab_region *r;
+	uint64_t size = region_total_size();
+	int fd, rc, i;
+
+	rc = vfab_region_path(fabric, path, sizeof(path));
+	if (rc)
+		return rc;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r == MAP_FAILED) {
+		rc = -errno;
+		goto fail;
+	}
+	close(fd);
+
+	r->version = VFAB_REGION_VERSION;
+	r->hdr_size = sizeof(*r);
+	r->total_size = size;
+	snprintf(r->fabric, sizeof(r->fabric), "%s", fabric);
+	snprintf(r->rundir, sizeof(r->rundir), "%s", rundir);
+	vfab_mutex_init_shared(&r->lock);
+	vfab_mutex_init_shared(&r->atomic_lock);
+	for (i = 0; i < VFAB_MAX_CQS; i++)
+		vfab_mutex_init_shared(&r->cqs[i].lock);
+	for (i = 0; i < VFAB_MAX_SRQS; i++)
+		vfab_mutex_init_shared(&r->srqs[i].lock);
+	for (i = 0; i < VFAB_MAX_QPS; i++)
+		vfab_mutex_init_shared(&r->qps[i].lock);
+	r->pool_off = align_up(sizeof(*r), 1 << 21);
+	r->pool_size = VFAB_POOL_BYTES;
+	r->next_ctx_id = 1;
+	atomic_thread_fence(memory_order_release);
+	r->magic = VFAB_REGION_MAGIC;
+	*out = r;
+	return 0;
+fail:
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+int vfab_region_open(const char *path, struct vfab_region **out)
+{
+	struct vfab_region *r;
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < sizeof(*r)) {
+		close(fd);
+		return -EPROTO;
+	}
+	r = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r == MAP_FAILED)
+		return -errno;
+	if (r->magic != VFAB_REGION_MAGIC || r->version != VFAB_REGION_VERSION ||
+	    r->hdr_size != sizeof(*r) || r->total_size != (uint64_t)st.st_size) {
+		munmap(r, (size_t)st.st_size);
+		return -EPROTO;
+	}
+	*out = r;
+	return 0;
+}
+
+void vfab_region_close(struct vfab_region *r)
+{
+	if (r)
+		munmap(r, r->total_size);
+}
+
+int vfab_region_unlink(const char *fabric)
+{
+	char path[256];
+	int rc = vfab_region_path(fabric, path, sizeof(path));
+
+	if (rc)
+		return rc;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+/* ---- ring pool: power-of-two chunks, free lists threaded through chunks ---- */
+
+static int pool_class(uint64_t bytes)
+{
+	int k = POOL_MIN_SHIFT;
+
+	while ((1ull << k) < bytes)
+		k++;
+	return k;
+}
+
+int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
+{
+	int k = pool_class(bytes);
+	uint64_t size = 1ull << k, off;
+
+	if (k >= VFAB_POOL_CLASSES)
+		return -ENOMEM;
+	vfab_lock(&r->lock);
+	off = r->pool_free[k];
+	if (off) {
+		r->pool_free[k] = *(uint64_t *)vfab_at(r, off);
+	} else {
+		uint64_t start = align_up(r->pool_brk, size < 4096 ? size : 4096);
+
+		if (start + size > r->pool_size) {
+			vfab_unlock(&r->lock);
+			return -ENOMEM;
+		}
+		r->pool_brk = start + size;
+		off = r->pool_off + start;
+	}
+	vfab_unlock(&r->lock);
+	memset(vfab_at(r, off), 0, size);
+	return (int64_t)off;
+}
+
+void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
+{
+	int k = pool_class(bytes);
+
+	if (!off)
+		return;
+	vfab_lock(&r->lock);
+	*(uint64_t *)vfab_at(r, off) = r->pool_free[k];
+	r->pool_free[k] = off;
+	vfab_unlock(&r->lock);
+}
+
+/* ---- object slots ---- */
+
+static uint32_t next_gen(struct vfab_region *r)
+{
+	return ++r->gen_counter; /* under r->lock */
+}
+
+/* Finds a free slot and claims it; caller holds r->lock. */
+#define CLAIM_SLOT(tbl, n, idx)                                                                    \
+	do {                                                                                       \
+		(idx) = -ENOMEM;                                                                   \
+		for (int i_ = 0; i_ < (n); i_++) {                                                 \
+			if (atomic_load(&(tbl)[i_].state) == VFAB_SLOT_FREE) {                     \
+				(idx) = i_;                                                        \
+				break;                                                             \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca)
+{
+	int idx;
+
+	vfab_lock(&r->lock);
+	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx);
+	if (idx >= 0) {
+		struct vfab_pd_slot *s = &r->pds[idx];
+
+		s->gen = next_gen(r);
+		s->owner = *o;
+		s->hca = hca;
+		atomic_store(&s->state, VFAB_SLOT_USED);
+	}
+	vfab_unlock(&r->lock);
+	return idx;
+}
+
+int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
+{
+	int idx;
+
+	vfab_lock(&r->lock);
+	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx);
+	if (idx >= 0) {
+		struct vfab_mr_slot *s = &r->mrs[idx];
+
+		s->key = ((uint32_t)idx << 8) | (next_gen(r) & 0xff);
+		s->owner = *o;
+		s->length = 0; /* caller fills, then publishes with access */
+		s->access = 0;
+		atomic_store(&s->state, VFAB_SLOT_USED);
+	}
+	vfab_unlock(&r->lock);
+	return idx;
+}
+
+static int rq_init(struct vfab_region *r, struct vfab_rq *rq, uint32_t cap, uint32_t max_sge)
+{
+	uint32_t c = 1;
+	int64_t off;
+
+	while (c < cap)
+		c <<= 1;
+	rq->cap = c;
+	rq->max_sge = max_sge ? max_sge : 1;
+	rq->wqe_size = sizeof(struct vfab_rwqe) + rq->max_sge * sizeof(struct vfab_sge);
+	atomic_store(&rq->head, 0);
+	atomic_store(&rq->tail, 0);
+	rq->ring_off = 0;
+	if (!cap)
+		return 0;
+	off = vfab_pool_alloc(r, (uint64_t)c * rq->wqe_size);
+	if (off < 0)
+		return (int)off;
+	rq->ring_off = (uint64_t)off;
+	return 0;
+}
+
+static void rq_fini(struct vfab_region *r, struct vfab_rq *rq)
+{
+	if (rq->ring_off)
+		vfab_pool_free(r, rq->ring_off, (uint64_t)rq->cap * rq->wqe_size);
+	rq->ring_off = 0;
+}
+
+int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap)
+{
+	uint32_t c = 1;
+	int64_t off;
+	int idx;
+
+	while (c < cap)
+		c <<= 1;
+	off = vfab_pool_alloc(r, (uint64_t)c * sizeof(struct vfab_cqe));
+	if (off < 0)
+		return (int)off;
+	vfab_lock(&r->lock);
+	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx);
+	if (idx >= 0) {
+		struct vfab_cq_slot *s = &r->cqs[idx];
+
+		s->gen = next_gen(r);
+		s->owner = *o;
+		s->cap = c;
+		s->ring_off = (uint64_t)off;
+		atomic_store(&s->head, 0);
+		atomic_store(&s->tail, 0);
+		atomic_store(&s->armed, 0);
+		atomic_store(&s->overflow, 0);
+		s->chan_id = 0;
+		s->async_id = 0;
+		atomic_store(&s->state, VFAB_SLOT_USED);
+	}
+	vfab_unlock(&r->lock);
+	if (idx < 0)
+		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+	return idx;
+}
+
+int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
+		   uint32_t max_sge)
+{
+	struct vfab_rq rq;
+	int idx, rc;
+
+	rc = rq_init(r, &rq, cap, max_sge);
+	if (rc)
+		return rc;
+	vfab_lock(&r->lock);
+	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx);
+	if (idx >= 0) {
+		struct vfab_srq_slot *s = &r->srqs[idx];
+
+		s->gen = next_gen(r);
+		s->owner = *o;
+		atomic_store(&s->limit, 0);
+		s->rq.cap = rq.cap;
+		s->rq.max_sge = rq.max_sge;
+		s->rq.wqe_size = rq.wqe_size;
+		s->rq.ring_off = rq.ring_off;
+		atomic_store(&s->rq.head, 0);
+		atomic_store(&s->rq.tail, 0);
+		atomic_store(&s->state, VFAB_SLOT_USED);
+	}
+	vfab_unlock(&r->lock);
+	if (idx < 0)
+		rq_fini(r, &rq);
+	return idx;
+}
+
+int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,
+		  uint32_t rq_max_sge)
+{
+	struct vfab_rq rq;
+	int idx, rc;
+
+	rc = rq_init(r, &rq, rq_cap, rq_max_sge);
+	if (rc)
+		return rc;
+	vfab_lock(&r->lock);
+	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx);
+	if (idx >= 0) {
+		struct vfab_qp_slot *s = &r->qps[idx];
+		uint32_t qpn;
+
+		/* QPNs 0 and 1 are special (SMI/GSI) on real HCAs. */
+		do {
+			qpn = ((next_gen(r) << 14) | (uint32_t)idx) & 0xffffff;
+		} while (qpn < 2);
+		s->qpn = qpn;
+		s->owner = *o;
+		s->srq = -1;
+		atomic_store(&s->qp_state, IBV_QPS_RESET);
+		atomic_store(&s->epsn, 0);
+		s->rq.cap = rq.cap;
+		s->rq.max_sge = rq.max_sge;
+		s->rq.wqe_size = rq.wqe_size;
+		s->rq.ring_off = rq.ring_off;
+		atomic_store(&s->rq.head, 0);
+		atomic_store(&s->rq.tail, 0);
+		atomic_store(&s->state, VFAB_SLOT_USED);
+	}
+	vfab_unlock(&r->lock);
+	if (idx < 0)
+		rq_fini(r, &rq);
+	return idx;
+}
+
+void vfab_pd_free(struct vfab_region *r, int slot)
+{
+	atomic_store(&r->pds[slot].state, VFAB_SLOT_FREE);
+}
+
+void vfab_mr_free(struct vfab_region *r, int slot)
+{
+	struct vfab_mr_slot *s = &r->mrs[slot];
+
+	/* Revoke first so that a concurrent remote check fails the key. */
+	s->access = 0;
+	s->length = 0;
+	atomic_store(&s->state, VFAB_SLOT_FREE);
+}
+
+void vfab_cq_free(struct vfab_region *r, int slot)
+{
+	struct vfab_cq_slot *s = &r->cqs[slot];
+	uint64_t off, bytes;
+
+	vfab_lock(&s->lock);
+	atomic_store(&s->state, VFAB_SLOT_FREE);
+	off = s->ring_off;
+	bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
+	s->ring_off = 0;
+	vfab_unlock(&s->lock);
+	vfab_pool_free(r, off, bytes);
+}
+
+void vfab_srq_free(struct vfab_region *r, int slot)
+{
+	struct vfab_srq_slot *s = &r->srqs[slot];
+
+	vfab_lock(&s->lock);
+	atomic_store(&s->state, VFAB_SLOT_FREE);
+	rq_fini(r, &s->rq);
+	vfab_unlock(&s->lock);
+}
+
+void vfab_qp_free(struct vfab_region *r, int slot)
+{
+	struct vfab_qp_slot *s = &r->qps[slot];
+
+	vfab_lock(&s->lock);
+	atomic_store(&s->qp_state, IBV_QPS_ERR);
+	atomic_store(&s->state, VFAB_SLOT_FREE);
+	rq_fini(r, &s->rq);
+	vfab_unlock(&s->lock);
+}
+
+struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key)
+{
+	uint32_t idx = key >> 8;
+	struct vfab_mr_slot *s;
+
+	if (idx >= VFAB_MAX_MRS)
+		return NULL;
+	s = &r->mrs[idx];
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
+	    s->key != key)
+		return NULL;
+	return s;
+}
+
+struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_t qpn)
+{
+	uint32_t idx = qpn & ((1u << 14) - 1);
+	struct vfab_qp_slot *s;
+
+	if (idx >= VFAB_MAX_QPS)
+		return NULL;
+	s = &r->qps[idx];
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
+	    s->qpn != qpn || s->hca != hca)
+		return NULL;
+	return s;
+}
+
+int vfab_region_reap_pid(struct vfab_region *r, int32_t pid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < VFAB_MAX_QPS; i++)
+		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && r->qps[i].owner.pid == pid) {
+			vfab_qp_free(r, i);
+			n++;
+		}
+	for (i = 0; i < VFAB_MAX_SRQS; i++)
+		if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED &&
+		    r->srqs[i].owner.pid == pid) {
+			vfab_srq_free(r, i);
+			n++;
+		}
+	for (i = 0; i < VFAB_MAX_CQS; i++)
+		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && r->cqs[i].owner.pid == pid) {
+			vfab_cq_free(r, i);
+			n++;
+		}
+	for (i = 0; i < VFAB_MAX_MRS; i++)
+		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && r->mrs[i].owner.pid == pid) {
+			vfab_mr_free(r, i);
+			n++;
+		}
+	for (i = 0; i < VFAB_MAX_PDS; i++)
+		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && r->pds[i].owner.pid == pid) {
+			vfab_pd_free(r, i);
+			n++;
+		}
+	return n;
+}
+
+int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,
+		  uint32_t *port)
+{
+	uint32_t h, p, g;
+
+	for (h = 0; h < r->nhcas; h++) {
+		struct vfab_hca *hc = &r->hcas[h];
+
+		if (!hc->in_use)
+			continue;
+		for (p = 0; p < hc->nports; p++) {
+			struct vfab_port *pt = &hc->ports[p];
+
+			for (g = 0; g < pt->ngids && g < VFAB_PORT_GIDS; g++) {
+				if (pt->gids[g].type == type && !memcmp(pt->gids[g].raw, gid, 16)) {
+					*hca = h;
+					*port = p + 1;
+					return 0;
+				}
+			}
+		}
+	}
+	return -ENOENT;
+}

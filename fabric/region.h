@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared fabric region: one POSIX shared-memory file per fabric
+ * (/dev/shm/vfab-<fabric>), created by vfabd and mapped by every process that
+ * opens a vfab HCA. Everything a peer must reach lives here: the topology
+ * (nodes, HCAs, ports, GID tables, link clocks), and the verbs objects that a
+ * remote requester checks or fills (MRs, QPs with their receive queues, SRQs,
+ * CQ rings). The daemon is not on the data path: processes allocate and use
+ * slots directly under the region's robust locks.
+ *
+ * Every object slot is found by index; handles given to users (QPN, lkey/rkey)
+ * carry the slot index plus a generation so that stale handles never hit a
+ * reused slot.
+ */
+#ifndef VFAB_REGION_H
+#define VFAB_REGION_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
+#define VFAB_REGION_VERSION 1
+
+#define VFAB_NAME_MAX 64
+#define VFAB_IFNAME_MAX 16
+#define VFAB_MAX_NODES 64
+#define VFAB_MAX_HCAS 256
+#define VFAB_MAX_PORTS 2	 /* per HCA; ports are numbered from 1 */
+#define VFAB_PORT_GIDS 32	 /* populated GID entries kept per port */
+#define VFAB_SYSFS_GID_TBL_LEN 256 /* gid_tbl_len reported, as on ConnectX */
+#define VFAB_MAX_LINKS 1024
+#define VFAB_MAX_PDS 8192
+#define VFAB_MAX_MRS 65536
+#define VFAB_MAX_CQS 8192
+#define VFAB_MAX_QPS 16384
+#define VFAB_MAX_SRQS 2048
+#define VFAB_MAX_SGE 30
+#define VFAB_POOL_BYTES (1ull << 30) /* sparse: only touched pages cost memory */
+
+/* Slot life cycle (every object table). */
+enum vfab_slot_state {
+	VFAB_SLOT_FREE = 0,
+	VFAB_SLOT_USED = 1,
+};
+
+enum vfab_gid_type {
+	VFAB_GID_EMPTY = 0,
+	VFAB_GID_ROCE_V1 = 1,
+	VFAB_GID_ROCE_V2 = 2,
+};
+
+struct vfab_gid {
+	uint8_t raw[16];
+	uint8_t type; /* enum vfab_gid_type */
+	uint8_t pad[3];
+	uint32_t index; /* index in the port's (sysfs) GID table */
+};
+
+/*
+ * One direction of a link. The link model (later: shaping) reserves
+ * serialization time by advancing busy_until_ns atomically; unshaped links
+ * have rate_bps == 0 and are only counted.
+ */
+struct vfab_link {
+	uint32_t in_use;
+	uint32_t kind; /* enum vfab_link_kind */
+	char name[VFAB_NAME_MAX];
+	uint64_t rate_bps;   /* 0 = unshaped */
+	uint32_t latency_ns; /* one way */
+	uint32_t loss_ppm;
+	_Atomic uint64_t busy_until_ns;
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t msgs;
+	_Atomic uint64_t queue_ns; /* total queueing delay seen */
+	_Atomic uint64_t drops;
+};
+
+enum vfab_link_kind {
+	VFAB_LINK_NODE_UP = 1,	 /* node port -> leaf */
+	VFAB_LINK_NODE_DOWN = 2, /* leaf -> node port */
+	VFAB_LINK_LEAF_UP = 3,	 /* leaf -> spine */
+	VFAB_LINK_LEAF_DOWN = 4, /* spine -> leaf */
+	VFAB_LINK_LOOPBACK = 5,
+};
+
+/* Port counters, in the units sysfs reports them (data in 4-byte words). */
+struct vfab_port_counters {
+	_Atomic uint64_t xmit_data_words;
+	_Atomic uint64_t rcv_data_words;
+	_Atomic uint64_t xmit_packets;
+	_Atomic uint64_t rcv_packets;
+	_Atomic uint64_t out_of_sequence;
+	_Atomic uint64_t packet_seq_err;
+	_Atomic uint64_t local_ack_timeout_err;
+	_Atomic uint64_t rnr_nak_retry_err;
+	_Atomic uint64_t rx_write_requests;
+	_Atomic uint64_t rx_read_requests;
+	_Atomic uint64_t rx_atomic_requests;
+};
+
+struct vfab_port {
+	_Atomic uint32_t state; /* enum ibv_port_state: 4 ACTIVE, 1 DOWN */
+	uint32_t netdev_mtu;	/* bytes, from the bound netdev */
+	uint32_t active_mtu;	/* enum ibv_mtu, largest <= netdev_mtu */
+	uint32_t speed_mbps;	/* configured link rate */
+	uint8_t active_width;	/* ibv encoding: 1,2,4,8,16 */
+	uint8_t active_speed;	/* ibv encoding */
+	uint16_t pad0;
+	uint32_t segment;  /* L2 segment (bridge) id: RoCE v1 reach */
+	uint32_t subnet;   /* L3 network id: RoCE v2 follows routing */
+	uint32_t link_up;  /* index into links[]: this port -> leaf */
+	uint32_t link_down; /* index into links[]: leaf -> this port */
+	char netdev[VFAB_IFNAME_MAX];
+	uint8_t mac[6];
+	uint16_t pad1;
+	_Atomic uint32_t gid_gen; /* bumped whenever the GID table changes */
+	uint32_t ngids;
+	struct vfab_gid gids[VFAB_PORT_GIDS];
+	struct vfab_port_counters cnt;
+};
+
+struct vfab_hca {
+	uint32_t in_use;
+	uint32_t node; /* index into nodes[] */
+	char name[VFAB_NAME_MAX];
+	uint32_t uverbs_idx; /* N of the node's /dev/infiniband/uverbsN */
+	uint32_t nports;
+	uint64_t node_guid; /* host byte order */
+	uint64_t sys_image_guid;
+	struct vfab_port ports[VFAB_MAX_PORTS];
+};
+
+struct vfab_node {
+	uint32_t in_use;
+	uint32_t index;
+	char id[VFAB_NAME_MAX];
+	_Atomic int32_t holder_pid; /* process keeping the namespaces alive */
+	uint32_t nhcas;
+	uint32_t hcas[8]; /* indices into hcas[] */
+	uint32_t ipv4;	  /* first address of eth0, network byte order */
+};
+
+/* A CQE as it sits in a shared ring (64 bytes). */
+struct vfab_cqe {
+	_Atomic uint64_t seq; /* == ring position + 1 once the entry is valid */
+	uint64_t wr_id;
+	uint32_t status;  /* enum ibv_wc_status */
+	uint32_t opcode;  /* enum ibv_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data; /* network byte order, as in ibv_wc */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint8_t pad[6];
+};
+
+/* A receive WQE header; VFAB sges follow it (max_sge per queue). */
+struct vfab_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad;
+};
+
+struct vfab_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/*
+ * Receive ring shared by the owner (producer: post_recv) and remote
+ * requesters (consumers, under the owning QP's or SRQ's lock).
+ */
+struct vfab_rq {
+	uint32_t cap; /* power of two */
+	uint32_t max_sge;
+	uint32_t wqe_size; /* sizeof(vfab_rwqe) + max_sge * sizeof(vfab_sge) */
+	uint32_t pad;
+	uint64_t ring_off; /* offset of the ring in the pool */
+	_Atomic uint64_t head; /* next WQE a requester consumes */
+	_Atomic uint64_t tail; /* next free position the owner fills */
+};
+
+/* Identifies who owns an object, for cleanup when that process dies. */
+struct vfab_owner {
+	int32_t pid;
+	uint32_t ctx_id; /* the owning context, unique per fabric */
+};
+
+struct vfab_pd_slot {
+	_Atomic uint32_t state;
+	uint32_t gen;
+	struct vfab_owner owner;
+	uint32_t hca;
+};
+
+struct vfab_mr_slot {
+	_Atomic uint32_t state;
+	uint32_t key; /* lkey == rkey: (slot << 8) | (gen & 0xff) */
+	struct vfab_owner owner;
+	uint32_t hca;
+	uint32_t pd;	 /* pd slot index */
+	uint32_t access; /* enum ibv_access_flags */
+	uint32_t pad;
+	uint64_t addr;	 /* virtual address in the owner process */
+	uint64_t length;
+	uint64_t iova; /* address remote peers use (== addr unless iova2) */
+};
+
+struct vfab_cq_slot {
+	_Atomic uint32_t state;
+	uint32_t gen;
+	struct vfab_owner owner;
+	uint32_t hca;
+	uint32_t cap; /* ring entries, power of two */
+	uint64_t ring_off;
+	pthread_mutex_t lock; /* producers; robust, process-shared */
+	_Atomic uint64_t head; /* consumer position (owner's poll_cq) */
+	_Atomic uint64_t tail; /* producer position */
+	_Atomic uint32_t armed; /* 0 no, 1 next completion, 2 solicited only */
+	_Atomic uint32_t overflow;
+	uint64_t user_cq;   /* the owner's struct ibv_cq *, the channel cookie */
+	int32_t chan_pid;   /* completion channel FIFO: <rundir>/fifo/<pid>.<id> */
+	uint32_t chan_id;   /* 0 = no channel */
+	int32_t async_pid;  /* async event FIFO of the owning context */
+	uint32_t async_id;
+};
+
+struct vfab_srq_slot {
+	_Atomic uint32_t state;
+	uint32_t gen;
+	struct vfab_owner owner;
+	uint32_t hca;
+	uint32_t pd;
+	_Atomic uint32_t limit; /* srq_limit; 0 = not armed */
+	uint32_t pad;
+	uint64_t user_srq; /* the owner's struct ibv_srq *, for async events */
+	int32_t async_pid;
+	uint32_t async_id;
+	pthread_mutex_t lock;
+	struct vfab_rq rq;
+};
+
+struct vfab_qp_slot {
+	_Atomic uint32_t state;
+	uint32_t qpn; /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
+	struct vfab_owner owner;
+	uint32_t hca;
+	uint32_t port;	  /* 1-based, set at INIT */
+	uint32_t pd;	  /* pd slot index */
+	uint32_t qp_type; /* enum ibv_qp_type */
+	_Atomic uint32_t qp_state; /* enum ibv_qp_state */
+	uint32_t send_cq;	   /* cq slot indices */
+	uint32_t recv_cq;
+	int32_t srq; /* srq slot index, -1 none */
+	uint32_t access; /* qp_access_flags */
+	uint32_t qkey;
+	uint32_t path_mtu; /* enum ibv_mtu */
+	uint32_t dest_qpn;
+	uint8_t dgid[16];
+	uint32_t sgid_index;
+	uint32_t min_rnr_timer;
+	uint32_t max_dest_rd_atomic;
+	uint32_t pkey_index;
+	_Atomic uint32_t epsn; /* responder: next expected PSN (24 bit) */
+	uint64_t user_qp;      /* owner's struct ibv_qp *, for async events */
+	int32_t async_pid;
+	uint32_t async_id;
+	pthread_mutex_t lock; /* responder side: RQ consumption, epsn */
+	struct vfab_rq rq;    /* unused when srq >= 0 */
+};
+
+/* Size-class free lists of the ring pool (chunks of 2^k bytes, k >= 6). */
+#define VFAB_POOL_CLASSES 40
+
+struct vfab_region {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size; /* sizeof(struct vfab_region) */
+	uint64_t total_size;
+	char fabric[VFAB_NAME_MAX];
+	char rundir[256]; /* /run/vfab/<fabric> */
+	_Atomic uint32_t ready; /* set by vfabd once the topology is filled */
+	_Atomic uint32_t next_ctx_id;
+
+	pthread_mutex_t lock;	     /* slot allocation, pool */
+	pthread_mutex_t atomic_lock; /* RDMA atomics: atomic w.r.t. the HCA */
+
+	uint32_t nnodes, nhcas, nlinks, pad;
+	struct vfab_node nodes[VFAB_MAX_NODES];
+	struct vfab_hca hcas[VFAB_MAX_HCAS];
+	struct vfab_link links[VFAB_MAX_LINKS];
+
+	struct vfab_pd_slot pds[VFAB_MAX_PDS];
+	struct vfab_mr_slot mrs[VFAB_MAX_MRS];
+	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
+	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
+	struct vfab_qp_slot qps[VFAB_MAX_QPS];
+
+	uint64_t pool_off;  /* start of the ring pool, from the region start */
+	uint64_t pool_size;
+	uint64_t pool_brk;  /* bump pointer, relative to pool_off */
+	uint64_t pool_free[VFAB_POOL_CLASSES];
+	uint32_t gen_counter;
+};
+
+/* ---- region.c: create / map / allocate ---- */
+
+/* Region file path for a fabric name: /dev/shm/vfab-<fabric>. */
+int vfab_region_path(const char *fabric, char *buf, size_t len);
+
+/* Create (vfabd only): sizes, inits locks, empty tables. -errno on failure. */
+int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out);
+/* Map an existing region (provider, tools); checks magic and version. */
+int vfab_region_open(const char *path, struct vfab_region **out);
+void vfab_region_close(struct vfab_region *r);
+int vfab_region_unlink(const char *fabric);
+
+/* Robust-mutex helpers: recover a lock whose holder died. */
+int vfab_lock(pthread_mutex_t *m);
+void vfab_unlock(pthread_mutex_t *m);
+int vfab_mutex_init_shared(pthread_mutex_t *m);
+
+/* Slot allocation: returns slot index >= 0 or -errno (-ENOMEM when full). */
+int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca);
+int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o);
+int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap);
+int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
+		   uint32_t max_sge);
+int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,
+		  uint32_t rq_max_sge);
+void vfab_pd_free(struct vfab_region *r, int slot);
+void vfab_mr_free(struct vfab_region *r, int slot);
+void vfab_cq_free(struct vfab_region *r, int slot);
+void vfab_srq_free(struct vfab_region *r, int slot);
+void vfab_qp_free(struct vfab_region *r, int slot);
+
+/* Handle -> slot lookups; NULL when stale or unknown. */
+struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key);
+struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_t qpn);
+
+/* Ring pool: offsets relative to the region start. */
+int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes);
+void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);
+static inline void *vfab_at(struct vfab_region *r, uint64_t off)
+{
+	return (char *)r + off;
+}
+
+/* Free every object owned by pid (vfabd, when a process dies). Returns count. */
+int vfab_region_reap_pid(struct vfab_region *r, int32_t pid);
+
+/* Find the port that owns a GID (with the given type); -ENOENT if none. */
+int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,
+		  uint32_t *port);
+
+#endif /* VFAB_REGION_H */
