@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric description parsed from YAML (configs/README.md documents the
+ * schema). This header carries only plain structs so that components that must
+ * not depend on libyaml (the provider, via topology.h) can still include it;
+ * the parser itself lives in the separate static library vfab_config.
+ */
+#ifndef VFAB_CONFIG_H
+#define VFAB_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fabric/region.h"
+
+#define VFAB_CFG_NODE_ID_MAX 15	 /* node ids become hostnames and netns names */
+#define VFAB_CFG_MAX_HCAS 8	 /* per node, as struct vfab_node.hcas[] */
+#define VFAB_CFG_MAX_NETDEVS 8	 /* per node */
+#define VFAB_CFG_MAX_ADDRS 8	 /* per netdev: 2 + 2 * 8 GIDs fit VFAB_PORT_GIDS */
+#define VFAB_CFG_TEXT_MAX 64	 /* host, profile, link type, backend */
+#define VFAB_CFG_DEFAULT_NETDEV "eth0"
+#define VFAB_CFG_DEFAULT_HCA "mlx5_0"
+#define VFAB_CFG_DEFAULT_MTU 9000
+#define VFAB_CFG_DEFAULT_SPEED_GBPS 200.0
+
+/* An interface address, "198.18.0.1/24" or "fd00::1/64". */
+struct vfab_cfg_addr {
+	int family;	  /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network byte order; IPv4 uses the first 4 bytes */
+	uint8_t prefix;
+	char text[64]; /* canonical "ADDR/PREFIX" */
+	uint32_t line; /* where it was configured; 0 = a default */
+};
+
+/* A network interface of a node; eth0 always exists (first entry). */
+struct vfab_cfg_netdev {
+	char name[VFAB_IFNAME_MAX];
+	uint32_t naddrs;
+	struct vfab_cfg_addr addrs[VFAB_CFG_MAX_ADDRS]; /* configured order */
+};
+
+struct vfab_cfg_hca {
+	char name[VFAB_NAME_MAX];
+	uint32_t nports;			     /* 1..VFAB_MAX_PORTS */
+	char netdev[VFAB_MAX_PORTS][VFAB_IFNAME_MAX]; /* bound netdev per port */
+};
+
+struct vfab_cfg_node {
+	char id[VFAB_CFG_NODE_ID_MAX + 1];
+	char host[VFAB_CFG_TEXT_MAX]; /* informational (seed format) */
+	uint32_t line;		      /* where the node starts in the file */
+	uint32_t nranks;
+	uint32_t *ranks;
+	uint32_t ngpus;
+	char (*gpu_profiles)[VFAB_CFG_TEXT_MAX]; /* ngpus entries; "" when a count was given */
+	uint32_t nhcas;
+	struct vfab_cfg_hca hcas[VFAB_CFG_MAX_HCAS];
+	uint32_t nnetdevs;
+	struct vfab_cfg_netdev netdevs[VFAB_CFG_MAX_NETDEVS];
+};
+
+/*
+ * One class of links. Shaping is on only when a bandwidth or a latency was
+ * given; an unshaped link copies at memory speed.
+ */
+struct vfab_cfg_link {
+	char type[VFAB_CFG_TEXT_MAX]; /* "roce", "infiniband", "nvlink", ... */
+	bool has_bandwidth, has_latency, shaped;
+	double bandwidth_gbps;
+	double latency_us; /* one way, end to end */
+	double oversubscription; /* >= 1; 1 when not given */
+	double loss;		 /* probability per message attempt, 0..1 */
+};
+
+struct vfab_config {
+	char source[256]; /* display name used in messages */
+	char name[VFAB_NAME_MAX]; /* cluster.name, "vfab" when absent */
+	char default_backend[VFAB_CFG_TEXT_MAX];
+	uint32_t version;
+	uint32_t nnodes;
+	struct vfab_cfg_node *nodes;
+	struct vfab_cfg_addr subnet; /* within 198.18.0.0/15 */
+	uint32_t mtu;		     /* netdev MTU, 1280..9000 */
+	struct vfab_cfg_link intra_node, inter_node;
+};
+
+/*
+ * All loaders return 0, or -EINVAL (bad YAML or schema) / -errno (I/O) with
+ * err = "FILE:LINE: FIELD: message". cfg is left empty on failure; call
+ * vfab_config_free on success.
+ */
+int vfab_config_load_file(const char *path, struct vfab_config *cfg, char *err, size_t errlen);
+int vfab_config_load_string(const char *yaml, const char *display_name, struct vfab_config *cfg,
+			    char *err, size_t errlen);
+/* The embedded default (configs/default.yaml): 2 nodes, one mlx5_0 each, unshaped. */
+int vfab_config_load_default(struct vfab_config *cfg, char *err, size_t errlen);
+void vfab_config_free(struct vfab_config *cfg);
+
+/* The embedded default's YAML text (what `vfab up` writes to the run dir). */
+extern const char vfab_default_config_yaml[];
+
+/* Index of a node's netdev by name, or -1. Inline: no library needed. */
+static inline int vfab_config_netdev_index(const struct vfab_cfg_node *n, const char *name)
+{
+	for (uint32_t i = 0; i < n->nnetdevs; i++)
+		if (!__builtin_strcmp(n->netdevs[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+#endif /* VFAB_CONFIG_H */

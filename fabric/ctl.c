@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* Control-socket client (see ctl.h). Used by the provider: no heavy deps. */
+#include "fabric/ctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+int vfab_ctl_connect(const char *rundir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, n;
+
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", rundir, VFAB_CTL_SOCK);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	return fd;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int rc;
+
+	do {
+		long long left = deadline - now_ms();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(&p, 1, (int)left);
+	} while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	return rc ? 0 : -ETIMEDOUT;
+}
+
+static int send_all(int fd, const char *buf, size_t len, long long deadline)
+{
+	while (len) {
+		/* MSG_NOSIGNAL: a dead daemon must not SIGPIPE the application. */
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			int rc;
+
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				return -errno;
+			rc = wait_fd(fd, POLLOUT, deadline);
+			if (rc)
+				return rc;
+			continue;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int vfab_ctl_request(int fd, const char *line, char *reply, size_t len)
+{
+	long long deadline = now_ms() + VFAB_CTL_TIMEOUT_MS;
+	size_t l = strlen(line), got = 0;
+	int rc;
+
+	if (!len)
+		return -EINVAL;
+	rc = send_all(fd, line, l, deadline);
+	if (!rc && (!l || line[l - 1] != '\n'))
+		rc = send_all(fd, "\n", 1, deadline);
+	if (rc)
+		return rc;
+	/* The daemon only speaks when asked, so nothing follows the reply line. */
+	for (;;) {
+		ssize_t n;
+		char *nl;
+
+		if (got + 1 >= len)
+			return -EMSGSIZE;
+		rc = wait_fd(fd, POLLIN, deadline);
+		if (rc)
+			return rc;
+		n = recv(fd, reply + got, len - 1 - got, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (!n)
+			return -ECONNRESET;
+		got += (size_t)n;
+		reply[got] = '\0';
+		nl = memchr(reply, '\n', got);
+		if (nl) {
+			*nl = '\0';
+			return (int)(nl - reply);
+		}
+	}
+}

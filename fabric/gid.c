@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* RoCE GID table rules (see gid.h). */
+#include "fabric/gid.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void vfab_gid_default(const uint8_t mac[6], uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[0] = 0xfe;
+	gid[1] = 0x80;
+	gid[8] = mac[0] ^ 0x02;
+	gid[9] = mac[1];
+	gid[10] = mac[2];
+	gid[11] = 0xff;
+	gid[12] = 0xfe;
+	gid[13] = mac[3];
+	gid[14] = mac[4];
+	gid[15] = mac[5];
+}
+
+static int find_raw(const struct vfab_gid *t, size_t n, const uint8_t raw[16])
+{
+	for (size_t i = 0; i < n; i++)
+		if (!memcmp(t[i].raw, raw, 16))
+			return (int)i;
+	return -1;
+}
+
+/* Appends raw as RoCE v1 and v2 unless the table has it already. */
+static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t raw[16])
+{
+	int type;
+
+	if (find_raw(out, *n, raw) >= 0)
+		return 0;
+	if (*n + 2 > max)
+		return -ENOSPC;
+	for (type = VFAB_GID_ROCE_V1; type <= VFAB_GID_ROCE_V2; type++) {
+		struct vfab_gid *g = &out[*n];
+
+		memset(g, 0, sizeof(*g));
+		memcpy(g->raw, raw, 16);
+		g->type = (uint8_t)type;
+		g->index = (uint32_t)*n;
+		(*n)++;
+	}
+	return 0;
+}
+
+int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t n4,
+			 const struct in6_addr *v6, size_t n6, struct vfab_gid *out, size_t max)
+{
+	uint8_t raw[16];
+	size_t n = 0, i;
+	int rc;
+
+	vfab_gid_default(mac, raw);
+	rc = add_pair(out, &n, max, raw);
+	for (i = 0; !rc && i < n4; i++) {
+		memset(raw, 0, 10);
+		raw[10] = 0xff;
+		raw[11] = 0xff;
+		memcpy(raw + 12, &v4[i].s_addr, 4);
+		rc = add_pair(out, &n, max, raw);
+	}
+	for (i = 0; !rc && i < n6; i++)
+		rc = add_pair(out, &n, max, v6[i].s6_addr);
+	return rc ? rc : (int)n;
+}
+
+void vfab_gid_format(const uint8_t raw[16], char buf[VFAB_GID_STR_LEN])
+{
+	snprintf(buf, VFAB_GID_STR_LEN,
+		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9],
+		 raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The fixed sysfs form: eight groups of exactly four hex digits. */
+static int parse_sysfs_form(const char *s, uint8_t raw[16])
+{
+	int g, k;
+
+	for (g = 0; g < 8; g++) {
+		unsigned v = 0;
+
+		for (k = 0; k < 4; k++) {
+			int d = hex_digit(*s++);
+
+			if (d < 0)
+				return -EINVAL;
+			v = v << 4 | (unsigned)d;
+		}
+		if (*s != (g == 7 ? '\0' : ':'))
+			return -EINVAL;
+		s++;
+		raw[2 * g] = (uint8_t)(v >> 8);
+		raw[2 * g + 1] = (uint8_t)v;
+	}
+	return 0;
+}
+
+int vfab_gid_parse(const char *s, uint8_t raw[16])
+{
+	char buf[64];
+	size_t len = strlen(s);
+
+	while (len && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		len--;
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (!parse_sysfs_form(buf, raw))
+		return 0;
+	return inet_pton(AF_INET6, buf, raw) == 1 ? 0 : -EINVAL;
+}
+
+const char *vfab_gid_type_name(uint8_t type)
+{
+	return type == VFAB_GID_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1";
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* Fills the region's topology tables from a config (schemes in topology.h). */
+#include "fabric/topology.h"
+#include "fabric/gid.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+uint8_t vfab_topology_fabric_byte(const char *fabric)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *fabric; fabric++)
+		h = (h ^ (uint8_t)*fabric) * 16777619u;
+	return (uint8_t)h;
+}
+
+static void make_mac(const char *fabric, uint32_t node_idx, uint8_t low, uint8_t mac[6])
+{
+	mac[0] = VFAB_MAC_OUI0;
+	mac[1] = VFAB_MAC_OUI1;
+	mac[2] = VFAB_MAC_OUI2;
+	mac[3] = vfab_topology_fabric_byte(fabric);
+	mac[4] = (uint8_t)node_idx;
+	mac[5] = low;
+}
+
+int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, uint32_t node_idx,
+			     const char *netdev, uint8_t mac[6])
+{
+	const struct vfab_cfg_node *n;
+	int d;
+
+	if (node_idx >= cfg->nnodes)
+		return -ENOENT;
+	n = &cfg->nodes[node_idx];
+	for (uint32_t h = 0; h < n->nhcas; h++)
+		for (uint32_t p = 0; p < n->hcas[h].nports; p++)
+			if (!strcmp(n->hcas[h].netdev[p], netdev)) {
+				make_mac(fabric, node_idx, (uint8_t)(h + 0x10 * p), mac);
+				return 0;
+			}
+	d = vfab_config_netdev_index(n, netdev);
+	if (d < 0)
+		return -ENOENT;
+	make_mac(fabric, node_idx, (uint8_t)(0x80 | d), mac);
+	return 0;
+}
+
+static uint64_t guid_from_mac(const uint8_t mac[6])
+{
+	const uint8_t eui[8] = {mac[0], mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+	uint64_t g = 0;
+
+	for (int i = 0; i < 8; i++)
+		g = g << 8 | eui[i];
+	return g;
+}
+
+static uint32_t add_link(struct vfab_region *r, enum vfab_link_kind kind, const char *node,
+			 const char *hca, uint32_t port, uint64_t rate_bps, uint32_t latency_ns,
+			 uint32_t loss_ppm)
+{
+	uint32_t idx = r->nlinks++;
+	struct vfab_link *l = &r->links[idx];
+
+	l->in_use = 1;
+	l->kind = kind;
+	snprintf(l->name, sizeof(l->name), "%s/%s/%u/%s", node, hca, port,
+		 kind == VFAB_LINK_NODE_UP ? "up" : "down");
+	l->rate_bps = rate_bps;
+	l->latency_ns = latency_ns;
+	l->loss_ppm = loss_ppm;
+	return idx;
+}
+
+static void fill_links(struct vfab_region *r, const struct vfab_config *cfg, const char *node,
+		       const char *hca, uint32_t port_no, struct vfab_port *port)
+{
+	const struct vfab_cfg_link *l = &cfg->inter_node;
+	uint64_t rate = 0;
+	uint32_t lat = 0, loss = (uint32_t)lround(l->loss * 1e6);
+
+	if (l->has_bandwidth)
+		rate = (uint64_t)llround(l->bandwidth_gbps * 1e9);
+	if (l->has_latency)
+		lat = (uint32_t)lround(l->latency_us * 1e3);
+	port->link_up =
+		add_link(r, VFAB_LINK_NODE_UP, node, hca, port_no, rate, lat - lat / 2, loss);
+	port->link_down = add_link(r, VFAB_LINK_NODE_DOWN, node, hca, port_no, rate, lat / 2, 0);
+}
+
+static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
+{
+	struct in_addr v4[VFAB_CFG_MAX_ADDRS];
+	struct in6_addr v6[VFAB_CFG_MAX_ADDRS];
+	size_t n4 = 0, n6 = 0;
+	int n;
+
+	for (uint32_t a = 0; d && a < d->naddrs; a++) {
+		if (d->addrs[a].family == AF_INET)
+			memcpy(&v4[n4++].s_addr, d->addrs[a].addr, 4);
+		else
+			memcpy(v6[n6++].s6_addr, d->addrs[a].addr, 16);
+	}
+	n = vfab_gid_table_build(port->mac, v4, n4, v6, n6, port->gids, VFAB_PORT_GIDS);
+	if (n < 0)
+		return n;
+	port->ngids = (uint32_t)n;
+	atomic_store(&port->gid_gen, 1);
+	return 0;
+}
+
+static int fill_port(struct vfab_region *r, const struct vfab_config *cfg, uint32_t node_idx,
+		     uint32_t hca_idx, uint32_t port_no, struct vfab_port *port)
+{
+	const struct vfab_cfg_node *n = &cfg->nodes[node_idx];
+	const char *netdev = n->hcas[hca_idx].netdev[port_no - 1];
+	int d = vfab_config_netdev_index(n, netdev);
+	double gbps = cfg->inter_node.has_bandwidth ? cfg->inter_node.bandwidth_gbps
+						    : VFAB_CFG_DEFAULT_SPEED_GBPS;
+
+	atomic_store(&port->state, 4); /* IBV_PORT_ACTIVE */
+	snprintf(port->netdev, sizeof(port->netdev), "%s", netdev);
+	vfab_topology_netdev_mac(r->fabric, cfg, node_idx, netdev, port->mac);
+	port->netdev_mtu = cfg->mtu;
+	port->active_mtu = vfab_topology_active_mtu(cfg->mtu);
+	port->speed_mbps = (uint32_t)llround(gbps * 1000.0);
+	vfab_topology_encode_speed(port->speed_mbps, &port->active_width, &port->active_speed);
+	port->segment = 0; /* one bridge for now: every port shares L2 and L3 */
+	port->subnet = 0;
+	fill_links(r, cfg, n->id, n->hcas[hca_idx].name, port_no, port);
+	return fill_gids(port, d >= 0 ? &n->netdevs[d] : NULL);
+}
+
+static uint32_t first_ipv4(const struct vfab_cfg_node *n)
+{
+	uint32_t v = 0;
+
+	for (uint32_t a = 0; a < n->netdevs[0].naddrs; a++)
+		if (n->netdevs[0].addrs[a].family == AF_INET) {
+			memcpy(&v, n->netdevs[0].addrs[a].addr, 4);
+			break;
+		}
+	return v;
+}
+
+static int check_fits(const struct vfab_region *r, const struct vfab_config *cfg)
+{
+	uint32_t hcas = 0, links = 0;
+
+	if (r->nnodes || r->nhcas || r->nlinks)
+		return -EEXIST;
+	if (cfg->nnodes > VFAB_MAX_NODES)
+		return -E2BIG;
+	for (uint32_t i = 0; i < cfg->nnodes; i++) {
+		if (cfg->nodes[i].nhcas > VFAB_CFG_MAX_HCAS)
+			return -E2BIG;
+		hcas += cfg->nodes[i].nhcas;
+		for (uint32_t h = 0; h < cfg->nodes[i].nhcas; h++)
+			links += 2 * cfg->nodes[i].hcas[h].nports;
+	}
+	return (hcas > VFAB_MAX_HCAS || links > VFAB_MAX_LINKS) ? -E2BIG : 0;
+}
+
+int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
+{
+	int rc = check_fits(r, cfg);
+
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < cfg->nnodes; i++) {
+		const struct vfab_cfg_node *cn = &cfg->nodes[i];
+		struct vfab_node *node = &r->nodes[i];
+
+		node->index = i;
+		snprintf(node->id, sizeof(node->id), "%s", cn->id);
+		atomic_store(&node->holder_pid, 0);
+		node->ipv4 = first_ipv4(cn);
+		for (uint32_t h = 0; h < cn->nhcas; h++) {
+			uint32_t hi = r->nhcas;
+			struct vfab_hca *hca = &r->hcas[hi];
+
+			hca->node = i;
+			snprintf(hca->name, sizeof(hca->name), "%s", cn->hcas[h].name);
+			hca->uverbs_idx = h;
+			hca->nports = cn->hcas[h].nports;
+			for (uint32_t p = 1; p <= hca->nports; p++) {
+				rc = fill_port(r, cfg, i, h, p, &hca->ports[p - 1]);
+				if (rc)
+					return rc;
+			}
+			hca->node_guid = guid_from_mac(hca->ports[0].mac);
+			hca->sys_image_guid = hca->node_guid;
+			node->hcas[node->nhcas++] = hi;
+			hca->in_use = 1;
+			r->nhcas++;
+		}
+		node->in_use = 1;
+		r->nnodes++;
+	}
+	atomic_store(&r->ready, 1);
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From a parsed config to the region's topology tables (nodes, HCAs, ports,
+ * GID tables, links), plus the naming schemes other components must agree on.
+ *
+ * MAC of a node's netdev: 02:76:66:<fabric byte>:<node index>:<low>, where
+ *   low = hca index within the node + 0x10 * (port - 1) for a netdev bound to
+ *         an HCA port (so port 1 of HCA h is ...:<h>), and
+ *   low = 0x80 | netdev index for a netdev no HCA port is bound to;
+ *   fabric byte = low byte of the FNV-1a hash of the fabric name.
+ * node_guid = sys_image_guid = the MAC-48 -> EUI-64 mapping of port 1's MAC
+ *   without the U/L flip: 02:76:66:FB:NN:HH -> 0276:66ff:feFB:NNHH (printed
+ *   as sysfs does). Each HCA is its own adapter, so both GUIDs are equal.
+ * Links: port p has one up link (port -> leaf) and one down link (leaf ->
+ *   port). A shaped inter_node link gives both its bandwidth; the configured
+ *   one-way latency is split over the two hops (up gets the odd nanosecond)
+ *   so that a message crossing up + down sees exactly latency_us; the loss
+ *   probability sits on the up link only, so each attempt is lost with
+ *   probability `loss`. Unshaped links have rate 0 and latency 0.
+ */
+#ifndef VFAB_TOPOLOGY_H
+#define VFAB_TOPOLOGY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fabric/config.h"
+#include "fabric/region.h"
+
+#define VFAB_MAC_OUI0 0x02 /* locally administered, unicast */
+#define VFAB_MAC_OUI1 0x76
+#define VFAB_MAC_OUI2 0x66
+
+/*
+ * Fills an empty region (nnodes == 0) from cfg, then sets r->ready = 1.
+ * -EEXIST if the region already has a topology, -E2BIG if cfg exceeds the
+ * region's tables.
+ */
+int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg);
+
+uint8_t vfab_topology_fabric_byte(const char *fabric);
+/* MAC of netdev `netdev` of node `node_idx` (scheme above); -ENOENT if unknown. */
+int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, uint32_t node_idx,
+			     const char *netdev, uint8_t mac[6]);
+
+/* enum ibv_mtu (1..5 = 256..4096) for a netdev MTU, as the kernel's iboe_get_mtu. */
+uint32_t vfab_topology_active_mtu(uint32_t netdev_mtu);
+/* The real width x lane-speed combination closest to mbps (ibverbs encoding). */
+void vfab_topology_encode_speed(uint32_t mbps, uint8_t *active_width, uint8_t *active_speed);
+/*
+ * The sysfs ports/N/rate text without the newline, e.g. "100 Gb/sec (4X EDR)".
+ * Returns its length or -ENOSPC / -EINVAL (unknown width).
+ */
+int vfab_topology_sysfs_rate(const struct vfab_port *p, char *buf, size_t len);
+
+#endif /* VFAB_TOPOLOGY_H */

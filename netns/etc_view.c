@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+#include "netns/etc_view.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "netns/fsutil.h"
+
+#define HOST_DRIVERS_DIR "/etc/libibverbs.d"
+
+static int write_hosts(const char *path, const struct vfab_config *cfg)
+{
+	size_t cap = 256 + (size_t)cfg->nnodes * VFAB_CFG_MAX_ADDRS * 96, used = 0;
+	char *buf = malloc(cap);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	used += (size_t)snprintf(buf, cap,
+				 "127.0.0.1\tlocalhost\n"
+				 "::1\tlocalhost ip6-localhost ip6-loopback\n"
+				 "ff02::1\tip6-allnodes\n"
+				 "ff02::2\tip6-allrouters\n");
+	for (uint32_t i = 0; i < cfg->nnodes; i++) {
+		const struct vfab_cfg_node *n = &cfg->nodes[i];
+
+		if (n->nnetdevs == 0)
+			continue;
+		/* eth0 is the node's name on the fabric (NCCL's OOB interface). */
+		for (uint32_t k = 0; k < n->netdevs[0].naddrs; k++) {
+			const struct vfab_cfg_addr *a = &n->netdevs[0].addrs[k];
+			char txt[INET6_ADDRSTRLEN];
+
+			if (!inet_ntop(a->family, a->addr, txt, sizeof(txt)))
+				continue;
+			used += (size_t)snprintf(buf + used, cap - used, "%s\t%s\n", txt, n->id);
+		}
+	}
+	ret = used < cap ? vfab_write_file(path, buf, used, 0644) : -EOVERFLOW;
+	free(buf);
+	return ret;
+}
+
+/*
+ * Hide the host's *.driver files: an opaque upper directory, or, where the
+ * upper file system has no trusted xattrs, one whiteout per host file.
+ */
+static int hide_host_drivers(const char *dir)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+	int ret = 0;
+
+	if (setxattr(dir, "trusted.overlay.opaque", "y", 1, 0) == 0)
+		return 0;
+	d = opendir(HOST_DRIVERS_DIR);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)) && ret == 0) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "vfab.driver") == 0)
+			continue;
+		if (vfab_pathf(path, sizeof(path), "%s/%s", dir, de->d_name))
+			ret = -ENAMETOOLONG;
+		else if (mknod(path, S_IFCHR | 0000, makedev(0, 0)) && errno != EEXIST)
+			ret = -errno;
+	}
+	closedir(d);
+	return ret;
+}
+
+int vfab_etc_view_write(const char *upper, const struct vfab_config *cfg, uint32_t node,
+			const char *libdir, const char *preload_lib)
+{
+	char path[4096];
+	int ret;
+
+	if (node >= cfg->nnodes)
+		return -EINVAL;
+	/* Leaves room for every name below, so the snprintf calls cannot truncate. */
+	if (strlen(upper) > sizeof(path) - 64)
+		return -ENAMETOOLONG;
+	ret = vfab_mkdir_p(upper, 0755);
+	if (ret)
+		return ret;
+	if (vfab_pathf(path, sizeof(path), "%s/hostname", upper))
+		return -ENAMETOOLONG;
+	ret = vfab_write_filef(path, "%s\n", cfg->nodes[node].id);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/hosts", upper);
+	ret = write_hosts(path, cfg);
+	if (ret)
+		return ret;
+	if (preload_lib && access(preload_lib, R_OK) == 0) {
+		snprintf(path, sizeof(path), "%s/ld.so.preload", upper);
+		ret = vfab_write_filef(path, "%s\n", preload_lib);
+		if (ret)
+			return ret;
+	}
+	snprintf(path, sizeof(path), "%s/libibverbs.d", upper);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	ret = hide_host_drivers(path);
+	if (ret)
+		return ret;
+	if (vfab_pathf(path, sizeof(path), "%s/libibverbs.d/vfab.driver", upper))
+		return -ENAMETOOLONG;
+	/* libibverbs turns an absolute name into <name>-rdmav<PABI>.so. */
+	return vfab_write_filef(path, "driver %s/libvfab\n", libdir);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Joining a running node: its network, UTS and mount namespaces (held open by
+ * the node's holder process), then a seccomp filter that hides the kernel's
+ * RDMA netlink family so libibverbs always discovers the node's sysfs view.
+ */
+#ifndef VFAB_NETNS_NODE_ENTER_H
+#define VFAB_NETNS_NODE_ENTER_H
+
+/*
+ * Enter node `node` of the fabric whose run dir is `rundir`. On success the
+ * calling process (single-threaded: setns of a mount namespace requires it)
+ * lives in the node, with its previous working directory if that exists
+ * there, else "/". Returns 0 or -errno (-ENOENT: no such node; -ESRCH: its
+ * holder is gone).
+ */
+int vfab_node_enter(const char *rundir, const char *node);
+
+/*
+ * Install the filter making socket(AF_NETLINK, *, NETLINK_RDMA) fail with
+ * EPROTONOSUPPORT, inherited by every child. Exposed for tests.
+ */
+int vfab_node_block_rdma_netlink(void);
+
+#endif /* VFAB_NETNS_NODE_ENTER_H */

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mount namespace of a node (DESIGN.md "Node sandbox"): a sysfs of the
+ * node's network namespace on /sys whose class/infiniband* come from the run
+ * dir views, /dev/infiniband from the run dir, and an overlay on /etc.
+ */
+#ifndef VFAB_NETNS_NODE_MOUNTS_H
+#define VFAB_NETNS_NODE_MOUNTS_H
+
+#include <stddef.h>
+
+/*
+ * Run inside the freshly unshared namespaces of the holder (mount and
+ * network). Returns 0 or -errno with `err` naming the step that failed.
+ */
+int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size_t errlen);
+
+#endif /* VFAB_NETNS_NODE_MOUNTS_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bringing node sandboxes up (views, holder, network) and taking a whole
+ * fabric's sandboxes down again from its run dir alone.
+ */
+#ifndef VFAB_NETNS_SANDBOX_H
+#define VFAB_NETNS_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fabric/config.h"
+#include "fabric/region.h"
+
+/* In the run dir: this fabric made the host's empty /dev/infiniband mount point. */
+#define VFAB_DEVIB_MARKER "dev-infiniband-created"
+#define VFAB_HOST_DEVIB "/dev/infiniband"
+#define VFAB_RUN_ROOT "/run/vfab"
+
+struct vfab_sandbox {
+	const char *fabric;
+	const char *rundir;
+	const struct vfab_config *cfg;
+	struct vfab_region *region; /* filled by vfabd (ready) */
+	const char *libdir;	    /* absolute: holds libvfab-rdmav34.so */
+	const char *preload_lib;    /* absolute path of libvfab-preload.so */
+};
+
+/*
+ * Fabric-wide preparation: the host's /dev/infiniband mount point (created,
+ * and recorded, only if missing) and the fabric namespace with its bridge.
+ */
+int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen);
+
+/*
+ * One node (index into the region's nodes[]): writes its sysfs, /dev and
+ * /etc views, starts its holder, publishes its namespace and builds its
+ * network. The holder pid goes into the region too.
+ */
+int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,
+			 size_t errlen);
+
+/*
+ * Tear down every sandbox of a fabric, working from the run dir alone (the
+ * daemon may be dead, `up` may have stopped half-way): kill the processes in
+ * each node's network namespace (SIGTERM, then SIGKILL after a grace period)
+ * and the holders, unpublish the namespaces (the fabric one takes the bridge
+ * and veths with it), unlink the region, remove the run dir. Goes on past
+ * errors; returns the first one with `err` saying what it was.
+ */
+int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, size_t errlen);
+
+/* Anything of this fabric left on the host (run dir, region, namespace)? */
+int vfab_sandbox_exists(const char *fabric, const char *rundir);
+
+#endif /* VFAB_NETNS_SANDBOX_H */

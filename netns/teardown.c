@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+#include "netns/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netns/fabric_net.h"
+#include "netns/fsutil.h"
+#include "netns/holder.h"
+
+#define MAX_NODES (VFAB_MAX_NODES + 8)
+#define TERM_GRACE_MS 500
+#define KILL_WAIT_MS 3000
+
+struct ns_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct node_set {
+	int n;
+	char ids[MAX_NODES][VFAB_NAME_MAX];
+	pid_t holders[MAX_NODES];
+	int nns;
+	struct ns_id ns[2 * MAX_NODES];
+};
+
+static void note(char *err, size_t errlen, int *first, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Keep the first failure; carry on with the rest of the teardown. */
+static void note(char *err, size_t errlen, int *first, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ret == 0 || *first)
+		return;
+	*first = ret;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void add_ns(struct node_set *s, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) || s->nns >= (int)(sizeof(s->ns) / sizeof(s->ns[0])))
+		return;
+	for (int i = 0; i < s->nns; i++)
+		if (s->ns[i].dev == st.st_dev && s->ns[i].ino == st.st_ino)
+			return;
+	s->ns[s->nns++] = (struct ns_id){st.st_dev, st.st_ino};
+}
+
+/*
+ * The nodes are the run dir's nodes/<id> entries (created before anything
+ * else of a node); their network namespaces come from the published files
+ * and, for a node whose publication never happened, from its holder.
+ */
+static void collect_nodes(const char *fabric, const char *rundir, struct node_set *s)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+
+	memset(s, 0, sizeof(*s));
+	if (vfab_pathf(path, sizeof(path), "%s/nodes", rundir))
+		return;
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && s->n < MAX_NODES) {
+		pid_t pid = 0;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= VFAB_NAME_MAX)
+			continue;
+		snprintf(s->ids[s->n], VFAB_NAME_MAX, "%s", de->d_name);
+		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir,
+			       de->d_name) == 0 &&
+		    vfab_read_pid_file(path, &pid) == 0 && vfab_holder_is_alive(pid)) {
+			s->holders[s->n] = pid;
+			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+			add_ns(s, path);
+		}
+		if (vfab_netns_path(path, sizeof(path), fabric, de->d_name) == 0)
+			add_ns(s, path);
+		s->n++;
+	}
+	closedir(d);
+}
+
+static int in_node(const struct node_set *s, pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &st))
+		return 0;
+	for (int i = 0; i < s->nns; i++)
+		if (s->ns[i].dev == st.st_dev && s->ns[i].ino == st.st_ino)
+			return 1;
+	return 0;
+}
+
+/* Signal every live process of the nodes; returns how many got it. */
+static int signal_node_processes(const struct node_set *s, int sig)
+{
+	pid_t self = getpid();
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int count = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		if (in_node(s, (pid_t)pid) && vfab_pid_alive((pid_t)pid) &&
+		    kill((pid_t)pid, sig) == 0)
+			count++;
+	}
+	closedir(d);
+	for (int i = 0; i < s->n; i++)
+		if (s->holders[i] > 0 && vfab_holder_is_alive(s->holders[i]) &&
+		    kill(s->holders[i], sig) == 0)
+			count++;
+	return count;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* SIGTERM, a grace period, then SIGKILL until nothing is left (or we give up). */
+static int kill_node_processes(const struct node_set *s)
+{
+	long long deadline;
+
+	if (s->nns == 0 && s->n == 0)
+		return 0;
+	if (signal_node_processes(s, SIGTERM) == 0)
+		return 0;
+	deadline = vfab_now_ms() + TERM_GRACE_MS;
+	do {
+		sleep_ms(5);
+		/* Signal 0 just counts the survivors (and children forked meanwhile). */
+		if (signal_node_processes(s, 0) == 0)
+			return 0;
+	} while (vfab_now_ms() < deadline);
+	deadline = vfab_now_ms() + KILL_WAIT_MS;
+	do {
+		if (signal_node_processes(s, SIGKILL) == 0)
+			return 0;
+		sleep_ms(5);
+	} while (vfab_now_ms() < deadline);
+	return -EBUSY;
+}
+
+static int remove_host_devib(const char *rundir)
+{
+	char marker[4096], path[4096];
+	struct dirent *de;
+	DIR *d;
+	int others = 0;
+
+	if (vfab_pathf(marker, sizeof(marker), "%s/" VFAB_DEVIB_MARKER, rundir) ||
+	    access(marker, F_OK))
+		return 0;
+	/* Another fabric's nodes still mount on it: removing it would detach them. */
+	d = opendir(VFAB_RUN_ROOT);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s", de->d_name) == 0 &&
+		    strcmp(path, rundir) != 0)
+			others = 1;
+	}
+	if (d)
+		closedir(d);
+	if (others)
+		return 0;
+	if (rmdir(VFAB_HOST_DEVIB) && errno != ENOENT && errno != ENOTEMPTY)
+		return -errno;
+	return 0;
+}
+
+int vfab_sandbox_exists(const char *fabric, const char *rundir)
+{
+	char path[4096];
+
+	if (access(rundir, F_OK) == 0)
+		return 1;
+	if (vfab_region_path(fabric, path, sizeof(path)) >= 0 && access(path, F_OK) == 0)
+		return 1;
+	return vfab_netns_path(path, sizeof(path), fabric, VFAB_FABRIC_NS_SUFFIX) == 0 &&
+	       access(path, F_OK) == 0;
+}
+
+int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, size_t errlen)
+{
+	struct node_set *s = malloc(sizeof(*s));
+	int first = 0, ret;
+
+	if (!s)
+		return -ENOMEM;
+	collect_nodes(fabric, rundir, s);
+	ret = kill_node_processes(s);
+	note(err, errlen, &first, ret, "some processes in the nodes did not die");
+	for (int i = 0; i < s->n; i++) {
+		ret = vfab_net_unbind_ns(fabric, s->ids[i]);
+		note(err, errlen, &first, ret, "remove the namespace file of node %s", s->ids[i]);
+	}
+	/* The last reference to the fabric namespace: bridge and veths go with it. */
+	ret = vfab_net_unbind_ns(fabric, VFAB_FABRIC_NS_SUFFIX);
+	note(err, errlen, &first, ret, "remove the fabric namespace file");
+	ret = vfab_region_unlink(fabric);
+	note(err, errlen, &first, ret == -ENOENT ? 0 : ret, "unlink the region of %s", fabric);
+	ret = remove_host_devib(rundir);
+	note(err, errlen, &first, ret, "remove " VFAB_HOST_DEVIB);
+	ret = vfab_rm_rf(rundir);
+	note(err, errlen, &first, ret, "remove %s", rundir);
+	/* Only when no other fabric lives there. */
+	rmdir(VFAB_RUN_ROOT);
+	free(s);
+	return first;
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal declarations of the vfab libibverbs provider: the process-local
+ * wrappers around libibverbs' objects and the functions the files of the
+ * provider call in each other. Everything a peer process must reach lives in
+ * the shared region (fabric/region.h); what is here is private to a process.
+ */
+#ifndef VFAB_PROVIDER_H
+#define VFAB_PROVIDER_H
+
+#include "fabric/region.h"
+#include "provider/verbs_abi.h"
+#include "provider/vfab_device.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Device limits, ConnectX-6 like where the region allows it. */
+#define VFAB_MAX_QP_WR 32768
+#define VFAB_MAX_CQE 4194303
+#define VFAB_MAX_SRQ_WR 32767
+#define VFAB_MAX_SRQ_SGE 31
+#define VFAB_MAX_INLINE 512
+#define VFAB_MAX_RD_ATOM 16
+#define VFAB_MAX_MSG_SZ 0x40000000u
+#define VFAB_PKEY_TBL_LEN 128
+#define VFAB_GRH_BYTES 40
+#define VFAB_UD_QKEY_HIGH_BIT 0x80000000u
+#define VFAB_PSN_MASK 0xffffffu
+
+/* The process's view of one mapped region, shared by all its devices. */
+struct vfab_qp;
+struct vfab_rmap {
+	struct vfab_rmap *next;
+	char path[256];
+	struct vfab_region *r;
+	int refcnt;
+	/* This process's QPs by slot index: poll_cq retires send WQEs with it. */
+	_Atomic(struct vfab_qp *) qps[VFAB_MAX_QPS];
+};
+
+struct vfab_context {
+	struct verbs_context vctx;
+	struct vfab_device *dev;
+	struct vfab_rmap *map;
+	struct vfab_region *r;
+	struct vfab_hca *hca;
+	uint32_t hca_idx;
+	struct vfab_owner owner; /* pid, ctx_id */
+	uint32_t async_id;	 /* FIFO <rundir>/fifo/<pid>.<async_id> */
+	char async_path[320];
+	int ctl_fd; /* vfabd liveness connection, -1 if none */
+};
+
+struct vfab_pd {
+	struct ibv_pd ibv;
+	int slot;
+	atomic_int users; /* MRs, QPs, SRQs, AHs on it */
+};
+
+struct vfab_mr {
+	struct vabi_mr vmr;
+	int slot;
+	struct vfab_pd *pd;
+};
+
+struct vfab_cq {
+	struct vabi_cq vcq;
+	struct vfab_context *ctx;
+	int slot;
+	struct vfab_cq_slot *s;
+	struct vfab_cqe *ring;
+	uint32_t mask;
+	pthread_spinlock_t poll_lock; /* consumers of this process */
+	atomic_int users;	      /* QPs that complete into it */
+	/* Extended polling (ibv_cq_ex): the entry being looked at. */
+	struct vfab_cqe cur;
+	uint64_t wc_flags;
+};
+
+struct vfab_srq {
+	struct vabi_srq vsrq;
+	struct vfab_context *ctx;
+	struct vfab_pd *pd;
+	int slot;
+	struct vfab_srq_slot *s;
+	pthread_mutex_t post_lock;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	atomic_int users;
+};
+
+struct vfab_ah {
+	struct ibv_ah ibv;
+	struct vfab_pd *pd;
+	uint8_t port;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint8_t sl;
+	uint8_t dgid[16];
+	/* Resolved destination port, revalidated by its GID generation. */
+	pthread_mutex_t route_lock;
+	bool routed;
+	uint32_t dst_hca, dst_port, dst_gen, src_gen;
+};
+
+/*
+ * A send work request as the requester keeps it: converted from ibv_send_wr
+ * or built by the ibv_wr_* API, inline data already copied.
+ */
+struct vfab_swqe {
+	struct vfab_swqe *next;
+	uint64_t wr_id;
+	uint32_t opcode;   /* enum ibv_wr_opcode */
+	uint32_t flags;	   /* enum ibv_send_flags */
+	uint32_t imm_data; /* network byte order */
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	struct vfab_ah *ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint32_t sq_index; /* position in the send queue, for retirement */
+	uint32_t num_sge;
+	uint32_t inline_len;
+	bool is_inline;
+	/* Waiting state: retries left and when the next attempt is due. */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	uint64_t due_ns;
+	struct ibv_sge sge[VFAB_MAX_SGE];
+	uint8_t inline_data[VFAB_MAX_INLINE];
+};
+
+/* Where an RC QP sends, as resolved from its RTR attributes. */
+struct vfab_dest {
+	bool valid;
+	uint32_t hca, port, port_gen, slot, qpn;
+};
+
+struct vfab_qp {
+	struct vabi_qp vqp;
+	struct vfab_context *ctx;
+	int slot;
+	struct vfab_qp_slot *s;
+	uint32_t qpn;
+	struct vfab_pd *pd;
+	struct vfab_cq *scq, *rcq;
+	struct vfab_srq *srq;
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	uint64_t send_ops_flags;
+
+	/* Requester side, under sq_lock. */
+	pthread_mutex_t sq_lock;
+	enum ibv_qp_state state; /* this side's view; the slot is authoritative */
+	struct ibv_qp_attr attr; /* last values set by modify_qp */
+	uint32_t sq_psn;
+	uint32_t sq_posted;
+	_Atomic uint32_t sq_retired; /* advanced by poll_cq */
+	uint32_t mtu_bytes;
+	struct vfab_dest dest;
+	struct vfab_swqe *pend_head, *pend_tail; /* WRs that must wait, in order */
+
+	/* Receive side producers of this process. */
+	pthread_mutex_t rq_lock;
+
+	/* ibv_wr_* batch between wr_start and wr_complete. */
+	struct vfab_swqe *batch;
+	uint32_t batch_len, batch_cap;
+	int batch_err;
+
+	/* Engine bookkeeping, under the engine lock. */
+	struct vfab_qp *eng_next, *eng_prev;
+	bool eng_listed;
+	int eng_busy;
+	uint64_t eng_due_ns;
+};
+
+static inline struct vfab_context *to_vctx(struct ibv_context *c)
+{
+	return (struct vfab_context *)((char *)c - offsetof(struct vfab_context, vctx.context));
+}
+static inline struct vfab_pd *to_vpd(struct ibv_pd *pd)
+{
+	return (struct vfab_pd *)pd;
+}
+static inline struct vfab_cq *to_vcq(struct ibv_cq *cq)
+{
+	return (struct vfab_cq *)cq;
+}
+static inline struct vfab_qp *to_vqp(struct ibv_qp *qp)
+{
+	return (struct vfab_qp *)qp;
+}
+static inline struct vfab_srq *to_vsrq(struct ibv_srq *srq)
+{
+	return (struct vfab_srq *)srq;
+}
+static inline struct vfab_ah *to_vah(struct ibv_ah *ah)
+{
+	return (struct vfab_ah *)ah;
+}
+
+/* ---- vfab_device.c ---- */
+void vfab_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t vfab_now_ns(void);
+
+/* ---- vfab_context.c ---- */
+struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data);
+uint32_t vfab_next_id(struct vfab_region *r);
+
+/* ---- vfab_fifo.c: completion channel and async event FIFOs ---- */
+int vfab_fifo_create(const char *rundir, int32_t pid, uint32_t id, char *path, size_t len);
+void vfab_fifo_send(const char *rundir, int32_t pid, uint32_t id, const void *buf, size_t len);
+void vfab_async_event(struct vfab_region *r, int32_t pid, uint32_t id, uint64_t element,
+		      uint32_t event_type);
+
+/* ---- vfab_channel.c ---- */
+int vfab_create_channel(struct ibv_context *ctx, struct ibv_comp_channel **out);
+int vfab_destroy_channel(struct ibv_comp_channel *ch);
+/* 0 and the FIFO id of a provider-made channel, -EINVAL for a foreign one. */
+int vfab_channel_id(struct ibv_comp_channel *ch, uint32_t *id);
+
+/* ---- vfab_query.c ---- */
+int vfab_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size);
+int vfab_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+const struct vfab_gid *vfab_port_gid(const struct vfab_port *p, uint32_t index);
+
+/* ---- vfab_pd.c ---- */
+struct ibv_pd *vfab_alloc_pd(struct ibv_context *ctx);
+int vfab_dealloc_pd(struct ibv_pd *pd);
+
+/* ---- vfab_mr.c ---- */
+struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+			   int access);
+int vfab_dereg_mr(struct vabi_mr *vmr);
+
+/* ---- vfab_cq.c ---- */
+struct ibv_cq *vfab_create_cq(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
+			      int vector);
+struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+int vfab_destroy_cq(struct ibv_cq *cq);
+int vfab_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* ---- vfab_comp.c: producing completions ---- */
+/* Appends a CQE (seq is filled here) to a CQ slot of any process. */
+int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited);
+/* Drops the CQEs of one QP still queued in a CQ of this process. */
+void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn);
+uint32_t vfab_vendor_err(enum ibv_wc_status status);
+
+/* ---- vfab_recv.c: receive rings (QP RQ and SRQ) ---- */
+int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
+		 uint32_t limit);
+struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq);
+void vfab_rq_consume(struct vfab_rq *rq);
+/* Completes every posted WQE with WR_FLUSH_ERR into cq_slot; caller holds the lock. */
+void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn);
+int vfab_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ---- vfab_srq.c ---- */
+struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int vfab_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int vfab_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int vfab_destroy_srq(struct ibv_srq *srq);
+int vfab_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int vfab_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+/* After a requester consumed an SRQ WQE (SRQ lock held): arms the limit event. */
+void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s);
+
+/* ---- vfab_ah.c ---- */
+struct ibv_ah *vfab_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int vfab_destroy_ah(struct ibv_ah *ah);
+
+/* ---- vfab_route.c: GID addressing between ports ---- */
+struct vfab_route {
+	uint32_t hca, port; /* destination port (1-based) */
+	uint32_t port_gen;  /* destination port's gid_gen when resolved */
+	uint8_t sgid_type;  /* enum vfab_gid_type of the source GID */
+};
+int vfab_route_resolve(struct vfab_region *r, uint32_t src_hca, uint32_t src_port,
+		       uint32_t sgid_index, const uint8_t dgid[16], struct vfab_route *out);
+/* Type of the GID at sysfs index idx of a port, VFAB_GID_EMPTY if none. */
+uint8_t vfab_sgid_type(struct vfab_region *r, uint32_t hca, uint32_t port, uint32_t idx);
+
+/* ---- vfab_qp.c / vfab_qp_modify.c ---- */
+struct ibv_qp *vfab_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *vfab_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+int vfab_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init);
+int vfab_destroy_qp(struct ibv_qp *qp);
+int vfab_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+/* Moves a QP to ERR from the requester side and flushes both queues. */
+void vfab_qp_enter_error(struct vfab_qp *qp);
+/* Picks up an ERR state set by a remote requester (sq_lock held). */
+void vfab_qp_sync_state(struct vfab_qp *qp);
+void vfab_qp_ex_init(struct vfab_qp *qp);
+void vfab_qp_ex_fini(struct vfab_qp *qp);
+
+/* ---- vfab_req.c: requester ---- */
+int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* Validates and queues one WQE (sq_lock held); 0 or an errno value. */
+int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe);
+int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe);
+/* Runs the waiting WRs that are due; returns when the next one is due (0: none). */
+void vfab_req_progress(struct vfab_qp *qp);
+/* Completes every waiting WR with WR_FLUSH_ERR (sq_lock held). */
+void vfab_req_flush_pending(struct vfab_qp *qp);
+void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe,
+		       enum ibv_wc_status status, uint32_t byte_len);
+
+/* ---- vfab_engine.c ---- */
+void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns);
+void vfab_engine_cancel(struct vfab_qp *qp);
+
+#endif /* VFAB_PROVIDER_H */

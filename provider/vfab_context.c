@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Contexts: the verbs operation table, the async event FIFO, the liveness
+ * connection to vfabd, and the cleanup of whatever a program forgot to
+ * destroy before closing the device.
+ */
+#include "provider/vfab.h"
+#include "fabric/ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void vfab_free_context(struct ibv_context *ibctx);
+
+static const struct vabi_context_ops vfab_ctx_ops = {
+	.alloc_pd = vfab_alloc_pd,
+	.dealloc_pd = vfab_dealloc_pd,
+	.reg_mr = vfab_reg_mr,
+	.dereg_mr = vfab_dereg_mr,
+	.create_cq = vfab_create_cq,
+	.create_cq_ex = vfab_create_cq_ex,
+	.destroy_cq = vfab_destroy_cq,
+	.poll_cq = vfab_poll_cq,
+	.req_notify_cq = vfab_req_notify_cq,
+	.create_qp = vfab_create_qp,
+	.create_qp_ex = vfab_create_qp_ex,
+	.modify_qp = vfab_modify_qp,
+	.query_qp = vfab_query_qp,
+	.destroy_qp = vfab_destroy_qp,
+	.post_send = vfab_post_send,
+	.post_recv = vfab_post_recv,
+	.create_srq = vfab_create_srq,
+	.modify_srq = vfab_modify_srq,
+	.query_srq = vfab_query_srq,
+	.destroy_srq = vfab_destroy_srq,
+	.post_srq_recv = vfab_post_srq_recv,
+	.get_srq_num = vfab_get_srq_num,
+	.create_ah = vfab_create_ah,
+	.destroy_ah = vfab_destroy_ah,
+	.query_device_ex = vfab_query_device_ex,
+	.query_port = vfab_query_port,
+	.free_context = vfab_free_context,
+};
+
+uint32_t vfab_next_id(struct vfab_region *r)
+{
+	uint32_t id;
+
+	do {
+		id = atomic_fetch_add(&r->next_ctx_id, 1);
+	} while (id == 0);
+	return id;
+}
+
+/* Liveness: vfabd reaps our slots when this connection drops without BYE. */
+static void ctl_hello(struct vfab_context *ctx)
+{
+	static bool warned;
+	char line[64], reply[64];
+	int fd, rc;
+
+	fd = vfab_ctl_connect(ctx->r->rundir);
+	if (fd < 0) {
+		rc = fd;
+		goto fail;
+	}
+	snprintf(line, sizeof(line), "HELLO %d", ctx->owner.pid);
+	rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
+	if (rc >= 0 && strcmp(reply, "OK") != 0)
+		rc = -EPROTO;
+	if (rc < 0) {
+		close(fd);
+		goto fail;
+	}
+	ctx->ctl_fd = fd;
+	return;
+fail:
+	/* The context works without vfabd; only the reaping of a crash is lost. */
+	if (!warned) {
+		warned = true;
+		vfab_dbg("no liveness connection to vfabd in %s: %s", ctx->r->rundir,
+			 strerror(-rc));
+	}
+}
+
+static void ctl_bye(struct vfab_context *ctx)
+{
+	char reply[16];
+
+	if (ctx->ctl_fd < 0)
+		return;
+	vfab_ctl_request(ctx->ctl_fd, "BYE", reply, sizeof(reply));
+	close(ctx->ctl_fd);
+	ctx->ctl_fd = -1;
+}
+
+struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
+{
+	struct vfab_device *dev = (struct vfab_device *)ibdev;
+	struct vfab_context *ctx;
+	long ncpu;
+	int fd;
+
+	(void)private_data;
+	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
+					    (struct verbs_context *)offsetof(struct vfab_context, vctx),
+					    0);
+	if (!ctx)
+		return NULL;
+	ctx->dev = dev;
+	ctx->map = dev->map;
+	ctx->r = dev->region;
+	ctx->hca_idx = dev->hca;
+	ctx->hca = &ctx->r->hcas[dev->hca];
+	ctx->owner.pid = getpid();
+	ctx->owner.ctx_id = vfab_next_id(ctx->r);
+	ctx->async_id = vfab_next_id(ctx->r);
+	ctx->ctl_fd = -1;
+
+	fd = vfab_fifo_create(ctx->r->rundir, ctx->owner.pid, ctx->async_id, ctx->async_path,
+			      sizeof(ctx->async_path));
+	if (fd < 0) {
+		vfab_dbg("cannot create async event FIFO in %s: %s", ctx->r->rundir,
+			 strerror(-fd));
+		errno = -fd;
+		goto fail;
+	}
+	ctx->vctx.context.async_fd = fd;
+
+	verbs_set_ops(&ctx->vctx, &vfab_ctx_ops);
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	ctx->vctx.context.num_comp_vectors = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
+	ctl_hello(ctx);
+	return &ctx->vctx;
+fail:
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	return NULL;
+}
+
+/* Frees the region slots this context still owns, QPs first. */
+static void free_leftovers(struct vfab_context *ctx)
+{
+	struct vfab_region *r = ctx->r;
+	uint32_t id = ctx->owner.ctx_id;
+	int32_t pid = ctx->owner.pid;
+	int i;
+
+#define OWNED(tbl, i)                                                                              \
+	(atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED && r->tbl[i].owner.pid == pid &&          \
+	 r->tbl[i].owner.ctx_id == id)
+
+	for (i = 0; i < VFAB_MAX_QPS; i++) {
+		if (!OWNED(qps, i))
+			continue;
+		struct vfab_qp *qp = atomic_load(&ctx->map->qps[i]);
+
+		if (qp) {
+			vfab_engine_cancel(qp);
+			atomic_store(&ctx->map->qps[i], NULL);
+		}
+		vfab_qp_free(r, i);
+	}
+	for (i = 0; i < VFAB_MAX_SRQS; i++)
+		if (OWNED(srqs, i))
+			vfab_srq_free(r, i);
+	for (i = 0; i < VFAB_MAX_CQS; i++)
+		if (OWNED(cqs, i))
+			vfab_cq_free(r, i);
+	for (i = 0; i < VFAB_MAX_MRS; i++)
+		if (OWNED(mrs, i))
+			vfab_mr_free(r, i);
+	for (i = 0; i < VFAB_MAX_PDS; i++)
+		if (OWNED(pds, i))
+			vfab_pd_free(r, i);
+#undef OWNED
+}
+
+static void vfab_free_context(struct ibv_context *ibctx)
+{
+	struct vfab_context *ctx = to_vctx(ibctx);
+
+	free_leftovers(ctx);
+	ctl_bye(ctx);
+	unlink(ctx->async_path);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registration with libibverbs and the device objects: a vfab HCA is found
+ * through its sysfs view, whose device/vfab file names the shared region
+ * and the HCA's index in it. The region is mapped once per process and
+ * shared by every device and context that lives in it.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vfab_rmap *maps;
+
+void vfab_dbg(const char *fmt, ...)
+{
+	static int enabled = -1;
+	va_list ap;
+
+	if (enabled < 0)
+		enabled = getenv("VFAB_DEBUG") != NULL;
+	if (!enabled)
+		return;
+	va_start(ap, fmt);
+	fputs("vfab: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+uint64_t vfab_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct vfab_rmap *rmap_get(const char *path)
+{
+	struct vfab_rmap *m;
+	int rc;
+
+	pthread_mutex_lock(&map_lock);
+	for (m = maps; m; m = m->next) {
+		if (!strcmp(m->path, path)) {
+			m->refcnt++;
+			goto out;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out;
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	rc = vfab_region_open(path, &m->r);
+	if (rc) {
+		vfab_dbg("cannot map region %s: %s", path, strerror(-rc));
+		free(m);
+		m = NULL;
+		goto out;
+	}
+	m->refcnt = 1;
+	m->next = maps;
+	maps = m;
+out:
+	pthread_mutex_unlock(&map_lock);
+	return m;
+}
+
+static void rmap_put(struct vfab_rmap *m)
+{
+	struct vfab_rmap **pp;
+
+	pthread_mutex_lock(&map_lock);
+	if (--m->refcnt == 0) {
+		for (pp = &maps; *pp; pp = &(*pp)->next) {
+			if (*pp == m) {
+				*pp = m->next;
+				break;
+			}
+		}
+		vfab_region_close(m->r);
+		free(m);
+	}
+	pthread_mutex_unlock(&map_lock);
+}
+
+/*
+ * device/vfab holds "region PATH", "hca N" and "rundir DIR", one per line.
+ * Returns 0 or -EINVAL when a field is missing.
+ */
+static int parse_locator(char *text, struct vfab_device *dev, char *region, size_t rlen)
+{
+	bool have_region = false, have_hca = false;
+	char *save = NULL, *line;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *val = strchr(line, ' ');
+
+		if (!val)
+			continue;
+		*val++ = 0;
+		if (!strcmp(line, "region")) {
+			snprintf(region, rlen, "%s", val);
+			have_region = true;
+		} else if (!strcmp(line, "hca")) {
+			char *end;
+			unsigned long h = strtoul(val, &end, 10);
+
+			if (end == val || h >= VFAB_MAX_HCAS)
+				return -EINVAL;
+			dev->hca = (uint32_t)h;
+			have_hca = true;
+		} else if (!strcmp(line, "rundir")) {
+			snprintf(dev->rundir, sizeof(dev->rundir), "%s", val);
+		}
+	}
+	return have_region && have_hca ? 0 : -EINVAL;
+}
+
+static int vfab_create_channel_op(struct ibv_context *ctx, struct ibv_comp_channel **out)
+{
+	return vfab_create_channel(ctx, out);
+}
+
+static int vfab_destroy_channel_op(struct ibv_comp_channel *ch)
+{
+	return vfab_destroy_channel(ch);
+}
+
+static struct vabi_device *vfab_alloc_device(struct vabi_sysfs_dev *sysfs)
+{
+	char text[1024], region[256];
+	struct vfab_device *dev;
+	struct vfab_rmap *m;
+	int n;
+
+	n = ibv_read_ibdev_sysfs_file(text, sizeof(text), sysfs, "device/vfab");
+	if (n <= 0) {
+		vfab_dbg("%s: no device/vfab locator", sysfs->ibdev_name);
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	if (parse_locator(text, dev, region, sizeof(region))) {
+		vfab_dbg("%s: malformed device/vfab locator", sysfs->ibdev_name);
+		goto fail;
+	}
+	m = rmap_get(region);
+	if (!m)
+		goto fail;
+	if (!atomic_load(&m->r->ready) || dev->hca >= m->r->nhcas || !m->r->hcas[dev->hca].in_use) {
+		vfab_dbg("%s: HCA %u is not in region %s", sysfs->ibdev_name, dev->hca, region);
+		rmap_put(m);
+		goto fail;
+	}
+	if (!dev->rundir[0])
+		snprintf(dev->rundir, sizeof(dev->rundir), "%s", m->r->rundir);
+	snprintf(dev->region_path, sizeof(dev->region_path), "%s", region);
+	dev->map = m;
+	dev->region = m->r;
+	dev->create_channel = vfab_create_channel_op;
+	dev->destroy_channel = vfab_destroy_channel_op;
+	return &dev->vdev;
+fail:
+	free(dev);
+	return NULL;
+}
+
+static void vfab_uninit_device(struct vabi_device *vdev)
+{
+	struct vfab_device *dev = (struct vfab_device *)vdev;
+
+	if (dev->map)
+		rmap_put(dev->map);
+	free(dev);
+}
+
+static const struct vabi_match_ent vfab_match_table[] = {
+	{.u.modalias = "vfab:*", .kind = VABI_MATCH_MODALIAS},
+	{.kind = VABI_MATCH_SENTINEL},
+};
+
+static const struct vabi_device_ops vfab_dev_ops = {
+	.name = VFAB_DRIVER_NAME,
+	.match_min_abi_version = 1,
+	.match_max_abi_version = 1,
+	.match_table = vfab_match_table,
+	.alloc_device = vfab_alloc_device,
+	.uninit_device = vfab_uninit_device,
+	.alloc_context = vfab_alloc_context,
+};
+
+static void __attribute__((constructor)) vfab_register(void)
+{
+	vabi_register_driver(&vfab_dev_ops);
+}

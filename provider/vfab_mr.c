@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory registration. The HCA of a real node pins the pages; here the
+ * region slot records where the bytes live in the owner process, and peers
+ * reach them with process_vm_writev/readv after checking the key.
+ */
+#include "provider/vfab.h"
+#include "provider/vfab_mr_check.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MINCORE_CHUNK_PAGES 4096
+
+/* Whether every page of [addr, addr+len) is mapped, as pinning would require. */
+static int range_mapped(const void *addr, size_t len)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)psz - 1);
+	uintptr_t end = (uintptr_t)addr + len;
+	unsigned char vec[MINCORE_CHUNK_PAGES];
+
+	while (start < end) {
+		size_t n = (end - start + (size_t)psz - 1) / (size_t)psz;
+
+		if (n > MINCORE_CHUNK_PAGES)
+			n = MINCORE_CHUNK_PAGES;
+		/* ENOMEM: part of the range is not mapped at all. */
+		if (mincore((void *)start, n * (size_t)psz, vec) < 0)
+			return -EFAULT;
+		start += n * (size_t)psz;
+	}
+	return 0;
+}
+
+struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
+			   int access)
+{
+	struct vfab_context *ctx = to_vctx(ibpd->context);
+	struct vfab_pd *pd = to_vpd(ibpd);
+	struct vfab_mr_slot *s;
+	struct vfab_mr *mr;
+	int rc, slot;
+
+	rc = vfab_mr_access_valid((unsigned int)access);
+	if (rc)
+		goto fail;
+	if (!length || (uintptr_t)addr + length < (uintptr_t)addr) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	rc = range_mapped(addr, length);
+	if (rc)
+		goto fail;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	slot = vfab_mr_alloc(ctx->r, &ctx->owner);
+	if (slot < 0) {
+		free(mr);
+		rc = slot;
+		goto fail;
+	}
+	s = &ctx->r->mrs[slot];
+	s->hca = ctx->hca_idx;
+	s->pd = (uint32_t)pd->slot;
+	s->access = (uint32_t)access;
+	s->addr = (uint64_t)(uintptr_t)addr;
+	s->iova = hca_va;
+	/* A zero length matches no key check: publish it last. */
+	atomic_thread_fence(memory_order_release);
+	s->length = length;
+
+	mr->slot = slot;
+	mr->pd = pd;
+	mr->vmr.ibv_mr.lkey = s->key;
+	mr->vmr.ibv_mr.rkey = s->key;
+	mr->vmr.ibv_mr.handle = (uint32_t)slot;
+	mr->vmr.mr_type = VABI_MR_TYPE_MR;
+	mr->vmr.access = access;
+	atomic_fetch_add(&pd->users, 1);
+	return &mr->vmr.ibv_mr;
+fail:
+	errno = -rc;
+	return NULL;
+}
+
+int vfab_dereg_mr(struct vabi_mr *vmr)
+{
+	struct vfab_mr *mr = (struct vfab_mr *)vmr;
+	struct vfab_context *ctx = to_vctx(vmr->ibv_mr.context);
+
+	vfab_mr_free(ctx->r, mr->slot);
+	atomic_fetch_sub(&mr->pd->users, 1);
+	free(mr);
+	return 0;
+}

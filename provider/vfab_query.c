@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device and port attributes. The numbers are a ConnectX-6's where vfab
+ * behaves like one, and the region's limits where it does not, so that
+ * programs sizing themselves from the attributes never exceed what the
+ * provider accepts. GIDs and P_Keys are read from sysfs by libibverbs.
+ */
+#include "provider/vfab.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#define VFAB_VENDOR_ID 0x02c9 /* Mellanox */
+#define VFAB_VENDOR_PART 4123 /* ConnectX-6 */
+#define VFAB_FW_VER "20.35.1012"
+
+static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a)
+{
+	const struct vfab_hca *h = ctx->hca;
+
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", VFAB_FW_VER);
+	a->node_guid = htobe64(h->node_guid);
+	a->sys_image_guid = htobe64(h->sys_image_guid);
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffffffffffff000ull;
+	a->vendor_id = VFAB_VENDOR_ID;
+	a->vendor_part_id = VFAB_VENDOR_PART;
+	a->hw_ver = 0;
+	a->max_qp = VFAB_MAX_QPS;
+	a->max_qp_wr = VFAB_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->max_sge = VFAB_MAX_SGE;
+	a->max_sge_rd = VFAB_MAX_SGE;
+	a->max_cq = VFAB_MAX_CQS;
+	a->max_cqe = VFAB_MAX_CQE;
+	a->max_mr = VFAB_MAX_MRS;
+	a->max_pd = VFAB_MAX_PDS;
+	a->max_qp_rd_atom = VFAB_MAX_RD_ATOM;
+	a->max_res_rd_atom = VFAB_MAX_RD_ATOM * VFAB_MAX_QPS;
+	a->max_qp_init_rd_atom = VFAB_MAX_RD_ATOM;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_ah = INT_MAX;
+	a->max_srq = VFAB_MAX_SRQS;
+	a->max_srq_wr = VFAB_MAX_SRQ_WR;
+	a->max_srq_sge = VFAB_MAX_SRQ_SGE;
+	a->max_pkeys = VFAB_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = 16;
+	a->phys_port_cnt = (uint8_t)h->nports;
+}
+
+int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct vfab_context *ctx = to_vctx(ibctx);
+	struct ibv_device_attr_ex full;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_device_attr(ctx, &full.orig_attr);
+	/* No ODP, TSO, RSS, timestamps, tag matching or device memory. */
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	full.phys_port_cnt_ex = ctx->hca->nports;
+	if (attr_size > sizeof(full))
+		attr_size = sizeof(full);
+	memcpy(attr, &full, attr_size);
+	return 0;
+}
+
+int vfab_query_port(struct ibv_context *ibctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	struct vfab_context *ctx = to_vctx(ibctx);
+	const struct vfab_port *p;
+	uint32_t state;
+
+	if (port < 1 || port > ctx->hca->nports)
+		return EINVAL;
+	p = &ctx->hca->ports[port - 1];
+	state = atomic_load(&p->state);
+	attr->state = (enum ibv_port_state)state;
+	attr->max_mtu = IBV_MTU_4096;
+	attr->active_mtu = (enum ibv_mtu)p->active_mtu;
+	attr->gid_tbl_len = VFAB_SYSFS_GID_TBL_LEN;
+	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	attr->max_msg_sz = VFAB_MAX_MSG_SZ;
+	attr->pkey_tbl_len = VFAB_PKEY_TBL_LEN;
+	attr->active_width = p->active_width;
+	attr->active_speed = p->active_speed;
+	/* 5 LinkUp, 3 Disabled: what the port's netdev carrier would give. */
+	attr->phys_state = state == IBV_PORT_ACTIVE ? 5 : 3;
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+const struct vfab_gid *vfab_port_gid(const struct vfab_port *p, uint32_t index)
+{
+	uint32_t i, n = p->ngids < VFAB_PORT_GIDS ? p->ngids : VFAB_PORT_GIDS;
+
+	for (i = 0; i < n; i++)
+		if (p->gids[i].index == index && p->gids[i].type != VFAB_GID_EMPTY)
+			return &p->gids[i];
+	return NULL;
+}

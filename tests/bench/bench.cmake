@@ -1,0 +1,13 @@
+# Benchmark: raw ceilings (process_vm_writev, TCP over the fabric's veths) and
+# the driver script that compares vfab with them. Not part of the default test
+# labels: run it with `ctest -L bench` (it brings up its own fabric, "tbench").
+foreach(_prog pvm_ceiling tcp_stream)
+  add_executable(${_prog} ${CMAKE_CURRENT_LIST_DIR}/${_prog}.c
+                          ${CMAKE_CURRENT_LIST_DIR}/bench_util.c)
+endforeach()
+
+add_test(NAME bench_default
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench.sh --fabric tbench
+                 --build ${CMAKE_BINARY_DIR}
+                 --json ${CMAKE_BINARY_DIR}/bench_default.json)
+set_tests_properties(bench_default PROPERTIES LABELS bench RUN_SERIAL TRUE TIMEOUT 600)

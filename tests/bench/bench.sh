@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# bench.sh [--fabric NAME] [--json FILE] [--build DIR]
+#
+# The vfab benchmark: brings up the default 2-node fabric (named NAME, default
+# tbench), measures RDMA WRITE bandwidth (1 MiB, ib_write_bw) and 8-byte
+# latency (ib_write_lat, t_typical) from node0 to node1 on mlx5_0 / GID 3, and
+# puts them next to the raw ceiling of the copy vfab uses (pvm_ceiling:
+# process_vm_writev between two processes) and to TCP between the same nodes
+# over the fabric's veth/bridge path (tcp_stream), plus the time `vfab up` and
+# `vfab down` take. Prints one table; with --json also writes the numbers.
+#
+# Exits 1 when a measurement fails or a floor is missed. Floors (environment):
+#   VFAB_BENCH_BW_VS_RAW   vfab write bw >= this x raw pvm bw   (default 0.6)
+#   VFAB_BENCH_BW_VS_TCP   vfab write bw >= this x TCP bw       (default 3)
+#   VFAB_BENCH_MAX_LAT_US  vfab write latency <= this           (default 5)
+#   VFAB_BENCH_MAX_UP_MS   vfab up < this                       (default 4000)
+#   VFAB_BENCH_MAX_DOWN_MS vfab down < this                     (default 2000)
+# The fabric is always taken down on exit.
+set -euo pipefail
+
+fabric=tbench json="" build=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--fabric) fabric=${2:?--fabric needs a name} && shift 2 ;;
+	--json) json=${2:?--json needs a file} && shift 2 ;;
+	--build) build=${2:?--build needs a directory} && shift 2 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 0 ;;
+	*) echo "bench.sh: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
+	esac
+done
+export VFAB_FABRIC=$fabric
+[ -z "$build" ] || export VFAB_BUILD_DIR=$build
+. "$(dirname "$0")/../integration/lib.sh"
+
+min_bw_raw=${VFAB_BENCH_BW_VS_RAW:-0.6}
+min_bw_tcp=${VFAB_BENCH_BW_VS_TCP:-3}
+max_lat=${VFAB_BENCH_MAX_LAT_US:-5}
+max_up=${VFAB_BENCH_MAX_UP_MS:-4000}
+max_down=${VFAB_BENCH_MAX_DOWN_MS:-2000}
+for prog in pvm_ceiling tcp_stream; do
+	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
+done
+
+fabric_is_up=0
+bench_exit()
+{
+	if [ "$fabric_is_up" = 1 ]; then
+		"$VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 ||
+			echo "bench.sh: vfab down failed; fabric $VFAB_FABRIC may be left" >&2
+	fi
+	vfab_cleanup
+}
+trap bench_exit EXIT
+
+ms_since()
+{
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
+
+# key FILE KEY: value of a key=value line.
+key()
+{
+	sed -n "s/^$2=//p" "$1" | tail -n 1
+}
+
+# pair NAME SERVER_PORT CMD...: CMD as server in node1, CMD + node1's address
+# as client in node0; both must succeed. Client output in $VFAB_TMP/NAME.cli.
+pair()
+{
+	local name=$1 port=$2 rc=0 src=0
+	shift 2
+	local srv=$VFAB_TMP/$name.srv cli=$VFAB_TMP/$name.cli
+	start_server node1 "$srv" "$@"
+	wait_listen node1 "$port" 30 || { show "$srv"; fail "$name: server did not listen on $port"; }
+	timeout 120 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" "$NODE1_IP" >"$cli" 2>&1 ||
+		rc=$?
+	wait_pid "$SERVER_PID" 30 || src=$?
+	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
+		show "$srv" "$cli"
+		fail "$name: client exited $rc, server exited $src"
+	fi
+}
+
+if [ -e "/run/vfab/$VFAB_FABRIC" ] || [ -e "/dev/shm/vfab-$VFAB_FABRIC" ]; then
+	"$VFAB" --fabric "$VFAB_FABRIC" down || fail "could not take down a stale $VFAB_FABRIC"
+fi
+
+note "vfab up (fabric $VFAB_FABRIC)"
+t0=$(date +%s%N)
+fabric_is_up=1
+"$VFAB" --fabric "$VFAB_FABRIC" up >"$VFAB_TMP/up.log" 2>&1 || { show "$VFAB_TMP/up.log"; fail "vfab up failed"; }
+up_ms=$(ms_since "$t0")
+
+note "ib_write_bw 1 MiB, 3 s"
+pair write_bw 18551 ib_write_bw -d mlx5_0 -x 3 -s 1048576 -D 3 --report_gbits -F -p 18551
+vfab_bw_gbit=$(perftest_value "$VFAB_TMP/write_bw.cli" 'BW average[Gb/sec]' 4)
+num_between "${vfab_bw_gbit:-x}" 0 inf || { show "$VFAB_TMP/write_bw.cli"; fail "no ib_write_bw average"; }
+
+note "ib_write_lat 8 B, 20000 iterations"
+pair write_lat 18552 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18552
+# ib_write_lat reports half the round trip already (as pvm_ceiling and tcp_stream do).
+vfab_lat=$(perftest_value "$VFAB_TMP/write_lat.cli" 't_typical[usec]' 5)
+num_between "${vfab_lat:-x}" 0 inf || { show "$VFAB_TMP/write_lat.cli"; fail "no ib_write_lat t_typical"; }
+
+note "TCP over the fabric's veths (tcp_stream)"
+pair tcp 18553 "$VFAB_BIN/tcp_stream" --port 18553
+tcp_bw=$(key "$VFAB_TMP/tcp.cli" bw_gbyte_per_s)
+tcp_lat=$(key "$VFAB_TMP/tcp.cli" lat_typical_us)
+
+note "raw process_vm_writev ceiling (pvm_ceiling)"
+"$VFAB_BIN/pvm_ceiling" >"$VFAB_TMP/pvm.out" 2>&1 || { show "$VFAB_TMP/pvm.out"; fail "pvm_ceiling failed"; }
+raw_bw=$(key "$VFAB_TMP/pvm.out" bw_gbyte_per_s)
+raw_lat=$(key "$VFAB_TMP/pvm.out" lat_typical_us)
+
+note "vfab down"
+t0=$(date +%s%N)
+"$VFAB" --fabric "$VFAB_FABRIC" down >"$VFAB_TMP/down.log" 2>&1 || { show "$VFAB_TMP/down.log"; fail "vfab down failed"; }
+fabric_is_up=0
+down_ms=$(ms_since "$t0")
+
+for v in "$tcp_bw" "$tcp_lat" "$raw_bw" "$raw_lat"; do
+	num_between "$v" 0 inf || fail "a reference measurement is missing or not positive ('$v')"
+done
+
+calc()
+{
+	awk "BEGIN { printf \"%.2f\", $1 }"
+}
+vfab_bw=$(calc "$vfab_bw_gbit / 8")
+echo
+printf '%-26s %10s %10s %10s %10s %10s\n' metric vfab "raw pvm" "TCP veth" vfab/raw vfab/TCP
+printf '%-26s %10s %10s %10s %10s %10s\n' "write bw 1 MiB [GB/s]" "$vfab_bw" "$raw_bw" "$tcp_bw" \
+	"$(calc "$vfab_bw / $raw_bw")" "$(calc "$vfab_bw / $tcp_bw")"
+printf '%-26s %10s %10s %10s %10s %10s\n' "write lat 8 B [us]" "$vfab_lat" "$raw_lat" "$tcp_lat" \
+	"$(calc "$vfab_lat / $raw_lat")" "$(calc "$vfab_lat / $tcp_lat")"
+printf '%-26s %10s\n' "vfab up [ms]" "$up_ms" "vfab down [ms]" "$down_ms"
+echo
+
+failed=0
+check()
+{
+	if awk "BEGIN { exit !($2) }"; then
+		echo "PASS  $1"
+	else
+		echo "FAIL  $1"
+		failed=1
+	fi
+}
+check "write bw $vfab_bw >= $min_bw_raw x raw $raw_bw GB/s" "$vfab_bw >= $min_bw_raw * $raw_bw"
+check "write bw $vfab_bw >= $min_bw_tcp x TCP $tcp_bw GB/s" "$vfab_bw >= $min_bw_tcp * $tcp_bw"
+check "write lat $vfab_lat <= $max_lat us" "$vfab_lat <= $max_lat"
+check "vfab up $up_ms < $max_up ms" "$up_ms < $max_up"
+check "vfab down $down_ms < $max_down ms" "$down_ms < $max_down"
+
+if [ -n "$json" ]; then
+	cat >"$json" <<JSON
+{
+  "fabric": "$VFAB_FABRIC",
+  "write_bw_1MiB_gbyte_per_s": {"vfab": $vfab_bw, "raw_pvm": $raw_bw, "tcp_veth": $tcp_bw},
+  "write_lat_8B_us": {"vfab": $vfab_lat, "raw_pvm": $raw_lat, "tcp_veth": $tcp_lat},
+  "vfab_up_ms": $up_ms,
+  "vfab_down_ms": $down_ms,
+  "floors": {"bw_vs_raw": $min_bw_raw, "bw_vs_tcp": $min_bw_tcp, "max_lat_us": $max_lat,
+             "max_up_ms": $max_up, "max_down_ms": $max_down},
+  "pass": $([ "$failed" = 0 ] && echo true || echo false)
+}
+JSON
+	note "numbers written to $json"
+fi
+exit "$failed"

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pvm_ceiling: the raw ceiling of vfab's data path. vfab moves every RDMA
+ * payload with one process_vm_writev into the peer process, and the peer
+ * learns about it by reading memory; this program measures exactly that
+ * between two plain processes, with no verbs in between, so that the
+ * benchmark can say how close vfab gets to what the copy itself allows.
+ *
+ *   pvm_ceiling [--size BYTES] [--seconds S] [--runs N] [--iters N]
+ *
+ * Bandwidth: the parent writes --size bytes (default 1 MiB) into a buffer the
+ * child owns, back to back for --seconds (default 1) per run; the best of
+ * --runs (default 3) is reported. Latency: 8-byte ping-pong, each side
+ * writing a sequence number into a word the other side spins on; half the
+ * round trip is reported. The child's addresses reach the parent through a
+ * pipe, as an rkey/address pair would reach an RDMA peer.
+ *
+ * Output: key=value lines (bw_*, lat_*); exit status 0 on success, 1 on a
+ * failed system call, 2 on bad arguments.
+ */
+#include "bench_util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WARMUP_ITERS 1000
+#define SPIN_TIMEOUT_NS 5000000000ull
+
+struct opts {
+	size_t size;
+	double seconds;
+	unsigned runs;
+	size_t iters;
+};
+
+/* What each side tells the other about its memory. */
+struct child_addrs {
+	uint64_t buf;
+	uint64_t ping; /* the word the child spins on */
+};
+
+enum cmd { CMD_LATENCY = 'L', CMD_QUIT = 'Q' };
+
+struct cmd_msg {
+	uint32_t cmd;
+	uint32_t pad;
+	uint64_t iters;
+};
+
+static _Alignas(64) volatile uint64_t pong_word; /* parent spins on it */
+static _Alignas(64) volatile uint64_t ping_word; /* child spins on it */
+
+static int read_full(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t r = write(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int pvm_write(pid_t pid, uint64_t remote, const void *local, size_t len)
+{
+	struct iovec l = {.iov_base = (void *)local, .iov_len = len};
+	struct iovec r = {.iov_base = (void *)(uintptr_t)remote, .iov_len = len};
+	ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/* Waits until *word == want; gives up after SPIN_TIMEOUT_NS (peer died). */
+static int spin_until(volatile uint64_t *word, uint64_t want)
+{
+	uint64_t start = 0;
+	unsigned spins = 0;
+
+	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != want) {
+		bench_cpu_relax();
+		if (++spins % 65536 == 0) {
+			uint64_t now = bench_now_ns();
+
+			if (!start)
+				start = now;
+			else if (now - start > SPIN_TIMEOUT_NS)
+				return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+static int child_main(int rfd, int wfd, const struct opts *o)
+{
+	struct child_addrs a;
+	struct cmd_msg m;
+	uint64_t pong_addr;
+	pid_t parent = getppid();
+	void *buf;
+	int ret;
+
+	if (posix_memalign(&buf, 4096, o->size))
+		return 1;
+	/* Fault the pages in now so the bandwidth runs measure copies only. */
+	memset(buf, 0, o->size);
+	a.buf = (uintptr_t)buf;
+	a.ping = (uintptr_t)&ping_word;
+	if (write_full(wfd, &a, sizeof(a)) || read_full(rfd, &pong_addr, sizeof(pong_addr)))
+		return 1;
+	for (;;) {
+		if (read_full(rfd, &m, sizeof(m)))
+			return 1;
+		if (m.cmd == CMD_QUIT)
+			return 0;
+		for (uint64_t i = 1; i <= m.iters; i++) {
+			ret = spin_until(&ping_word, i);
+			if (!ret)
+				ret = pvm_write(parent, pong_addr, &i, sizeof(i));
+			if (ret) {
+				fprintf(stderr, "pvm_ceiling child: %s\n", strerror(-ret));
+				return 1;
+			}
+		}
+	}
+}
+
+static int measure_bw(pid_t child, const struct child_addrs *a, const struct opts *o)
+{
+	double best = 0;
+	void *src;
+	int ret = 0;
+
+	if (posix_memalign(&src, 4096, o->size))
+		return -ENOMEM;
+	memset(src, 0xa5, o->size);
+	for (unsigned run = 0; run < o->runs && !ret; run++) {
+		uint64_t start = bench_now_ns(), deadline = start + (uint64_t)(o->seconds * 1e9);
+		uint64_t bytes = 0, now;
+
+		do {
+			ret = pvm_write(child, a->buf, src, o->size);
+			bytes += o->size;
+			now = bench_now_ns();
+		} while (!ret && now < deadline);
+		if (!ret && (double)bytes / (double)(now - start) > best)
+			best = (double)bytes / (double)(now - start); /* bytes/ns = GB/s */
+	}
+	free(src);
+	if (ret)
+		return ret;
+	printf("bw_size_bytes=%zu\n", o->size);
+	printf("bw_runs=%u\n", o->runs);
+	printf("bw_gbyte_per_s=%.3f\n", best);
+	printf("bw_gbit_per_s=%.3f\n", best * 8);
+	return 0;
+}
+
+static int measure_lat(pid_t child, int wfd, const struct child_addrs *a, const struct opts *o)
+{
+	struct cmd_msg m = {.cmd = CMD_LATENCY, .iters = WARMUP_ITERS + o->iters};
+	uint64_t *rtt = calloc(o->iters, sizeof(*rtt));
+	uint64_t prev = 0;
+	int ret;
+
+	if (!rtt)
+		return -ENOMEM;
+	ret = write_full(wfd, &m, sizeof(m));
+	for (uint64_t i = 1; !ret && i <= m.iters; i++) {
+		/* One timestamp per round trip: consecutive stamps bound it. */
+		uint64_t now = bench_now_ns();
+
+		if (i > WARMUP_ITERS + 1)
+			rtt[i - WARMUP_ITERS - 2] = now - prev;
+		prev = now;
+		ret = pvm_write(child, a->ping, &i, sizeof(i));
+		if (!ret)
+			ret = spin_until(&pong_word, i);
+	}
+	if (!ret) {
+		rtt[o->iters - 1] = bench_now_ns() - prev;
+		printf("lat_size_bytes=8\n");
+		bench_print_latency(rtt, o->iters);
+	}
+	free(rtt);
+	return ret;
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(argv[i], "--size"))
+			o->size = bench_parse_ulong(argv[i], val);
+		else if (!strcmp(argv[i], "--seconds"))
+			o->seconds = bench_parse_seconds(argv[i], val);
+		else if (!strcmp(argv[i], "--runs"))
+			o->runs = (unsigned)bench_parse_ulong(argv[i], val);
+		else if (!strcmp(argv[i], "--iters"))
+			o->iters = bench_parse_ulong(argv[i], val);
+		else {
+			fprintf(stderr,
+				"usage: pvm_ceiling [--size BYTES] [--seconds S] [--runs N] "
+				"[--iters N]\n");
+			exit(strcmp(argv[i], "--help") ? 2 : 0);
+		}
+		i++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.size = 1 << 20, .seconds = 1.0, .runs = 3, .iters = 100000};
+	struct cmd_msg quit = {.cmd = CMD_QUIT};
+	struct child_addrs a;
+	int to_child[2], to_parent[2], status, ret;
+	uint64_t pong_addr = (uintptr_t)&pong_word;
+	pid_t child;
+
+	parse_opts(argc, argv, &o);
+	if (pipe(to_child) || pipe(to_parent)) {
+		perror("pvm_ceiling: pipe");
+		return 1;
+	}
+	child = fork();
+	if (child < 0) {
+		perror("pvm_ceiling: fork");
+		return 1;
+	}
+	if (child == 0) {
+		close(to_child[1]);
+		close(to_parent[0]);
+		_exit(child_main(to_child[0], to_parent[1], &o));
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	ret = read_full(to_parent[0], &a, sizeof(a));
+	if (!ret)
+		ret = write_full(to_child[1], &pong_addr, sizeof(pong_addr));
+	if (!ret)
+		ret = measure_bw(child, &a, &o);
+	if (!ret)
+		ret = measure_lat(child, to_child[1], &a, &o);
+	if (!ret)
+		ret = write_full(to_child[1], &quit, sizeof(quit));
+	if (ret) {
+		fprintf(stderr, "pvm_ceiling: %s\n", strerror(-ret));
+		kill(child, SIGKILL);
+	}
+	close(to_child[1]);
+	if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		ret = ret ? ret : -ECHILD;
+	return ret ? 1 : 0;
+}

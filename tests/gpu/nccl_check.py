@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Collective correctness and an all_reduce bandwidth sweep, run by torchrun
+once per vfab node (one rank per node, all ranks may share GPU 0).
+
+Correctness: all_reduce (sum of rank+1), all_gather, reduce_scatter,
+broadcast, all_to_all on fp32 and bf16. Sweep: all_reduce from --min-bytes to
+--max-bytes, printing algbw/busbw the way nccl-tests does
+(busbw = algbw * 2 (n-1) / n for all_reduce).
+
+Exit status is non-zero if any check fails, so `vfab run` reports it.
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(name, ok, detail=""):
+    log(f"CHECK {name}: {'PASS' if ok else 'FAIL'} {detail}".rstrip())
+    return ok
+
+
+def correctness(rank, world, dev):
+    ok = True
+    for dtype in (torch.float32, torch.bfloat16):
+        tag = str(dtype).replace("torch.", "")
+        n = 4096
+        # all_reduce: every rank contributes rank+1 -> n(n+1)/2 everywhere
+        t = torch.full((n,), float(rank + 1), dtype=dtype, device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        want = world * (world + 1) / 2
+        ok &= check(f"all_reduce/{tag}", bool((t.float() == want).all()), f"got {t[0].item()} want {want}")
+
+        # all_gather: slot i holds i+1
+        src = torch.full((n,), float(rank + 1), dtype=dtype, device=dev)
+        outs = [torch.empty_like(src) for _ in range(world)]
+        dist.all_gather(outs, src)
+        good = all(bool((o.float() == i + 1).all()) for i, o in enumerate(outs))
+        ok &= check(f"all_gather/{tag}", good)
+
+        # reduce_scatter: input chunk j of rank r = (r+1)*(j+1) -> out = (j+1)*sum(r+1) for j = rank
+        ins = [torch.full((n,), float((rank + 1) * (j + 1)), dtype=dtype, device=dev) for j in range(world)]
+        out = torch.empty((n,), dtype=dtype, device=dev)
+        dist.reduce_scatter(out, ins, op=dist.ReduceOp.SUM)
+        want = (rank + 1) * world * (world + 1) / 2
+        ok &= check(f"reduce_scatter/{tag}", bool((out.float() == want).all()), f"got {out[0].item()} want {want}")
+
+        # broadcast from the last rank
+        b = torch.full((n,), float(rank + 7), dtype=dtype, device=dev)
+        dist.broadcast(b, src=world - 1)
+        ok &= check(f"broadcast/{tag}", bool((b.float() == world - 1 + 7).all()))
+
+        # all_to_all: rank r sends r*world+j to rank j -> receives i*world+rank from i
+        if dtype == torch.float32 or dist.get_backend() == "nccl":
+            send = torch.tensor([float(rank * world + j) for j in range(world)], dtype=dtype, device=dev)
+            recv = torch.empty_like(send)
+            dist.all_to_all_single(recv, send)
+            want = torch.tensor([float(i * world + rank) for i in range(world)], dtype=dtype, device=dev)
+            ok &= check(f"all_to_all/{tag}", bool((recv == want).all()))
+    return ok
+
+
+def sweep(rank, world, dev, lo, hi, iters):
+    if rank == 0:
+        log(f"{'size(B)':>12} {'count':>12} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}")
+    size = lo
+    rows = []
+    while size <= hi:
+        count = size // 4
+        t = torch.ones(count, dtype=torch.float32, device=dev)
+        n_it = iters if size < (64 << 20) else max(3, iters // 4)
+        for _ in range(3):
+            dist.all_reduce(t)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n_it):
+            dist.all_reduce(t)
+        torch.cuda.synchronize()
+        dt = (time.perf_counter() - t0) / n_it
+        algbw = size / dt / 1e9
+        busbw = algbw * 2 * (world - 1) / world
+        rows.append((size, busbw))
+        if rank == 0:
+            log(f"{size:>12} {count:>12} {dt * 1e6:>10.1f} {algbw:>12.3f} {busbw:>12.3f}")
+        del t
+        size *= 4 if size < (1 << 20) else 2
+    if rank == 0 and rows:
+        peak = max(r[1] for r in rows)
+        log(f"SWEEP peak_busbw_GBps={peak:.3f} peak_busbw_Gbps={peak * 8:.2f}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--min-bytes", type=int, default=1024)
+    ap.add_argument("--max-bytes", type=int, default=1 << 30)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--skip-correctness", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true")
+    args = ap.parse_args()
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    gpu = int(os.environ.get("VFAB_GPU", str(local)))
+    torch.cuda.set_device(gpu)
+    dev = torch.device("cuda", gpu)
+    log(f"rank {rank}/{world} host {os.uname().nodename} gpu {gpu} nccl {torch.cuda.nccl.version()}")
+
+    ok = True
+    if not args.skip_correctness:
+        ok = correctness(rank, world, dev)
+    if not args.skip_sweep:
+        sweep(rank, world, dev, args.min_bytes, args.max_bytes, args.iters)
+    dist.barrier()
+    dist.destroy_process_group()
+    log(f"RESULT {'PASS' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

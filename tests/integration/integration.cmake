@@ -1,0 +1,52 @@
+# Integration tests: real fabrics, unmodified rdma-core tools, perftest and
+# pyverbs inside the nodes. All share one fabric ("tint", the default 2-node
+# topology) brought up by the fixture fabric_up and taken down by fabric_down;
+# each test is a script in this folder (see lib.sh) and needs root.
+set(_vfab_it ${CMAKE_CURRENT_LIST_DIR})
+set(_vfab_it_env "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=tint")
+set(_vfab_it_tests "")
+
+# vfab_integration_test(NAME TIMEOUT COMMAND...)
+function(vfab_integration_test name timeout)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES
+    LABELS integration RUN_SERIAL TRUE TIMEOUT ${timeout}
+    FIXTURES_REQUIRED fabric_up ENVIRONMENT "${_vfab_it_env}")
+  set(_vfab_it_tests ${_vfab_it_tests} ${name} PARENT_SCOPE)
+endfunction()
+
+add_test(NAME fabric_up COMMAND ${_vfab_it}/fabric_up.sh)
+add_test(NAME fabric_down COMMAND ${_vfab_it}/fabric_down.sh)
+set_tests_properties(fabric_up PROPERTIES FIXTURES_SETUP fabric_up)
+set_tests_properties(fabric_down PROPERTIES FIXTURES_CLEANUP fabric_up)
+set_tests_properties(fabric_up fabric_down PROPERTIES
+  LABELS integration RUN_SERIAL TRUE TIMEOUT 120 ENVIRONMENT "${_vfab_it_env}")
+
+vfab_integration_test(int_devinfo 60 ${_vfab_it}/devinfo.sh)
+vfab_integration_test(int_gid_oneliner 60 ${_vfab_it}/gid_oneliner.sh)
+
+# rdma-core's examples; TCP ports for their set-up are distinct per test so
+# that a TIME_WAIT of one never delays the next.
+vfab_integration_test(int_rc_pingpong 120
+  ${_vfab_it}/pingpong.sh 18531 ibv_rc_pingpong -d mlx5_0 -g 3)
+vfab_integration_test(int_rc_pingpong_events 120
+  ${_vfab_it}/pingpong.sh 18532 ibv_rc_pingpong -d mlx5_0 -g 3 -e)
+vfab_integration_test(int_ud_pingpong 120
+  ${_vfab_it}/pingpong.sh 18533 ibv_ud_pingpong -d mlx5_0 -g 3)
+vfab_integration_test(int_srq_pingpong 120
+  ${_vfab_it}/pingpong.sh 18534 ibv_srq_pingpong -d mlx5_0 -g 3)
+
+# perftest, short runs (-n iterations).
+set(_vfab_port 18521)
+foreach(_tool write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat)
+  vfab_integration_test(int_ib_${_tool} 240
+    ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -n 2000)
+  math(EXPR _vfab_port "${_vfab_port} + 1")
+endforeach()
+
+vfab_integration_test(int_cleanup 240 ${_vfab_it}/cleanup.sh)
+
+# Last: the longest, and the one whose failures are triaged by hand.
+vfab_integration_test(int_pyverbs 1200 ${_vfab_it}/pyverbs.sh)
+list(REMOVE_ITEM _vfab_it_tests int_pyverbs)
+set_tests_properties(int_pyverbs PROPERTIES DEPENDS "${_vfab_it_tests}")

@@ -1,0 +1,145 @@
+# shellcheck shell=bash
+# Helpers shared by the integration tests and the benchmark (sourced, not run).
+#
+# Environment (set by ctest, see integration.cmake):
+#   VFAB_BUILD_DIR  build directory holding bin/vfab and the test programs
+#                   (default: <repo>/build)
+#   VFAB_FABRIC     fabric the tests run against (default: tint)
+#
+# Every server a test starts in a node is remembered and killed on exit; the
+# temp dir is removed. Tests fail with `fail MESSAGE` (exit 1).
+
+VFAB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+VFAB_BUILD_DIR=${VFAB_BUILD_DIR:-$VFAB_REPO/build}
+VFAB_BIN=$VFAB_BUILD_DIR/bin
+VFAB=$VFAB_BIN/vfab
+VFAB_FABRIC=${VFAB_FABRIC:-tint}
+NODE0_IP=198.18.0.1
+NODE1_IP=198.18.0.2
+
+VFAB_SERVER_PIDS=()
+VFAB_TMP=$(mktemp -d "/tmp/vfab-test-$(basename "$0" .sh).XXXXXX")
+
+fail()
+{
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+note()
+{
+	echo "--- $*"
+}
+
+vfab_cleanup()
+{
+	local pid
+	for pid in "${VFAB_SERVER_PIDS[@]}"; do
+		kill_tree "$pid"
+	done
+	rm -rf "$VFAB_TMP"
+}
+trap vfab_cleanup EXIT
+
+# kill_tree PID: ends a process we started and its direct children (vfab exec
+# may fork the command rather than exec it), TERM first, then KILL.
+kill_tree()
+{
+	local pid=$1 kids i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kids=$(pgrep -P "$pid" || true)
+	kill "$pid" $kids 2>/dev/null || true
+	for i in $(seq 20); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" $kids 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+[ -x "$VFAB" ] || fail "vfab CLI not found at $VFAB (build first; VFAB_BUILD_DIR=$VFAB_BUILD_DIR)"
+
+# vx NODE CMD...: run CMD inside NODE of the test fabric.
+vx()
+{
+	local node=$1
+	shift
+	"$VFAB" --fabric "$VFAB_FABRIC" exec "$node" -- "$@"
+}
+
+# start_server NODE LOG CMD...: CMD in NODE in the background, output to LOG;
+# its pid is left in SERVER_PID and remembered for cleanup.
+start_server()
+{
+	local node=$1 log=$2
+	shift 2
+	vx "$node" "$@" >"$log" 2>&1 &
+	SERVER_PID=$!
+	VFAB_SERVER_PIDS+=("$SERVER_PID")
+}
+
+# wait_listen NODE PORT [SECONDS]: until something listens on TCP PORT in NODE.
+# The RDMA tools listen only after they opened the device, so this also says
+# that the server's verbs set-up went through.
+wait_listen()
+{
+	local node=$1 port=$2 secs=${3:-20} i
+	for i in $(seq $((secs * 10))); do
+		if [ -n "$(vx "$node" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+			return 0
+		fi
+		if [ -n "${SERVER_PID:-}" ] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			return 1 # the server already exited
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_pid PID SECONDS: exit status of a background process, 124 on timeout
+# (then it is killed).
+wait_pid()
+{
+	local pid=$1 secs=$2 i rc
+	for i in $(seq $((secs * 10))); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			rc=0
+			wait "$pid" || rc=$?
+			return $rc
+		fi
+		sleep 0.1
+	done
+	kill_tree "$pid"
+	return 124
+}
+
+# show LOG...: print logs (for the ctest --output-on-failure view).
+show()
+{
+	local f
+	for f in "$@"; do
+		echo "===== $(basename "$f")"
+		cat "$f"
+	done
+}
+
+# num_between VALUE LOW HIGH: LOW < VALUE < HIGH (floats); HIGH may be "inf".
+num_between()
+{
+	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN {
+		if (v !~ /^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) exit 1
+		exit !(v + 0 > lo + 0 && (hi == "inf" || v + 0 < hi + 0))
+	}'
+}
+
+# perftest_value LOG HEADER FIELD: perftest prints its result as a header line
+# (" #bytes  #iterations  BW peak[..]  BW average[..] ..." or " #bytes
+# #iterations  t_min[usec] t_max[usec] t_typical[usec] ...") followed by one
+# line of numbers; prints field number FIELD of the first numeric line after
+# the header that contains HEADER (which proves the column is the one meant).
+perftest_value()
+{
+	awk -v want="$2" -v field="$3" '
+		index($0, "#bytes") && index($0, want) { armed = 1; next }
+		armed && $1 ~ /^[0-9]+$/ { print $field; exit }' "$1"
+}

@@ -1,0 +1,16 @@
+# Unit tests of fabric/: config parsing, GID rules, the region, the topology
+# fill and vfabd's control protocol and reaping.
+vfab_unit_test(test_config SOURCES unit/test_config.c LIBS vfab_config)
+target_compile_definitions(test_config PRIVATE
+  VFAB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/unit/data"
+  VFAB_CONFIGS_DIR="${PROJECT_SOURCE_DIR}/configs")
+
+vfab_unit_test(test_gid SOURCES unit/test_gid.c LIBS vfab_fabric)
+
+vfab_unit_test(test_region SOURCES unit/test_region.c LIBS vfab_fabric)
+
+vfab_unit_test(test_topology SOURCES unit/test_topology.c LIBS vfab_config)
+
+vfab_unit_test(test_vfabd SOURCES unit/test_vfabd.c LIBS vfab_config)
+add_dependencies(test_vfabd vfabd)
+set_tests_properties(test_vfabd PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared region: create/open, slot tables, stale handles, the ring pool,
+ * reaping by pid, robust locks. Each test gets its own /dev/shm file, removed
+ * by the teardown (which cmocka runs even when the test fails) and again at
+ * exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fabric/region.h"
+
+static char fabric[64];
+static char junk_path[128];
+
+static void cleanup_files(void)
+{
+	vfab_region_unlink(fabric);
+	if (junk_path[0])
+		unlink(junk_path);
+}
+
+static int setup(void **state)
+{
+	static unsigned counter;
+	struct vfab_region *r;
+
+	snprintf(fabric, sizeof(fabric), "unit-region-%d-%u", (int)getpid(), counter++);
+	if (vfab_region_create(fabric, "/run/vfab/unit", &r))
+		return -1;
+	*state = r;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	vfab_region_close(*state);
+	cleanup_files();
+	return 0;
+}
+
+static void test_create_open(void **state)
+{
+	struct vfab_region *r = *state, *r2, *r3;
+	char path[256];
+	int fd;
+
+	assert_int_equal(r->magic, VFAB_REGION_MAGIC);
+	assert_string_equal(r->fabric, fabric);
+	assert_string_equal(r->rundir, "/run/vfab/unit");
+	assert_int_equal(r->ready, 0);
+	assert_int_equal(vfab_region_create(fabric, "/x", &r3), -EEXIST);
+
+	assert_int_equal(vfab_region_path(fabric, path, sizeof(path)), 0);
+	assert_int_equal(vfab_region_open(path, &r2), 0);
+	/* Two mappings, one memory. */
+	r->nnodes = 3;
+	assert_int_equal(r2->nnodes, 3);
+	vfab_region_close(r2);
+
+	snprintf(junk_path, sizeof(junk_path), "/dev/shm/unit-region-junk-%d", (int)getpid());
+	fd = open(junk_path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, sizeof(struct vfab_region)), 0);
+	close(fd);
+	assert_int_equal(vfab_region_open(junk_path, &r2), -EPROTO);
+	assert_int_equal(vfab_region_open("/dev/shm/unit-region-none", &r2), -ENOENT);
+}
+
+static void test_slots(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_owner o = {.pid = 42, .ctx_id = 1};
+	struct vfab_qp_slot *qp;
+	int pd, mr, qpi, i;
+
+	pd = vfab_pd_alloc(r, &o, 0);
+	assert_true(pd >= 0);
+	assert_int_equal(r->pds[pd].owner.pid, 42);
+	mr = vfab_mr_alloc(r, &o);
+	assert_true(mr >= 0);
+	assert_ptr_equal(vfab_mr_lookup(r, r->mrs[mr].key), &r->mrs[mr]);
+	assert_null(vfab_mr_lookup(r, r->mrs[mr].key ^ 0x1));
+	assert_null(vfab_mr_lookup(r, 0xffffffffu));
+
+	qpi = vfab_qp_alloc(r, &o, 16, 2);
+	assert_true(qpi >= 0);
+	qp = &r->qps[qpi];
+	assert_true(qp->qpn > 1);
+	assert_int_equal(qp->rq.cap, 16);
+	assert_int_equal(qp->rq.max_sge, 2);
+	assert_true(qp->rq.ring_off >= r->pool_off);
+	qp->hca = 5;
+	assert_ptr_equal(vfab_qp_lookup(r, 5, qp->qpn), qp);
+	assert_null(vfab_qp_lookup(r, 4, qp->qpn));
+
+	vfab_pd_free(r, pd);
+	assert_int_equal(r->pds[pd].state, VFAB_SLOT_FREE);
+	/* A full table says ENOMEM. */
+	for (i = 0; i < VFAB_MAX_PDS; i++)
+		assert_true(vfab_pd_alloc(r, &o, 0) >= 0);
+	assert_int_equal(vfab_pd_alloc(r, &o, 0), -ENOMEM);
+}
+
+static void test_stale_handles(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_owner o = {.pid = 42, .ctx_id = 1};
+	uint32_t old_key, old_qpn;
+	int mr, mr2, qp, qp2;
+
+	mr = vfab_mr_alloc(r, &o);
+	old_key = r->mrs[mr].key;
+	vfab_mr_free(r, mr);
+	assert_null(vfab_mr_lookup(r, old_key));
+	mr2 = vfab_mr_alloc(r, &o);
+	assert_int_equal(mr2, mr); /* the slot is reused... */
+	assert_int_not_equal(r->mrs[mr2].key, old_key); /* ...under a new key */
+	assert_null(vfab_mr_lookup(r, old_key));
+	assert_non_null(vfab_mr_lookup(r, r->mrs[mr2].key));
+
+	qp = vfab_qp_alloc(r, &o, 4, 1);
+	r->qps[qp].hca = 0;
+	old_qpn = r->qps[qp].qpn;
+	vfab_qp_free(r, qp);
+	assert_null(vfab_qp_lookup(r, 0, old_qpn));
+	qp2 = vfab_qp_alloc(r, &o, 4, 1);
+	r->qps[qp2].hca = 0;
+	assert_int_equal(qp2, qp);
+	assert_int_not_equal(r->qps[qp2].qpn, old_qpn);
+	assert_null(vfab_qp_lookup(r, 0, old_qpn));
+	assert_non_null(vfab_qp_lookup(r, 0, r->qps[qp2].qpn));
+}
+
+static void test_pool(void **state)
+{
+	struct vfab_region *r = *state;
+	int64_t a, b, c;
+	uint8_t *p;
+
+	a = vfab_pool_alloc(r, 100); /* class 128 */
+	b = vfab_pool_alloc(r, 4096);
+	assert_true(a > 0 && b > 0 && a != b);
+	assert_true((uint64_t)a >= r->pool_off && (uint64_t)b >= r->pool_off);
+	assert_int_equal(b % 4096, 0);
+	p = vfab_at(r, (uint64_t)a);
+	memset(p, 0xab, 128);
+	vfab_pool_free(r, (uint64_t)a, 100);
+	c = vfab_pool_alloc(r, 128); /* same class: the freed chunk comes back, zeroed */
+	assert_int_equal(c, a);
+	for (int i = 0; i < 128; i++)
+		assert_int_equal(p[i], 0);
+	c = vfab_pool_alloc(r, 64); /* other class: a fresh chunk */
+	assert_true(c != a && c != b);
+	assert_int_equal(vfab_pool_alloc(r, VFAB_POOL_BYTES + 1), -ENOMEM);
+}
+
+static void alloc_all_kinds(struct vfab_region *r, int32_t pid, int idx[5])
+{
+	struct vfab_owner o = {.pid = pid, .ctx_id = (uint32_t)pid};
+
+	idx[0] = vfab_pd_alloc(r, &o, 0);
+	idx[1] = vfab_mr_alloc(r, &o);
+	idx[2] = vfab_cq_alloc(r, &o, 64);
+	idx[3] = vfab_srq_alloc(r, &o, 32, 1);
+	idx[4] = vfab_qp_alloc(r, &o, 32, 1);
+	for (int i = 0; i < 5; i++)
+		assert_true(idx[i] >= 0);
+}
+
+static void test_reap_pid(void **state)
+{
+	struct vfab_region *r = *state;
+	int a[5], b[5], again[5];
+	uint64_t cq_ring;
+
+	alloc_all_kinds(r, 100, a);
+	alloc_all_kinds(r, 200, b);
+	cq_ring = r->cqs[a[2]].ring_off;
+	assert_int_equal(vfab_region_reap_pid(r, 100), 5);
+	assert_int_equal(r->pds[a[0]].state, VFAB_SLOT_FREE);
+	assert_int_equal(r->mrs[a[1]].state, VFAB_SLOT_FREE);
+	assert_int_equal(r->cqs[a[2]].state, VFAB_SLOT_FREE);
+	assert_int_equal(r->srqs[a[3]].state, VFAB_SLOT_FREE);
+	assert_int_equal(r->qps[a[4]].state, VFAB_SLOT_FREE);
+	assert_int_equal(r->pds[b[0]].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[b[1]].state, VFAB_SLOT_USED);
+	assert_int_equal(r->cqs[b[2]].state, VFAB_SLOT_USED);
+	assert_int_equal(r->srqs[b[3]].state, VFAB_SLOT_USED);
+	assert_int_equal(r->qps[b[4]].state, VFAB_SLOT_USED);
+	assert_int_equal(vfab_region_reap_pid(r, 100), 0);
+	/* The reaped rings went back to the pool. */
+	alloc_all_kinds(r, 300, again);
+	assert_int_equal(r->cqs[again[2]].ring_off, cq_ring);
+	assert_int_equal(vfab_region_reap_pid(r, 200), 5);
+	assert_int_equal(vfab_region_reap_pid(r, 300), 5);
+}
+
+static void test_robust_lock(void **state)
+{
+	struct vfab_region *r = *state;
+	int status;
+	pid_t child = fork();
+
+	assert_true(child >= 0);
+	if (child == 0) {
+		vfab_lock(&r->lock);
+		_exit(0); /* dies holding the region lock */
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_int_equal(vfab_lock(&r->lock), 0);
+	vfab_unlock(&r->lock);
+	assert_true(vfab_pd_alloc(r, &(struct vfab_owner){.pid = 1}, 0) >= 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_robust_lock, setup, teardown),
+	};
+
+	atexit(cleanup_files);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

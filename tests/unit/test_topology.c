@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Topology fill: nodes, HCAs, ports (MAC, GUID, MTU, speed), GID tables and
+ * links in a real region built from real configs; port attribute encodings.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fabric/gid.h"
+#include "fabric/topology.h"
+
+static char fabric[64];
+static char err[512];
+
+static void cleanup_files(void)
+{
+	vfab_region_unlink(fabric);
+}
+
+static int setup(void **state)
+{
+	static unsigned counter;
+	struct vfab_region *r;
+
+	snprintf(fabric, sizeof(fabric), "unit-topo-%d-%u", (int)getpid(), counter++);
+	if (vfab_region_create(fabric, "/run/vfab/unit", &r))
+		return -1;
+	*state = r;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	vfab_region_close(*state);
+	cleanup_files();
+	return 0;
+}
+
+static void fill_from(struct vfab_region *r, const char *yaml)
+{
+	struct vfab_config cfg;
+
+	if (yaml ? vfab_config_load_string(yaml, "t.yaml", &cfg, err, sizeof(err))
+		 : vfab_config_load_default(&cfg, err, sizeof(err)))
+		fail_msg("config: %s", err);
+	assert_int_equal(vfab_topology_fill(r, &cfg), 0);
+	assert_int_equal(vfab_topology_fill(r, &cfg), -EEXIST);
+	vfab_config_free(&cfg);
+}
+
+static void test_default_fabric(void **state)
+{
+	struct vfab_region *r = *state;
+	uint8_t fb = vfab_topology_fabric_byte(fabric);
+	char buf[64];
+
+	fill_from(r, NULL);
+	assert_int_equal(r->ready, 1);
+	assert_int_equal(r->nnodes, 2);
+	assert_int_equal(r->nhcas, 2);
+	assert_int_equal(r->nlinks, 4);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct vfab_node *n = &r->nodes[i];
+		const struct vfab_hca *h = &r->hcas[n->hcas[0]];
+		const struct vfab_port *p = &h->ports[0];
+		const uint8_t mac[6] = {0x02, 0x76, 0x66, fb, (uint8_t)i, 0};
+		uint32_t want_ip = htonl(0xc6120001u + i), hca, port;
+
+		assert_true(n->in_use);
+		assert_int_equal(n->nhcas, 1);
+		assert_int_equal(n->ipv4, want_ip);
+		assert_string_equal(h->name, "mlx5_0");
+		assert_int_equal(h->node, i);
+		assert_int_equal(h->uverbs_idx, 0);
+		assert_int_equal(h->nports, 1);
+		assert_int_equal(h->node_guid, 0x027666fffe000000ull | (uint64_t)fb << 16 | i << 8);
+		assert_int_equal(h->sys_image_guid, h->node_guid);
+		assert_int_equal(p->state, 4);
+		assert_string_equal(p->netdev, "eth0");
+		assert_memory_equal(p->mac, mac, 6);
+		assert_int_equal(p->netdev_mtu, 9000);
+		assert_int_equal(p->active_mtu, 5);
+		assert_int_equal(p->speed_mbps, 200000);
+		assert_int_equal(vfab_topology_sysfs_rate(p, buf, sizeof(buf)), 19);
+		assert_string_equal(buf, "200 Gb/sec (4X HDR)");
+		assert_int_equal(p->ngids, 4);
+		assert_int_equal(p->gid_gen, 1);
+		assert_int_equal(p->gids[3].type, VFAB_GID_ROCE_V2);
+		assert_int_equal(p->gids[3].index, 3);
+		assert_memory_equal(p->gids[3].raw + 12, &want_ip, 4);
+		/* The provider resolves a destination GID to this port. */
+		assert_int_equal(vfab_gid_find(r, p->gids[3].raw, VFAB_GID_ROCE_V2, &hca, &port),
+				 0);
+		assert_int_equal(hca, n->hcas[0]);
+		assert_int_equal(port, 1);
+		assert_int_equal(r->links[p->link_up].kind, VFAB_LINK_NODE_UP);
+		assert_int_equal(r->links[p->link_down].kind, VFAB_LINK_NODE_DOWN);
+		assert_int_equal(r->links[p->link_up].rate_bps, 0);
+		assert_int_equal(r->links[p->link_down].latency_ns, 0);
+	}
+	assert_string_equal(r->links[0].name, "node0/mlx5_0/1/up");
+}
+
+static void test_seed_links(void **state)
+{
+	struct vfab_region *r = *state;
+	const struct vfab_port *p;
+	FILE *f = fopen(VFAB_CONFIGS_DIR "/seed-cluster.yaml", "r");
+	char yaml[4096];
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(yaml, 1, sizeof(yaml) - 1, f);
+	fclose(f);
+	yaml[n] = '\0';
+	fill_from(r, yaml);
+	p = &r->hcas[1].ports[0];
+	assert_int_equal(r->links[p->link_up].rate_bps, 200000000000ull);
+	assert_int_equal(r->links[p->link_down].rate_bps, 200000000000ull);
+	/* 15 us one way, split over the two hops. */
+	assert_int_equal(r->links[p->link_up].latency_ns + r->links[p->link_down].latency_ns,
+			 15000);
+	assert_int_equal(r->links[p->link_up].latency_ns, 7500);
+}
+
+static void test_multi_hca(void **state)
+{
+	struct vfab_region *r = *state;
+	const struct vfab_node *n;
+	const struct vfab_hca *h1;
+	struct vfab_config cfg;
+	uint8_t mac[6];
+	char buf[64];
+
+	fill_from(r, "nodes:\n"
+		     "  - id: a\n"
+		     "    hcas: [{name: mlx5_0}, {name: mlx5_1, ports: 2, netdev: [eth1, eth2]}]\n"
+		     "    addresses: [198.18.0.5/24, {netdev: eth2, address: 198.18.1.5/24},\n"
+		     "                {netdev: eth2, address: \"fd00::5/64\"},\n"
+		     "                {netdev: eth7, address: 198.18.2.5/24}]\n"
+		     "fabric:\n"
+		     "  mtu: 1500\n"
+		     "  inter_node: {bandwidth_gbps: 100, latency_us: 0.001, loss: 0.25}\n");
+	n = &r->nodes[0];
+	assert_int_equal(n->nhcas, 2);
+	h1 = &r->hcas[n->hcas[1]];
+	assert_int_equal(h1->uverbs_idx, 1);
+	assert_int_equal(h1->nports, 2);
+	assert_string_equal(h1->ports[1].netdev, "eth2");
+	assert_int_equal(h1->ports[0].mac[5], 0x01);
+	assert_int_equal(h1->ports[1].mac[5], 0x11);
+	assert_int_equal(h1->ports[0].active_mtu, 3); /* 1500 -> 1024 */
+	assert_int_equal(h1->ports[1].active_width, 2);
+	assert_int_equal(h1->ports[1].active_speed, 32);
+	assert_int_equal(vfab_topology_sysfs_rate(&h1->ports[1], buf, sizeof(buf)), 19);
+	assert_string_equal(buf, "100 Gb/sec (4X EDR)");
+	/* eth2: default pair, IPv4 pair, IPv6 pair. eth1: only the default pair. */
+	assert_int_equal(h1->ports[1].ngids, 6);
+	assert_int_equal(h1->ports[1].gids[4].raw[0], 0xfd);
+	assert_int_equal(h1->ports[0].ngids, 2);
+	assert_int_equal(r->links[h1->ports[1].link_up].latency_ns, 1);
+	assert_int_equal(r->links[h1->ports[1].link_down].latency_ns, 0);
+	assert_int_equal(r->links[h1->ports[1].link_up].loss_ppm, 250000);
+	assert_int_equal(r->links[h1->ports[1].link_down].loss_ppm, 0);
+	assert_int_equal(r->nlinks, 6);
+
+	/* A netdev without an HCA port: 0x80 | its index. */
+	assert_int_equal(vfab_config_load_string("nodes:\n  - id: a\n    addresses:\n"
+						 "      - {netdev: eth7, address: 198.18.2.5/24}\n"
+						 "    hcas: [{netdev: eth1}]\n",
+						 "t.yaml", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth0", mac), 0);
+	assert_int_equal(mac[5], 0x80);
+	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth7", mac), 0);
+	assert_int_equal(mac[5], 0x81);
+	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth1", mac), 0);
+	assert_int_equal(mac[5], 0x00);
+	assert_int_equal(mac[3], vfab_topology_fabric_byte("x"));
+	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth9", mac), -ENOENT);
+	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 1, "eth0", mac), -ENOENT);
+	vfab_config_free(&cfg);
+}
+
+static void expect_speed(uint32_t gbps, uint8_t width, uint8_t speed, const char *rate)
+{
+	struct vfab_port p = {0};
+	char buf[64];
+
+	vfab_topology_encode_speed(gbps * 1000, &p.active_width, &p.active_speed);
+	assert_int_equal(p.active_width, width);
+	assert_int_equal(p.active_speed, speed);
+	assert_true(vfab_topology_sysfs_rate(&p, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, rate);
+}
+
+static void test_speed_encoding(void **state)
+{
+	struct vfab_port p = {.active_width = 2, .active_speed = 32};
+	char small[8];
+
+	(void)state;
+	expect_speed(1, 1, 1, "2.5 Gb/sec (1X)");
+	expect_speed(10, 1, 4, "10 Gb/sec (1X QDR)");
+	expect_speed(25, 1, 32, "25 Gb/sec (1X EDR)");
+	expect_speed(40, 2, 4, "40 Gb/sec (4X QDR)");
+	expect_speed(50, 1, 64, "50 Gb/sec (1X HDR)");
+	expect_speed(56, 2, 16, "56 Gb/sec (4X FDR)");
+	expect_speed(100, 2, 32, "100 Gb/sec (4X EDR)");
+	expect_speed(200, 2, 64, "200 Gb/sec (4X HDR)");
+	expect_speed(300, 2, 64, "200 Gb/sec (4X HDR)"); /* a tie goes to the slower */
+	expect_speed(400, 2, 128, "400 Gb/sec (4X NDR)");
+	expect_speed(1000, 4, 128, "800 Gb/sec (8X NDR)");
+	expect_speed(5000, 8, 128, "1200 Gb/sec (12X NDR)");
+	assert_int_equal(vfab_topology_sysfs_rate(&p, small, sizeof(small)), -ENOSPC);
+	p.active_width = 3;
+	assert_int_equal(vfab_topology_sysfs_rate(&p, small, sizeof(small)), -EINVAL);
+	p.active_width = 16;
+	p.active_speed = 8;
+	assert_int_equal(vfab_topology_sysfs_rate(&p, small, sizeof(small)), -ENOSPC);
+}
+
+static void test_active_mtu(void **state)
+{
+	(void)state;
+	assert_int_equal(vfab_topology_active_mtu(1280), 3);
+	assert_int_equal(vfab_topology_active_mtu(1500), 3);
+	assert_int_equal(vfab_topology_active_mtu(2144), 4); /* 2048 + 96 */
+	assert_int_equal(vfab_topology_active_mtu(2143), 3);
+	assert_int_equal(vfab_topology_active_mtu(4191), 4);
+	assert_int_equal(vfab_topology_active_mtu(4192), 5);
+	assert_int_equal(vfab_topology_active_mtu(9000), 5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_default_fabric, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seed_links, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multi_hca, setup, teardown),
+		cmocka_unit_test(test_speed_encoding),
+		cmocka_unit_test(test_active_mtu),
+	};
+
+	atexit(cleanup_files);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

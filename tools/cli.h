@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The vfab command line: one file per verb, sharing this context. Every verb
+ * returns the process exit code: 0 ok, 1 runtime failure, 2 usage or config
+ * error (exec returns the command's own status).
+ */
+#ifndef VFAB_TOOLS_CLI_H
+#define VFAB_TOOLS_CLI_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define VFAB_EXIT_OK 0
+#define VFAB_EXIT_FAIL 1
+#define VFAB_EXIT_USAGE 2
+
+#define VFAB_DEFAULT_FABRIC "vfab"
+#define VFAB_FABRIC_NAME_MAX 32 /* as vfabd accepts */
+
+struct vfab_cli {
+	char fabric[VFAB_FABRIC_NAME_MAX + 1];
+	char rundir[256];     /* /run/vfab/<fabric> */
+	char exedir[PATH_MAX]; /* where vfab (and vfabd) live */
+};
+
+/* Sets fabric and rundir; -EINVAL for a name vfabd would refuse. */
+int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name);
+
+/* Verbs: argv[0] is the verb itself. */
+int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_exec(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_shell(struct vfab_cli *cli, int argc, char **argv);
+
+/*
+ * Everything `down` does, also used by `up` to roll back: stop vfabd
+ * (`vfabd_pid` > 0: a daemon this process started, which it also reaps),
+ * tear the sandboxes down, remove region and run dir. 0 or -errno; prints
+ * what failed unless `quiet`.
+ */
+int vfab_fabric_down(const struct vfab_cli *cli, pid_t vfabd_pid, int quiet);
+
+struct vfab_port;
+/* Index of the port's IPv4-mapped RoCE v2 GID (the one NCCL picks), or -1. */
+int vfab_port_ipv4_v2_gid(const struct vfab_port *p);
+
+/* vfabd_control.c: the daemon's life cycle seen from the CLI. */
+int vfab_vfabd_start(const struct vfab_cli *cli, const char *config, pid_t *pid);
+/* Waits until the region is ready and STATUS answers; err gets the log tail. */
+int vfab_vfabd_wait_ready(const struct vfab_cli *cli, pid_t pid, int timeout_ms, char *err,
+			  size_t errlen);
+/* SHUTDOWN, or kill the recorded (and verified) pid when it does not answer in time. */
+int vfab_vfabd_stop(const struct vfab_cli *cli, pid_t started_pid);
+/* One request line, one reply line, within timeout_ms. Length or -errno. */
+int vfab_vfabd_request(const struct vfab_cli *cli, const char *line, char *reply, size_t len,
+		       int timeout_ms);
+/* Pid from vfabd.pid when that process is really this fabric's vfabd, else 0. */
+pid_t vfab_vfabd_pid(const struct vfab_cli *cli);
+
+#endif /* VFAB_TOOLS_CLI_H */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "netns/fsutil.h"
+#include "netns/sandbox.h"
+#include "tools/cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vfab [--fabric NAME] down\n"
+		   "Stops the fabric: shuts vfabd down (or kills it when it does not answer),\n"
+		   "kills every process inside its nodes and the node holders, removes the\n"
+		   "namespaces (with the bridge and veths), the region and the run dir.\n"
+		   "Works from the run dir alone, also after a crash or a failed 'up'.\n"
+		   "A fabric that is not up is a no-op (exit 0).\n");
+}
+
+int vfab_fabric_down(const struct vfab_cli *cli, pid_t vfabd_pid, int quiet)
+{
+	char err[512] = "";
+	int ret, first;
+
+	ret = vfab_vfabd_stop(cli, vfabd_pid);
+	if (ret && !quiet)
+		fprintf(stderr, "vfab down: vfabd of %s would not stop: %s\n", cli->fabric,
+			strerror(-ret));
+	first = ret;
+	ret = vfab_sandbox_teardown(cli->fabric, cli->rundir, err, sizeof(err));
+	if (ret && !quiet)
+		fprintf(stderr, "vfab down: %s: %s\n", err, strerror(-ret));
+	return first ? first : ret;
+}
+
+int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+					     {"fabric", required_argument, NULL, 'f'},
+					     {NULL, 0, NULL, 0}};
+	long long t0 = vfab_now_ms();
+	int ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return VFAB_EXIT_OK;
+		case 'f':
+			if (vfab_cli_set_fabric(cli, optarg))
+				return VFAB_EXIT_USAGE;
+			break;
+		default:
+			usage(stderr);
+			return VFAB_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "vfab down: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return VFAB_EXIT_USAGE;
+	}
+	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
+		printf("fabric %s is not up: nothing to do\n", cli->fabric);
+		return VFAB_EXIT_OK;
+	}
+	if (vfab_fabric_down(cli, 0, 0))
+		return VFAB_EXIT_FAIL;
+	printf("fabric %s down in %lld ms\n", cli->fabric, vfab_now_ms() - t0);
+	return VFAB_EXIT_OK;
+}
