@@ -14,11 +14,11 @@
 
 #include "fabric/region.h"
 
-#define VFAB_CFG_NODE_ID_MAX 15	 /* node ids become hostnames and netns names */
-#define VFAB_CFG_MAX_HCAS 8	 /* per node, as struct vfab_node.hcas[] */
-#define VFAB_CFG_MAX_NETDEVS 8	 /* per node */
-#define VFAB_CFG_MAX_ADDRS 8	 /* per netdev: 2 + 2 * 8 GIDs fit VFAB_PORT_GIDS */
-#define VFAB_CFG_TEXT_MAX 64	 /* host, profile, link type, backend */
+#define VFAB_CFG_NODE_ID_MAX 15 /* node ids become hostnames and netns names */
+#define VFAB_CFG_MAX_HCAS 8	/* per node, as struct vfab_node.hcas[] */
+#define VFAB_CFG_MAX_NETDEVS 8	/* per node */
+#define VFAB_CFG_MAX_ADDRS 8	/* per netdev: 2 + 2 * 8 GIDs fit VFAB_PORT_GIDS */
+#define VFAB_CFG_TEXT_MAX 64	/* host, profile, link type, backend */
 #define VFAB_CFG_DEFAULT_NETDEV "eth0"
 #define VFAB_CFG_DEFAULT_HCA "mlx5_0"
 #define VFAB_CFG_DEFAULT_MTU 9000
@@ -42,7 +42,7 @@ struct vfab_cfg_netdev {
 
 struct vfab_cfg_hca {
 	char name[VFAB_NAME_MAX];
-	uint32_t nports;			     /* 1..VFAB_MAX_PORTS */
+	uint32_t nports;			      /* 1..VFAB_MAX_PORTS */
 	char netdev[VFAB_MAX_PORTS][VFAB_IFNAME_MAX]; /* bound netdev per port */
 };
 
@@ -68,13 +68,13 @@ struct vfab_cfg_link {
 	char type[VFAB_CFG_TEXT_MAX]; /* "roce", "infiniband", "nvlink", ... */
 	bool has_bandwidth, has_latency, shaped;
 	double bandwidth_gbps;
-	double latency_us; /* one way, end to end */
+	double latency_us;	 /* one way, end to end */
 	double oversubscription; /* >= 1; 1 when not given */
 	double loss;		 /* probability per message attempt, 0..1 */
 };
 
 struct vfab_config {
-	char source[256]; /* display name used in messages */
+	char source[256];	  /* display name used in messages */
 	char name[VFAB_NAME_MAX]; /* cluster.name, "vfab" when absent */
 	char default_backend[VFAB_CFG_TEXT_MAX];
 	uint32_t version;

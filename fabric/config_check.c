@@ -169,8 +169,8 @@ static int check_addresses(struct cfg_parse *p)
 	for (uint32_t k = 0; k < cfg->nnodes; k++)
 		for (uint32_t d = 0; d < cfg->nodes[k].nnetdevs; d++)
 			for (uint32_t a = 0; a < cfg->nodes[k].netdevs[d].naddrs; a++)
-				refs[n++] = (struct addr_ref){&cfg->nodes[k].netdevs[d].addrs[a], k,
-							      d, a};
+				refs[n++] =
+				    (struct addr_ref){&cfg->nodes[k].netdevs[d].addrs[a], k, d, a};
 	for (i = 0; i < n && !rc; i++) {
 		const struct addr_ref *r = &refs[i];
 

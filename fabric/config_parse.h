@@ -15,9 +15,9 @@
 
 struct cfg_node_lines {
 	uint32_t id;
-	uint32_t ranks;	  /* 0 when the node lists no ranks */
-	uint32_t *rank;	  /* per rank element */
-	uint32_t gpus;	  /* 0 when the node lists no gpus */
+	uint32_t ranks;	    /* 0 when the node lists no ranks */
+	uint32_t *rank;	    /* per rank element */
+	uint32_t gpus;	    /* 0 when the node lists no gpus */
 	bool has_addresses; /* an explicit list (even empty) disables the default */
 };
 
@@ -39,9 +39,12 @@ int cfg_parse_addr(const char *text, struct vfab_cfg_addr *a, char *why, size_t 
 void cfg_addr_format(struct vfab_cfg_addr *a);
 static inline uint32_t cfg_addr_v4(const struct vfab_cfg_addr *a)
 {
-	return (uint32_t)a->addr[0] << 24 | (uint32_t)a->addr[1] << 16 |
-	       (uint32_t)a->addr[2] << 8 | a->addr[3];
+	return (uint32_t)a->addr[0] << 24 | (uint32_t)a->addr[1] << 16 | (uint32_t)a->addr[2] << 8 |
+	       a->addr[3];
 }
+
+/* The `nodes` sequence (config_node.c); obj is the struct cfg_parse. */
+int cfg_parse_nodes(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj);
 
 /* Cross-field rules and defaults; the first failure is recorded in p->ctx. */
 int cfg_check(struct cfg_parse *p);

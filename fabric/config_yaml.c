@@ -133,6 +133,17 @@ int cfg_mapping(struct cfg_ctx *c, yaml_node_t *map, const char *path, const str
 	return 0;
 }
 
+bool cfg_name_ok(const char *s, const char *extra)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+		    !(*s >= '0' && *s <= '9') && *s != '_' && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
 int cfg_expect_sequence(struct cfg_ctx *c, yaml_node_t *n, const char *path, const char *what)
 {
 	if (n->type != YAML_SEQUENCE_NODE)

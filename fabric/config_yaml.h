@@ -34,9 +34,9 @@ struct cfg_key {
 
 /* Records the error (once) and returns -EINVAL. line is 1-based; 0 = none. */
 int cfg_fail_line(struct cfg_ctx *c, uint32_t line, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 int cfg_fail(struct cfg_ctx *c, const yaml_node_t *at, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static inline uint32_t cfg_line(const yaml_node_t *n)
 {
@@ -58,6 +58,9 @@ const char *cfg_path_index(char *buf, const char *parent, size_t i);
  */
 int cfg_mapping(struct cfg_ctx *c, yaml_node_t *map, const char *path, const struct cfg_key *keys,
 		size_t nkeys, bool lenient, void *obj, uint32_t *seen);
+
+/* Non-empty, only [A-Za-z0-9_] and the characters in extra. */
+bool cfg_name_ok(const char *s, const char *extra);
 
 int cfg_expect_sequence(struct cfg_ctx *c, yaml_node_t *n, const char *path, const char *what);
 int cfg_string(struct cfg_ctx *c, yaml_node_t *n, const char *path, char *buf, size_t len);

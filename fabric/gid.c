@@ -75,9 +75,9 @@ int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t 
 void vfab_gid_format(const uint8_t raw[16], char buf[VFAB_GID_STR_LEN])
 {
 	snprintf(buf, VFAB_GID_STR_LEN,
-		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9],
-		 raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]);
+		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", raw[0],
+		 raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
+		 raw[11], raw[12], raw[13], raw[14], raw[15]);
 }
 
 static int hex_digit(char c)

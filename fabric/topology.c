@@ -89,7 +89,7 @@ static void fill_links(struct vfab_region *r, const struct vfab_config *cfg, con
 	if (l->has_latency)
 		lat = (uint32_t)lround(l->latency_us * 1e3);
 	port->link_up =
-		add_link(r, VFAB_LINK_NODE_UP, node, hca, port_no, rate, lat - lat / 2, loss);
+	    add_link(r, VFAB_LINK_NODE_UP, node, hca, port_no, rate, lat - lat / 2, loss);
 	port->link_down = add_link(r, VFAB_LINK_NODE_DOWN, node, hca, port_no, rate, lat / 2, 0);
 }
 

@@ -35,10 +35,10 @@ static const struct {
 	uint32_t mbps;
 	uint8_t width, speed;
 } speed_table[] = {
-	{2500, W1X, SDR},     {5000, W1X, DDR},	    {10000, W1X, QDR},	  {14000, W1X, FDR},
-	{20000, W4X, DDR},    {25000, W1X, EDR},    {40000, W4X, QDR},	  {50000, W1X, HDR},
-	{56000, W4X, FDR},    {100000, W4X, EDR},   {200000, W4X, HDR},	  {400000, W4X, NDR},
-	{800000, W8X, NDR},   {1200000, W12X, NDR},
+    {2500, W1X, SDR},	{5000, W1X, DDR},     {10000, W1X, QDR},  {14000, W1X, FDR},
+    {20000, W4X, DDR},	{25000, W1X, EDR},    {40000, W4X, QDR},  {50000, W1X, HDR},
+    {56000, W4X, FDR},	{100000, W4X, EDR},   {200000, W4X, HDR}, {400000, W4X, NDR},
+    {800000, W8X, NDR}, {1200000, W12X, NDR},
 };
 
 void vfab_topology_encode_speed(uint32_t mbps, uint8_t *active_width, uint8_t *active_speed)

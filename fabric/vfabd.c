@@ -93,8 +93,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	if (!fabric_name_ok(o->fabric)) {
-		fprintf(stderr,
-			"vfabd: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
+		fprintf(stderr, "vfabd: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
 			o->fabric, FABRIC_NAME_MAX);
 		return -EINVAL;
 	}

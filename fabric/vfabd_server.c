@@ -209,8 +209,8 @@ static void on_tick(struct vfabd *d)
 int vfabd_serve(struct vfabd *d)
 {
 	struct itimerspec its = {
-		.it_interval = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
-		.it_value = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
+	    .it_interval = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
+	    .it_value = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
 	};
 	struct pollfd *pfds = NULL;
 	size_t pcap = 0;

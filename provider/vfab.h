@@ -102,10 +102,12 @@ struct vfab_ah {
 	uint32_t flow_label;
 	uint8_t sl;
 	uint8_t dgid[16];
-	/* Resolved destination port, revalidated by its GID generation. */
-	pthread_mutex_t route_lock;
-	bool routed;
-	uint32_t dst_hca, dst_port, dst_gen, src_gen;
+	/*
+	 * Resolved destination, packed so that concurrent senders read it in
+	 * one load: valid bit 63, port bits 40-41, hca bits 32-39, source and
+	 * destination port GID generations (low 16 bits) at 16 and 0.
+	 */
+	_Atomic uint64_t route;
 };
 
 /*
@@ -279,6 +281,9 @@ void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s);
 /* ---- vfab_ah.c ---- */
 struct ibv_ah *vfab_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vfab_destroy_ah(struct ibv_ah *ah);
+/* Destination port of a UD send through this AH: 0 or -errno (unreachable). */
+int vfab_ah_route(struct vfab_ah *ah, struct vfab_region *r, uint32_t src_hca, uint32_t *hca,
+		  uint32_t *port, uint8_t *sgid_type);
 
 /* ---- vfab_route.c: GID addressing between ports ---- */
 struct vfab_route {

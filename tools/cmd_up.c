@@ -155,7 +155,7 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 		return snprintf(err, errlen, "run dir path too long"), -ENAMETOOLONG;
 	ret = vfab_vfabd_start(cli, rpath, vfabd);
 	if (ret)
-		return snprintf(err, errlen, "start %s/vfabd", cli->exedir), ret;
+		return snprintf(err, errlen, "start %.3000s/vfabd", cli->exedir), ret;
 	ret = vfab_vfabd_wait_ready(cli, *vfabd, VFABD_READY_TIMEOUT_MS, err, errlen);
 	if (ret)
 		return ret;

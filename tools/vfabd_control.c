@@ -87,7 +87,7 @@ static void log_tail(const struct vfab_cli *cli, char *out, size_t len)
 	buf[n] = '\0';
 	/* Start at a line boundary when the read began mid-line. */
 	p = size > (off_t)sizeof(buf) - 1 && strchr(buf, '\n') ? strchr(buf, '\n') + 1 : buf;
-	snprintf(out, len, "\n--- %s (tail) ---\n%s", path, p);
+	snprintf(out, len, "\n--- %.255s (tail) ---\n%.2047s", path, p);
 }
 
 int vfab_vfabd_request(const struct vfab_cli *cli, const char *line, char *reply, size_t len,
@@ -154,7 +154,7 @@ int vfab_vfabd_wait_ready(const struct vfab_cli *cli, pid_t pid, int timeout_ms,
 			  size_t errlen)
 {
 	long long deadline = vfab_now_ms() + timeout_ms;
-	char reply[512], region_path[256], tail[2200];
+	char reply[512], region_path[256], tail[2400];
 	struct vfab_region *r;
 	int status, ret;
 

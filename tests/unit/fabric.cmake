@@ -10,7 +10,9 @@ vfab_unit_test(test_gid SOURCES unit/test_gid.c LIBS vfab_fabric)
 vfab_unit_test(test_region SOURCES unit/test_region.c LIBS vfab_fabric)
 
 vfab_unit_test(test_topology SOURCES unit/test_topology.c LIBS vfab_config)
+target_compile_definitions(test_topology PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SOURCE_DIR}/configs")
 
 vfab_unit_test(test_vfabd SOURCES unit/test_vfabd.c LIBS vfab_config)
+target_compile_definitions(test_vfabd PRIVATE VFAB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/unit/data")
 add_dependencies(test_vfabd vfabd)
 set_tests_properties(test_vfabd PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")

@@ -35,15 +35,23 @@ static void load_fails(const char *yaml, const char *want)
 	assert_null(cfg.nodes);
 }
 
+/* want ending in '*': only that prefix is checked (libyaml's own wording). */
 static void file_fails(const char *name, const char *want)
 {
 	struct vfab_config cfg;
 	char path[512], full[1024];
+	size_t n;
 
 	snprintf(path, sizeof(path), "%s/%s", VFAB_TEST_DATA, name);
-	snprintf(full, sizeof(full), "%s:%s", path, want);
+	n = (size_t)snprintf(full, sizeof(full), "%s:%s", path, want);
 	assert_int_equal(vfab_config_load_file(path, &cfg, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, full);
+	if (full[n - 1] == '*') {
+		full[n - 1] = '\0';
+		if (strncmp(err, full, n - 1))
+			fail_msg("\"%s\" does not start with \"%s\"", err, full);
+	} else {
+		assert_string_equal(err, full);
+	}
 }
 
 static const struct vfab_cfg_addr *addr(const struct vfab_cfg_node *n, const char *dev, int i)
@@ -61,9 +69,9 @@ static void test_seed_file(void **state)
 	const struct vfab_cfg_node *n1;
 
 	(void)state;
-	assert_int_equal(vfab_config_load_file(VFAB_CONFIGS_DIR "/seed-cluster.yaml", &cfg, err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    vfab_config_load_file(VFAB_CONFIGS_DIR "/seed-cluster.yaml", &cfg, err, sizeof(err)),
+	    0);
 	assert_string_equal(cfg.name, "dev-cluster");
 	assert_string_equal(cfg.default_backend, "nccl");
 	assert_int_equal(cfg.nnodes, 2);
@@ -192,8 +200,7 @@ static void test_extensions(void **state)
 static void test_file_errors(void **state)
 {
 	(void)state;
-	file_fails("bad_indent.yaml",
-		   "5: yaml: did not find expected key while parsing a block mapping");
+	file_fails("bad_indent.yaml", "5: yaml: did not find expected *");
 	file_fails("wrong_type.yaml", "6: nodes[1].ranks: expected a sequence of integers");
 	file_fails("unknown_key.yaml", "7: fabric.inter_node.bandwith_gbps: unknown key "
 				       "'bandwith_gbps'");
@@ -222,7 +229,7 @@ static void test_inline_errors(void **state)
 {
 	(void)state;
 	load_fails("nodes:\n  - id: a\n    id: b\n", "3: nodes[0].id: duplicate key (first at "
-						  "line 2)");
+						     "line 2)");
 	load_fails("nodes:\n  - id: a\n    ranks: [0, 1]\n    gpus: [{profile: a100}]\n",
 		   "4: nodes[0].gpus: 1 gpus for 2 ranks: each node must list the same number "
 		   "of ranks and gpus");
@@ -275,9 +282,9 @@ static void test_inline_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed_file),    cmocka_unit_test(test_default_config),
-		cmocka_unit_test(test_extensions),   cmocka_unit_test(test_file_errors),
-		cmocka_unit_test(test_io_error),     cmocka_unit_test(test_inline_errors),
+	    cmocka_unit_test(test_seed_file),  cmocka_unit_test(test_default_config),
+	    cmocka_unit_test(test_extensions), cmocka_unit_test(test_file_errors),
+	    cmocka_unit_test(test_io_error),   cmocka_unit_test(test_inline_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

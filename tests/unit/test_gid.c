@@ -109,10 +109,10 @@ static void test_format_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_eui64),
-		cmocka_unit_test(test_default_order),
-		cmocka_unit_test(test_many_addresses),
-		cmocka_unit_test(test_format_parse),
+	    cmocka_unit_test(test_eui64),
+	    cmocka_unit_test(test_default_order),
+	    cmocka_unit_test(test_many_addresses),
+	    cmocka_unit_test(test_format_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

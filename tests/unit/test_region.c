@@ -124,7 +124,7 @@ static void test_stale_handles(void **state)
 	vfab_mr_free(r, mr);
 	assert_null(vfab_mr_lookup(r, old_key));
 	mr2 = vfab_mr_alloc(r, &o);
-	assert_int_equal(mr2, mr); /* the slot is reused... */
+	assert_int_equal(mr2, mr);			/* the slot is reused... */
 	assert_int_not_equal(r->mrs[mr2].key, old_key); /* ...under a new key */
 	assert_null(vfab_mr_lookup(r, old_key));
 	assert_non_null(vfab_mr_lookup(r, r->mrs[mr2].key));
@@ -226,12 +226,12 @@ static void test_robust_lock(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_robust_lock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_robust_lock, setup, teardown),
 	};
 
 	atexit(cleanup_files);

@@ -244,11 +244,11 @@ static void test_active_mtu(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_default_fabric, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_seed_links, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_multi_hca, setup, teardown),
-		cmocka_unit_test(test_speed_encoding),
-		cmocka_unit_test(test_active_mtu),
+	    cmocka_unit_test_setup_teardown(test_default_fabric, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_seed_links, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_multi_hca, setup, teardown),
+	    cmocka_unit_test(test_speed_encoding),
+	    cmocka_unit_test(test_active_mtu),
 	};
 
 	atexit(cleanup_files);

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `nodes` section: ids, the seed's ranks and gpus, and the extensions
+ * (HCAs with their netdev bindings, interface addresses).
+ */
+#include "config_parse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CFG_MAX_RANKS (1u << 20)
+#define CFG_MAX_GPUS 1024
+#define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
+
+struct node_obj {
+	struct cfg_parse *p;
+	struct vfab_cfg_node *n;
+	struct cfg_node_lines *lines;
+	yaml_node_t *hcas;
+};
+
+struct hca_obj {
+	struct cfg_parse *p;
+	struct vfab_cfg_hca *h;
+	yaml_node_t *netdev; /* resolved after the walk: depends on ports */
+};
+
+/* ---- nodes[] ---- */
+
+static int parse_node_id(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct node_obj *o = obj;
+
+	o->lines->id = cfg_line(v);
+	if (v->type == YAML_SCALAR_NODE && v->data.scalar.length > VFAB_CFG_NODE_ID_MAX)
+		return cfg_fail(c, v, path,
+				"'%s' is too long (at most %d characters: it becomes a hostname "
+				"and a netns name)",
+				(const char *)v->data.scalar.value, VFAB_CFG_NODE_ID_MAX);
+	if (cfg_string(c, v, path, o->n->id, sizeof(o->n->id)))
+		return -EINVAL;
+	if (!o->n->id[0] || !cfg_name_ok(o->n->id, "-"))
+		return cfg_fail(c, v, path, "'%s' may only contain letters, digits, '_' and '-'",
+				o->n->id);
+	return 0;
+}
+
+static int parse_host(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct node_obj *o = obj;
+
+	return cfg_string(c, v, path, o->n->host, sizeof(o->n->host));
+}
+
+static int parse_ranks(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct node_obj *o = obj;
+	size_t n, i;
+
+	if (cfg_expect_sequence(c, v, path, "integers"))
+		return -EINVAL;
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	o->lines->ranks = cfg_line(v);
+	o->n->ranks = calloc(n ? n : 1, sizeof(*o->n->ranks));
+	o->lines->rank = calloc(n ? n : 1, sizeof(*o->lines->rank));
+	if (!o->n->ranks || !o->lines->rank)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[i]);
+		char sub[CFG_PATH_MAX];
+
+		if (it->type != YAML_SCALAR_NODE)
+			return cfg_fail(c, it, path, "expected a sequence of integers");
+		if (cfg_uint(c, it, cfg_path_index(sub, path, i), 0, CFG_MAX_RANKS - 1,
+			     &o->n->ranks[i]))
+			return -EINVAL;
+		o->lines->rank[i] = cfg_line(it);
+		o->n->nranks++;
+	}
+	return 0;
+}
+
+static int parse_gpu_profile(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	return cfg_string(c, v, path, obj, VFAB_CFG_TEXT_MAX);
+}
+
+static int parse_gpus(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	static const struct cfg_key keys[] = {{"profile", parse_gpu_profile}};
+	struct node_obj *o = obj;
+	size_t n, i;
+
+	o->lines->gpus = cfg_line(v);
+	if (v->type == YAML_SCALAR_NODE) { /* a plain count */
+		if (cfg_uint(c, v, path, 0, CFG_MAX_GPUS, &o->n->ngpus))
+			return -EINVAL;
+		o->n->gpu_profiles = calloc(o->n->ngpus ? o->n->ngpus : 1, VFAB_CFG_TEXT_MAX);
+		return o->n->gpu_profiles ? 0 : -ENOMEM;
+	}
+	if (cfg_expect_sequence(c, v, path, "{profile: NAME} entries (or a count)"))
+		return -EINVAL;
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	if (n > CFG_MAX_GPUS)
+		return cfg_fail(c, v, path, "too many gpus (at most %u)", CFG_MAX_GPUS);
+	o->n->gpu_profiles = calloc(n ? n : 1, VFAB_CFG_TEXT_MAX);
+	if (!o->n->gpu_profiles)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[i]);
+		char sub[CFG_PATH_MAX];
+		uint32_t seen;
+
+		cfg_path_index(sub, path, i);
+		if (it->type == YAML_SCALAR_NODE) {
+			if (cfg_string(c, it, sub, o->n->gpu_profiles[i], VFAB_CFG_TEXT_MAX))
+				return -EINVAL;
+		} else if (cfg_mapping(c, it, sub, keys, NKEYS(keys), false, o->n->gpu_profiles[i],
+				       &seen)) {
+			return -EINVAL;
+		}
+		o->n->ngpus++;
+	}
+	return 0;
+}
+
+static int node_netdev(struct cfg_ctx *c, yaml_node_t *at, const char *path,
+		       struct vfab_cfg_node *n, const char *name)
+{
+	int i = vfab_config_netdev_index(n, name);
+	char copy[VFAB_IFNAME_MAX];
+
+	if (i >= 0)
+		return i;
+	if (n->nnetdevs == VFAB_CFG_MAX_NETDEVS)
+		return cfg_fail(c, at, path, "too many netdevs on one node (at most %d)",
+				VFAB_CFG_MAX_NETDEVS);
+	/* Via a copy: name may point into n (an HCA's binding). */
+	snprintf(copy, sizeof(copy), "%s", name);
+	memcpy(n->netdevs[n->nnetdevs].name, copy, sizeof(copy));
+	return (int)n->nnetdevs++;
+}
+
+static int netdev_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, char *buf)
+{
+	if (cfg_string(c, v, path, buf, VFAB_IFNAME_MAX))
+		return -EINVAL;
+	if (!buf[0] || !cfg_name_ok(buf, "-.") || !strcmp(buf, "lo") || !strcmp(buf, ".") ||
+	    !strcmp(buf, ".."))
+		return cfg_fail(c, v, path,
+				"'%s' is not a usable interface name (letters, digits, '_', '-', "
+				"'.'; not lo)",
+				buf);
+	return 0;
+}
+
+static int add_address(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct vfab_cfg_node *n,
+		       const char *netdev)
+{
+	char why[192];
+	struct vfab_cfg_addr a;
+	struct vfab_cfg_netdev *d;
+	int idx;
+
+	if (v->type != YAML_SCALAR_NODE)
+		return cfg_fail(c, v, path, "expected an address such as 198.18.0.1/24");
+	if (cfg_parse_addr((const char *)v->data.scalar.value, &a, why, sizeof(why)))
+		return cfg_fail(c, v, path, "%s", why);
+	a.line = cfg_line(v);
+	idx = node_netdev(c, v, path, n, netdev);
+	if (idx < 0)
+		return idx;
+	d = &n->netdevs[idx];
+	if (d->naddrs == VFAB_CFG_MAX_ADDRS)
+		return cfg_fail(c, v, path, "too many addresses on %s (at most %d)", d->name,
+				VFAB_CFG_MAX_ADDRS);
+	d->addrs[d->naddrs++] = a;
+	return 0;
+}
+
+struct addr_item {
+	struct vfab_cfg_node *n;
+	char netdev[VFAB_IFNAME_MAX];
+	yaml_node_t *address;
+};
+
+static int parse_addr_netdev(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct addr_item *it = obj;
+
+	return netdev_name(c, v, path, it->netdev);
+}
+
+static int parse_addr_address(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	(void)c;
+	(void)path;
+	((struct addr_item *)obj)->address = v;
+	return 0;
+}
+
+/* Items: "ADDR/PREFIX" (on eth0) or {netdev: NAME, address: ADDR/PREFIX}. */
+static int parse_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	static const struct cfg_key keys[] = {{"netdev", parse_addr_netdev},
+					      {"address", parse_addr_address}};
+	struct node_obj *o = obj;
+	size_t n, i;
+
+	o->lines->has_addresses = true;
+	if (cfg_expect_sequence(c, v, path, "addresses"))
+		return -EINVAL;
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	for (i = 0; i < n; i++) {
+		yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[i]);
+		struct addr_item item = {.n = o->n, .netdev = VFAB_CFG_DEFAULT_NETDEV};
+		char sub[CFG_PATH_MAX], sub2[CFG_PATH_MAX];
+		uint32_t seen;
+
+		cfg_path_index(sub, path, i);
+		if (it->type == YAML_SCALAR_NODE) {
+			if (add_address(c, it, sub, o->n, VFAB_CFG_DEFAULT_NETDEV))
+				return -EINVAL;
+			continue;
+		}
+		if (cfg_mapping(c, it, sub, keys, NKEYS(keys), false, &item, &seen))
+			return -EINVAL;
+		if (!(seen & 2))
+			return cfg_fail(c, it, cfg_path_key(sub2, sub, "address"), "missing");
+		if (add_address(c, item.address, cfg_path_key(sub2, sub, "address"), o->n,
+				item.netdev))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- nodes[].hcas[] ---- */
+
+static int parse_hca_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct hca_obj *o = obj;
+
+	if (cfg_string(c, v, path, o->h->name, sizeof(o->h->name)))
+		return -EINVAL;
+	if (!o->h->name[0] || !cfg_name_ok(o->h->name, ""))
+		return cfg_fail(c, v, path, "'%s' may only contain letters, digits and '_'",
+				o->h->name);
+	return 0;
+}
+
+static int parse_hca_netdev(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	(void)c;
+	(void)path;
+	((struct hca_obj *)obj)->netdev = v;
+	return 0;
+}
+
+static int parse_hca_ports(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct hca_obj *o = obj;
+
+	return cfg_uint(c, v, path, 1, VFAB_MAX_PORTS, &o->h->nports);
+}
+
+/* Explicit netdev bindings: a name, or one name per port. */
+static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char *path)
+{
+	yaml_node_t *v = o->netdev;
+	size_t n, i;
+
+	if (v->type == YAML_SCALAR_NODE) {
+		if (o->h->nports != 1)
+			return cfg_fail(c, v, path, "a %u-port HCA needs a list of %u netdevs",
+					o->h->nports, o->h->nports);
+		return netdev_name(c, v, path, o->h->netdev[0]);
+	}
+	if (cfg_expect_sequence(c, v, path, "interface names (one per port)"))
+		return -EINVAL;
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	if (n != o->h->nports)
+		return cfg_fail(c, v, path, "%zu netdevs for %u port(s)", n, o->h->nports);
+	for (i = 0; i < n; i++) {
+		char sub[CFG_PATH_MAX];
+
+		if (netdev_name(c, cfg_node(c, v->data.sequence.items.start[i]),
+				cfg_path_index(sub, path, i), o->h->netdev[i]))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static bool netdev_bound(const struct vfab_cfg_node *n, const char *name)
+{
+	for (uint32_t h = 0; h < n->nhcas; h++)
+		for (uint32_t p = 0; p < n->hcas[h].nports; p++)
+			if (!strcmp(n->hcas[h].netdev[p], name))
+				return true;
+	return false;
+}
+
+static int parse_hcas(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct node_obj *no)
+{
+	static const struct cfg_key keys[] = {
+	    {"name", parse_hca_name}, {"netdev", parse_hca_netdev}, {"ports", parse_hca_ports}};
+	struct vfab_cfg_node *n = no->n;
+	struct vfab_cfg_hca tmp[VFAB_CFG_MAX_HCAS];
+	size_t count, i;
+
+	if (cfg_expect_sequence(c, v, path, "{name, netdev, ports} entries"))
+		return -EINVAL;
+	count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	if (count > VFAB_CFG_MAX_HCAS)
+		return cfg_fail(c, cfg_node(c, v->data.sequence.items.start[VFAB_CFG_MAX_HCAS]),
+				path, "too many HCAs on one node (at most %d)", VFAB_CFG_MAX_HCAS);
+	memset(tmp, 0, sizeof(tmp));
+	n->nhcas = 0;
+	for (i = 0; i < count; i++) {
+		yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[i]);
+		struct hca_obj o = {.p = no->p, .h = &tmp[i]};
+		char sub[CFG_PATH_MAX], sub2[CFG_PATH_MAX];
+		uint32_t seen, j, port;
+
+		cfg_path_index(sub, path, i);
+		snprintf(tmp[i].name, sizeof(tmp[i].name), "mlx5_%zu", i);
+		tmp[i].nports = 1;
+		if (cfg_mapping(c, it, sub, keys, NKEYS(keys), false, &o, &seen))
+			return -EINVAL;
+		for (j = 0; j < i; j++)
+			if (!strcmp(tmp[j].name, tmp[i].name))
+				return cfg_fail(c, it, cfg_path_key(sub2, sub, "name"),
+						"duplicate HCA name '%s' on node %s", tmp[i].name,
+						n->id[0] ? n->id : "?");
+		if (o.netdev && hca_explicit_netdevs(c, &o, cfg_path_key(sub2, sub, "netdev")))
+			return -EINVAL;
+		for (port = 0; o.netdev && port < tmp[i].nports; port++) {
+			bool twice = netdev_bound(n, tmp[i].netdev[port]);
+
+			for (j = 0; j < port; j++)
+				twice |= !strcmp(tmp[i].netdev[j], tmp[i].netdev[port]);
+			if (twice)
+				return cfg_fail(c, o.netdev, sub2,
+						"%s is bound to another HCA port already",
+						tmp[i].netdev[port]);
+		}
+		n->hcas[n->nhcas++] = tmp[i];
+	}
+	return 0;
+}
+
+/*
+ * Ports without an explicit netdev get the lowest free ethN, after all the
+ * explicit bindings are known: mlx5_0 -> eth0, mlx5_1 -> eth1 by default.
+ */
+static int assign_netdevs(struct cfg_ctx *c, struct node_obj *no, const char *path)
+{
+	struct vfab_cfg_node *n = no->n;
+	uint32_t h, p, k;
+
+	for (h = 0; h < n->nhcas; h++) {
+		for (p = 0; p < n->hcas[h].nports; p++) {
+			char name[VFAB_IFNAME_MAX];
+
+			if (n->hcas[h].netdev[p][0])
+				continue;
+			for (k = 0;; k++) {
+				snprintf(name, sizeof(name), "eth%u", k);
+				if (!netdev_bound(n, name))
+					break;
+			}
+			snprintf(n->hcas[h].netdev[p], VFAB_IFNAME_MAX, "%s", name);
+		}
+	}
+	for (h = 0; h < n->nhcas; h++)
+		for (p = 0; p < n->hcas[h].nports; p++)
+			if (node_netdev(c, no->hcas, path, n, n->hcas[h].netdev[p]) < 0)
+				return -EINVAL;
+	return 0;
+}
+
+static int parse_hcas_key(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	(void)c;
+	(void)path;
+	((struct node_obj *)obj)->hcas = v;
+	return 0;
+}
+
+static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, size_t idx)
+{
+	static const struct cfg_key keys[] = {
+	    {"id", parse_node_id}, {"host", parse_host},     {"ranks", parse_ranks},
+	    {"gpus", parse_gpus},  {"hcas", parse_hcas_key}, {"addresses", parse_addresses},
+	};
+	struct vfab_cfg_node *n = &p->cfg->nodes[idx];
+	struct node_obj o = {.p = p, .n = n, .lines = &p->lines[idx]};
+	char sub[CFG_PATH_MAX];
+	uint32_t seen;
+
+	n->line = cfg_line(v);
+	n->nnetdevs = 1; /* eth0 always exists: the node's socket interface */
+	snprintf(n->netdevs[0].name, VFAB_IFNAME_MAX, "%s", VFAB_CFG_DEFAULT_NETDEV);
+	if (cfg_mapping(&p->ctx, v, path, keys, NKEYS(keys), false, &o, &seen))
+		return -EINVAL;
+	if (!(seen & 1))
+		return cfg_fail(&p->ctx, v, cfg_path_key(sub, path, "id"), "missing");
+	if (o.hcas) {
+		if (parse_hcas(&p->ctx, o.hcas, cfg_path_key(sub, path, "hcas"), &o))
+			return -EINVAL;
+	} else {
+		n->nhcas = 1;
+		snprintf(n->hcas[0].name, sizeof(n->hcas[0].name), "%s", VFAB_CFG_DEFAULT_HCA);
+		n->hcas[0].nports = 1;
+	}
+	return assign_netdevs(&p->ctx, &o, cfg_path_key(sub, path, "hcas"));
+}
+
+int cfg_parse_nodes(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct cfg_parse *p = obj;
+	size_t n, i;
+
+	if (cfg_expect_sequence(c, v, path, "nodes"))
+		return -EINVAL;
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	if (!n)
+		return cfg_fail(c, v, path, "at least one node is needed");
+	if (n > VFAB_MAX_NODES) {
+		char sub[CFG_PATH_MAX];
+
+		return cfg_fail(c, cfg_node(c, v->data.sequence.items.start[VFAB_MAX_NODES]),
+				cfg_path_index(sub, path, VFAB_MAX_NODES),
+				"too many nodes (%zu; at most %d)", n, VFAB_MAX_NODES);
+	}
+	p->cfg->nodes = calloc(n, sizeof(*p->cfg->nodes));
+	p->lines = calloc(n, sizeof(*p->lines));
+	if (!p->cfg->nodes || !p->lines)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		char sub[CFG_PATH_MAX];
+
+		p->cfg->nnodes = (uint32_t)i + 1;
+		if (parse_node(p, cfg_node(c, v->data.sequence.items.start[i]),
+			       cfg_path_index(sub, path, i), i))
+			return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues: a ring in the region that requesters of any process
+ * fill (vfab_comp.c) and the owner polls without touching a lock shared with
+ * them; both ibv_poll_cq and the extended ibv_start_poll API read it.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Send-side CQEs carry the WR's send queue index in src_qp (see vfab_req.c). */
+static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
+{
+	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[e->qp_num & (VFAB_MAX_QPS - 1)]);
+
+	if (qp && qp->qpn == e->qp_num)
+		atomic_store_explicit(&qp->sq_retired, e->src_qp, memory_order_release);
+}
+
+/* Takes the next valid entry into *out; poll_lock held. */
+static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
+{
+	uint64_t head = atomic_load_explicit(&cq->s->head, memory_order_relaxed);
+	struct vfab_cqe *e = &cq->ring[head & cq->mask];
+
+	if (atomic_load_explicit(&e->seq, memory_order_acquire) != head + 1)
+		return false;
+	memcpy((char *)out + sizeof(out->seq), (char *)e + sizeof(e->seq),
+	       sizeof(*out) - sizeof(out->seq));
+	/* The slot may be refilled once head moves past it. */
+	atomic_store_explicit(&cq->s->head, head + 1, memory_order_release);
+	if (out->opcode < IBV_WC_RECV) {
+		retire_send(cq, out);
+		out->src_qp = 0;
+	}
+	return true;
+}
+
+int vfab_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct vfab_cq *cq = to_vcq(ibcq);
+	struct vfab_cqe e;
+	int i;
+
+	pthread_spin_lock(&cq->poll_lock);
+	for (i = 0; i < n && take_entry(cq, &e); i++) {
+		struct ibv_wc *w = &wc[i];
+
+		w->wr_id = e.wr_id;
+		w->status = (enum ibv_wc_status)e.status;
+		w->opcode = (enum ibv_wc_opcode)e.opcode;
+		w->vendor_err = e.vendor_err;
+		w->byte_len = e.byte_len;
+		w->imm_data = e.imm_data;
+		w->qp_num = e.qp_num;
+		w->src_qp = e.src_qp;
+		w->wc_flags = e.wc_flags;
+		w->pkey_index = e.pkey_index;
+		w->slid = e.slid;
+		w->sl = e.sl;
+		w->dlid_path_bits = e.dlid_path_bits;
+	}
+	pthread_spin_unlock(&cq->poll_lock);
+	return i;
+}
+
+int vfab_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct vfab_cq *cq = to_vcq(ibcq);
+
+	atomic_store(&cq->s->armed, solicited_only ? 2u : 1u);
+	return 0;
+}
+
+/* ---- extended polling: the current entry is copied out at start/next ---- */
+
+static struct vfab_cq *ex_to_vcq(struct ibv_cq_ex *cq)
+{
+	return (struct vfab_cq *)cq;
+}
+
+static int ex_load(struct vfab_cq *cq)
+{
+	if (!take_entry(cq, &cq->cur))
+		return ENOENT;
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = (enum ibv_wc_status)cq->cur.status;
+	return 0;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct vfab_cq *cq = ex_to_vcq(ibcq);
+	int rc;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->poll_lock);
+	rc = ex_load(cq);
+	/* On ENOENT the caller does not call end_poll. */
+	if (rc)
+		pthread_spin_unlock(&cq->poll_lock);
+	return rc;
+}
+
+static int ex_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return ex_load(ex_to_vcq(ibcq));
+}
+
+static void ex_end_poll(struct ibv_cq_ex *ibcq)
+{
+	pthread_spin_unlock(&ex_to_vcq(ibcq)->poll_lock);
+}
+
+static enum ibv_wc_opcode ex_read_opcode(struct ibv_cq_ex *cq)
+{
+	return (enum ibv_wc_opcode)ex_to_vcq(cq)->cur.opcode;
+}
+static uint32_t ex_read_vendor_err(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.vendor_err;
+}
+static uint32_t ex_read_byte_len(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.byte_len;
+}
+static __be32 ex_read_imm_data(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.imm_data;
+}
+static uint32_t ex_read_qp_num(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.qp_num;
+}
+static uint32_t ex_read_src_qp(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.src_qp;
+}
+static unsigned int ex_read_wc_flags(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.wc_flags;
+}
+static uint32_t ex_read_slid(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.slid;
+}
+static uint8_t ex_read_sl(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.sl;
+}
+static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *cq)
+{
+	return ex_to_vcq(cq)->cur.dlid_path_bits;
+}
+
+static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
+{
+	struct ibv_cq_ex *x = &cq->vcq.cq_ex;
+
+	x->start_poll = ex_start_poll;
+	x->next_poll = ex_next_poll;
+	x->end_poll = ex_end_poll;
+	x->read_opcode = ex_read_opcode;
+	x->read_vendor_err = ex_read_vendor_err;
+	if (wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		x->read_byte_len = ex_read_byte_len;
+	if (wc_flags & IBV_WC_EX_WITH_IMM)
+		x->read_imm_data = ex_read_imm_data;
+	if (wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		x->read_qp_num = ex_read_qp_num;
+	if (wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		x->read_src_qp = ex_read_src_qp;
+	x->read_wc_flags = ex_read_wc_flags;
+	if (wc_flags & IBV_WC_EX_WITH_SLID)
+		x->read_slid = ex_read_slid;
+	if (wc_flags & IBV_WC_EX_WITH_SL)
+		x->read_sl = ex_read_sl;
+	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		x->read_dlid_path_bits = ex_read_dlid_path_bits;
+}
+
+static struct vfab_cq *cq_create(struct vfab_context *ctx, int cqe, struct ibv_comp_channel *ch,
+				 int vector)
+{
+	struct vfab_cq_slot *s;
+	struct vfab_cq *cq;
+	uint32_t chan_id = 0;
+	int slot, rc;
+
+	if (cqe < 1 || cqe > VFAB_MAX_CQE || vector < 0 ||
+	    vector >= ctx->vctx.context.num_comp_vectors) {
+		rc = EINVAL;
+		goto fail;
+	}
+	if (ch && vfab_channel_id(ch, &chan_id)) {
+		rc = EINVAL; /* a channel of another provider */
+		goto fail;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	/* One spare entry, as mlx5 rounds: cqe = capacity - 1. */
+	slot = vfab_cq_alloc(ctx->r, &ctx->owner, (uint32_t)cqe + 1);
+	if (slot < 0) {
+		free(cq);
+		rc = -slot;
+		goto fail;
+	}
+	s = &ctx->r->cqs[slot];
+	s->hca = ctx->hca_idx;
+	s->user_cq = (uint64_t)(uintptr_t)&cq->vcq.cq;
+	s->chan_pid = ctx->owner.pid;
+	s->chan_id = chan_id;
+	s->async_pid = ctx->owner.pid;
+	s->async_id = ctx->async_id;
+	cq->ctx = ctx;
+	cq->slot = slot;
+	cq->s = s;
+	cq->ring = vfab_at(ctx->r, s->ring_off);
+	cq->mask = s->cap - 1;
+	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	cq->vcq.cq.handle = (uint32_t)slot;
+	cq->vcq.cq.cqe = (int)(s->cap - 1);
+	return cq;
+fail:
+	errno = rc;
+	return NULL;
+}
+
+struct ibv_cq *vfab_create_cq(struct ibv_context *ibctx, int cqe, struct ibv_comp_channel *ch,
+			      int vector)
+{
+	struct vfab_cq *cq = cq_create(to_vctx(ibctx), cqe, ch, vector);
+
+	return cq ? &cq->vcq.cq : NULL;
+}
+
+struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_init_attr_ex *attr)
+{
+	const uint64_t supported = IBV_WC_STANDARD_FLAGS;
+	struct vfab_cq *cq;
+
+	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	    attr->wc_flags & ~supported) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = cq_create(to_vctx(ibctx), (int)attr->cqe, attr->channel, (int)attr->comp_vector);
+	if (!cq)
+		return NULL;
+	cq->wc_flags = attr->wc_flags;
+	ex_init(cq, attr->wc_flags);
+	return &cq->vcq.cq_ex;
+}
+
+int vfab_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct vfab_cq *cq = to_vcq(ibcq);
+
+	if (atomic_load(&cq->users))
+		return EBUSY;
+	vfab_cq_free(cq->ctx->r, cq->slot);
+	pthread_spin_destroy(&cq->poll_lock);
+	free(cq);
+	return 0;
+}

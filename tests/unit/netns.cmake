@@ -1,0 +1,2 @@
+# Unit tests of netns/: the node views written from a region into a temp dir.
+vfab_unit_test(test_sysfs_view SOURCES unit/test_sysfs_view.c LIBS vfab_netns vfab_config)

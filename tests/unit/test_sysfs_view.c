@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node views written from a region into a temp dir: every file of the
+ * sysfs contract (DESIGN.md "Sysfs view of an HCA") with the kernel's
+ * formats, the /dev/infiniband node, and the /etc upper layer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fabric/config.h"
+#include "fabric/gid.h"
+#include "fabric/region.h"
+#include "fabric/topology.h"
+#include "netns/etc_view.h"
+#include "netns/fabric_net.h"
+#include "netns/fsutil.h"
+#include "netns/sysfs_view.h"
+
+/* Two nodes; node a has two HCAs, the second with two ports, and an IPv6. */
+static const char multi_yaml[] = "version: 1\n"
+				 "cluster: {name: tview}\n"
+				 "nodes:\n"
+				 "  - id: a\n"
+				 "    hcas:\n"
+				 "      - {name: mlx5_0}\n"
+				 "      - {name: mlx5_1, ports: 2}\n"
+				 "    addresses: [198.18.0.1/24, \"fd00::1/64\",\n"
+				 "                {netdev: eth1, address: 198.18.1.1/24}]\n"
+				 "  - id: b\n"
+				 "    addresses: [198.18.0.2/24]\n";
+
+struct fixture {
+	struct vfab_region *r;
+	struct vfab_config cfg;
+	char dir[64];
+};
+
+static int setup_region(void **state, const char *yaml)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[512];
+
+	assert_non_null(f);
+	f->r = calloc(1, sizeof(*f->r));
+	assert_non_null(f->r);
+	if (yaml)
+		assert_int_equal(vfab_config_load_string(yaml, "multi.yaml", &f->cfg, err,
+							 sizeof(err)),
+				 0);
+	else
+		assert_int_equal(vfab_config_load_default(&f->cfg, err, sizeof(err)), 0);
+	snprintf(f->r->fabric, sizeof(f->r->fabric), "tview");
+	snprintf(f->r->rundir, sizeof(f->r->rundir), "/run/vfab/tview");
+	assert_int_equal(vfab_topology_fill(f->r, &f->cfg), 0);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vfab-test-view-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	*state = f;
+	return 0;
+}
+
+static int setup_default(void **state)
+{
+	return setup_region(state, NULL);
+}
+
+static int setup_multi(void **state)
+{
+	return setup_region(state, multi_yaml);
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	vfab_rm_rf(f->dir);
+	vfab_config_free(&f->cfg);
+	free(f->r);
+	free(f);
+	return 0;
+}
+
+static void expect_file(const char *dir, const char *rel, const char *want)
+{
+	char path[4096], got[1024];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	n = vfab_read_file(path, got, sizeof(got));
+	if (n < 0)
+		fail_msg("%s: %s", path, strerror((int)-n));
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: got '%s', want '%s'", rel, got, want);
+}
+
+static int count_entries(const char *dir, const char *rel)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void test_hca_identity(void **state)
+{
+	struct fixture *f = *state;
+	const struct vfab_hca *h = &f->r->hcas[f->r->nodes[0].hcas[0]];
+	char want[64];
+
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	snprintf(want, sizeof(want), "%04x:%04x:%04x:%04x\n", (unsigned)(h->node_guid >> 48),
+		 (unsigned)(h->node_guid >> 32) & 0xffff, (unsigned)(h->node_guid >> 16) & 0xffff,
+		 (unsigned)h->node_guid & 0xffff);
+	expect_file(f->dir, "class/infiniband/mlx5_0/node_guid", want);
+	expect_file(f->dir, "class/infiniband/mlx5_0/sys_image_guid", want);
+	/* The topology derives the GUID from the MAC 02:76:66:..: never all zero. */
+	assert_int_not_equal(h->node_guid, 0);
+	expect_file(f->dir, "class/infiniband/mlx5_0/node_type", "1: CA\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/fw_ver", "20.35.1012\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/hca_type", "MT4123\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/board_id", "VFAB0000000001\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/node_desc", "node0 mlx5_0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/modalias", "vfab:mlx5_0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/device", "0x101b\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/vfab",
+		    "region /dev/shm/vfab-tview\nhca 0\nrundir /run/vfab/tview\n");
+}
+
+static void test_port_files(void **state)
+{
+	struct fixture *f = *state;
+	char rate[64], want[80];
+
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/phys_state", "5: LinkUp\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/lid", "0x0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/sm_lid", "0x0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/lid_mask_count", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/cap_mask", "0x00010000\n");
+	assert_true(vfab_topology_sysfs_rate(&f->r->hcas[0].ports[0], rate, sizeof(rate)) > 0);
+	assert_non_null(strstr(rate, " Gb/sec ("));
+	snprintf(want, sizeof(want), "%s\n", rate);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/rate", want);
+	/* No second port on this HCA. */
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports"), 1);
+}
+
+static void test_port_down_state(void **state)
+{
+	struct fixture *f = *state;
+
+	atomic_store(&f->r->hcas[0].ports[0].state, 1);
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/phys_state", "3: Disabled\n");
+}
+
+static void test_gid_table(void **state)
+{
+	struct fixture *f = *state;
+	const struct vfab_port *p = &f->r->hcas[0].ports[0];
+	uint8_t def[16];
+	char text[VFAB_GID_STR_LEN], want[64];
+
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gids"), 256);
+	assert_int_equal(
+		count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types"), 256);
+	assert_int_equal(
+		count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs"), 256);
+	/* 0/1: fe80::EUI-64 of the port's MAC, v1 then v2. */
+	vfab_gid_default(p->mac, def);
+	vfab_gid_format(def, text);
+	snprintf(want, sizeof(want), "%s\n", text);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/0", want);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/1", want);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/0", "IB/RoCE v1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/1", "RoCE v2\n");
+	/* 2/3: 198.18.0.1 as ::ffff:c612:0001, the seed one-liner's index 3. */
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/3",
+		    "0000:0000:0000:0000:0000:ffff:c612:0001\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/2", "IB/RoCE v1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/3", "RoCE v2\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3", "eth0\n");
+	/* Empty entries: zero GID, v1 type, no netdev. */
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/4",
+		    "0000:0000:0000:0000:0000:0000:0000:0000\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/255",
+		    "0000:0000:0000:0000:0000:0000:0000:0000\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/255", "IB/RoCE v1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/255", "\n");
+}
+
+static void test_second_node_differs(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(vfab_sysfs_view_write(f->r, 1, f->dir), 0);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/3",
+		    "0000:0000:0000:0000:0000:ffff:c612:0002\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/node_desc", "node1 mlx5_0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/vfab",
+		    "region /dev/shm/vfab-tview\nhca 1\nrundir /run/vfab/tview\n");
+	assert_int_equal(vfab_sysfs_view_write(f->r, 2, f->dir), -EINVAL);
+}
+
+static void test_pkeys_and_counters(void **state)
+{
+	struct fixture *f = *state;
+	struct vfab_port *p = &f->r->hcas[0].ports[0];
+
+	atomic_store(&p->cnt.xmit_data_words, 1234);
+	atomic_store(&p->cnt.rnr_nak_retry_err, 7);
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys"), 128);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys/0", "0xffff\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys/127", "0x0000\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "1234\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/symbol_error", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/link_downed", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/port_xmit_discards", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/rnr_nak_retry_err",
+		    "7\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/implied_nak_seq_err",
+		    "0\n");
+}
+
+static void test_verbs_class_and_dev(void **state)
+{
+	struct fixture *f = *state;
+	char path[4096];
+	struct stat st;
+
+	if (geteuid() != 0)
+		skip(); /* mknod of a character device needs CAP_MKNOD */
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	expect_file(f->dir, "class/infiniband_verbs/abi_version", "6\n");
+	expect_file(f->dir, "class/infiniband_verbs/uverbs0/ibdev", "mlx5_0\n");
+	expect_file(f->dir, "class/infiniband_verbs/uverbs0/abi_version", "1\n");
+	expect_file(f->dir, "class/infiniband_verbs/uverbs0/dev", "1:7\n");
+	expect_file(f->dir, "class/infiniband_mad/abi_version", "5\n");
+	snprintf(path, sizeof(path), "%s/dev/uverbs0", f->dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_int_equal(major(st.st_rdev), 1);
+	assert_int_equal(minor(st.st_rdev), 7);
+	assert_int_equal(st.st_mode & 0777, 0666);
+	/* Writing the view again (same dir) replaces, it does not fail. */
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+}
+
+static void test_multi_hca_ports(void **state)
+{
+	struct fixture *f = *state;
+	char path[4096];
+	struct stat st;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(count_entries(f->dir, "class/infiniband"), 2);
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_1/ports"), 2);
+	expect_file(f->dir, "class/infiniband_verbs/uverbs1/ibdev", "mlx5_1\n");
+	snprintf(path, sizeof(path), "%s/dev/uverbs1", f->dir);
+	assert_int_equal(stat(path, &st), 0);
+	/* mlx5_0 on eth0: link-local, IPv4, then the IPv6 at 4/5. */
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/3",
+		    "0000:0000:0000:0000:0000:ffff:c612:0001\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/5",
+		    "fd00:0000:0000:0000:0000:0000:0000:0001\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/5", "RoCE v2\n");
+	/* mlx5_1 port 1 sits on eth1 with 198.18.1.1, port 2 on eth2. */
+	expect_file(f->dir, "class/infiniband/mlx5_1/ports/1/gids/3",
+		    "0000:0000:0000:0000:0000:ffff:c612:0101\n");
+	expect_file(f->dir, "class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0", "eth1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_1/ports/2/gid_attrs/ndevs/0", "eth2\n");
+	expect_file(f->dir, "class/infiniband/mlx5_1/device/modalias", "vfab:mlx5_1\n");
+}
+
+static void test_etc_view(void **state)
+{
+	struct fixture *f = *state;
+	char upper[128], lib[128], value[8] = "";
+	char path[4096];
+
+	snprintf(upper, sizeof(upper), "%s/etc-upper", f->dir);
+	/* A preload that does not exist is left out (ld.so would warn in every process). */
+	assert_int_equal(vfab_etc_view_write(upper, &f->cfg, 1, "/opt/vfab/lib",
+					     "/nonexistent/libvfab-preload.so"),
+			 0);
+	expect_file(upper, "hostname", "node1\n");
+	expect_file(upper, "libibverbs.d/vfab.driver", "driver /opt/vfab/lib/libvfab\n");
+	snprintf(path, sizeof(path), "%s/ld.so.preload", upper);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/hosts", upper);
+	{
+		char hosts[2048];
+
+		assert_true(vfab_read_file(path, hosts, sizeof(hosts)) > 0);
+		assert_non_null(strstr(hosts, "127.0.0.1\tlocalhost\n"));
+		assert_non_null(strstr(hosts, "198.18.0.1\tnode0\n"));
+		assert_non_null(strstr(hosts, "198.18.0.2\tnode1\n"));
+	}
+	/* The host's drivers are hidden: opaque dir, or whiteouts where xattrs fail. */
+	snprintf(path, sizeof(path), "%s/libibverbs.d", upper);
+	if (getxattr(path, "trusted.overlay.opaque", value, sizeof(value)) == 1)
+		assert_int_equal(value[0], 'y');
+	else if (access("/etc/libibverbs.d/mlx5.driver", F_OK) == 0)
+		assert_int_equal(count_entries(upper, "libibverbs.d") > 1, 1);
+	/* With an existing preload library, its absolute path goes in. */
+	snprintf(lib, sizeof(lib), "%s/libvfab-preload.so", f->dir);
+	assert_int_equal(vfab_write_file(lib, "", 0, 0644), 0);
+	assert_int_equal(vfab_etc_view_write(upper, &f->cfg, 0, "/opt/vfab/lib", lib), 0);
+	snprintf(path, sizeof(path), "%s\n", lib);
+	expect_file(upper, "ld.so.preload", path);
+	expect_file(upper, "hostname", "node0\n");
+}
+
+static void test_host_end_names(void **state)
+{
+	char name[VFAB_IFNAME_MAX];
+
+	(void)state;
+	assert_int_equal(vfab_net_host_end_name(name, sizeof(name), "node0", 0, 0), 0);
+	assert_string_equal(name, "node0-v");
+	assert_int_equal(vfab_net_host_end_name(name, sizeof(name), "node0", 0, 2), 0);
+	assert_string_equal(name, "node0-v2");
+	/* 15-character ids do not fit IFNAMSIZ with a suffix. */
+	assert_int_equal(vfab_net_host_end_name(name, sizeof(name), "abcdefghijklmno", 12, 0), 0);
+	assert_string_equal(name, "vfn12-0");
+	assert_true(strlen(name) < 16);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hca_identity, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_port_files, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_port_down_state, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_gid_table, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_second_node_differs, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_pkeys_and_counters, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_verbs_class_and_dev, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_multi_hca_ports, setup_multi, teardown),
+		cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
+		cmocka_unit_test(test_host_end_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfabd end to end: startup and refusals, the control protocol, reaping of
+ * processes that die with or without HELLO, clean shutdown. Runs the real
+ * daemon (path in $VFABD) on a private run dir and a unique fabric name; the
+ * teardown kills it and removes its files even when a check failed.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fabric/ctl.h"
+#include "fabric/region.h"
+
+static char fabric[64], rundir[128];
+static pid_t daemon_pid;
+
+static void cleanup_files(void)
+{
+	char path[256];
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+		daemon_pid = 0;
+	}
+	vfab_region_unlink(fabric);
+	snprintf(path, sizeof(path), "%s/vfabd.sock", rundir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
+	unlink(path);
+	rmdir(rundir);
+}
+
+static pid_t spawn(const char *config, const char *fabric_name)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *bin = getenv("VFABD");
+		char *argv[] = {(char *)bin,	"--fabric", (char *)fabric_name,
+				"--rundir",	rundir,	    config ? "--config" : NULL,
+				(char *)config, NULL};
+
+		if (!getenv("VFAB_TEST_VERBOSE"))
+			freopen("/dev/null", "w", stderr);
+		execv(bin, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int request(const char *line, char *reply, size_t len)
+{
+	int fd = vfab_ctl_connect(rundir), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = vfab_ctl_request(fd, line, reply, len);
+	close(fd);
+	return rc;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static int start_daemon(void **state)
+{
+	static unsigned counter;
+	char reply[512];
+
+	(void)state;
+	snprintf(fabric, sizeof(fabric), "unit-vfabd-%d-%u", (int)getpid(), counter++);
+	snprintf(rundir, sizeof(rundir), "/tmp/%s", fabric);
+	daemon_pid = spawn(NULL, fabric);
+	for (int i = 0; i < 250; i++) { /* 5 s: vfab up waits the same way */
+		if (request("STATUS", reply, sizeof(reply)) > 0)
+			return 0;
+		sleep_ms(20);
+	}
+	cleanup_files();
+	return -1;
+}
+
+static int stop_daemon(void **state)
+{
+	(void)state;
+	cleanup_files();
+	return 0;
+}
+
+static struct vfab_region *open_region(void)
+{
+	struct vfab_region *r;
+	char path[256];
+
+	vfab_region_path(fabric, path, sizeof(path));
+	assert_int_equal(vfab_region_open(path, &r), 0);
+	return r;
+}
+
+/* Waits up to 3 s (the reaper ticks every 500 ms) for a slot to change state. */
+static bool wait_state(_Atomic uint32_t *state, uint32_t want)
+{
+	for (int i = 0; i < 150; i++) {
+		if (atomic_load(state) == want)
+			return true;
+		sleep_ms(20);
+	}
+	return false;
+}
+
+static void test_status_and_protocol(void **state)
+{
+	struct vfab_region *r = open_region();
+	char reply[512], want[512];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_int_equal(r->ready, 1);
+	assert_string_equal(r->rundir, rundir);
+	assert_int_equal(r->nnodes, 2);
+	snprintf(want, sizeof(want),
+		 "{\"fabric\":\"%s\",\"nodes\":2,\"hcas\":2,\"qps\":0,\"mrs\":0,\"cqs\":0,"
+		 "\"clients\":0,",
+		 fabric);
+	assert_true(request("STATUS", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, want, strlen(want));
+
+	fd = vfab_ctl_connect(rundir);
+	assert_true(fd >= 0);
+	assert_true(vfab_ctl_request(fd, "NOPE", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ", 4);
+	assert_true(vfab_ctl_request(fd, "HELLO x", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ", 4);
+	assert_true(vfab_ctl_request(fd, "HELLO 1", reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	assert_true(vfab_ctl_request(fd, "HELLO 1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ", 4);
+	assert_true(vfab_ctl_request(fd, "STATUS", reply, sizeof(reply)) > 0);
+	assert_non_null(strstr(reply, "\"clients\":1,"));
+	assert_true(vfab_ctl_request(fd, "BYE", reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	close(fd);
+
+	assert_int_equal(stat(rundir, &st), 0);
+	snprintf(want, sizeof(want), "%s/vfabd.sock", rundir);
+	assert_int_equal(stat(want, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0666);
+	vfab_region_close(r);
+}
+
+struct owner {
+	pid_t pid;
+	int qp, mr;
+	int go; /* closing it lets a lingering child exit */
+};
+
+/* Child side: no cmocka asserts here, a failure must not run the test suite twice. */
+static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
+{
+	struct vfab_region *r;
+	char path[256], reply[64], line[32];
+	struct vfab_owner o = {.pid = getpid(), .ctx_id = 7};
+	int slots[2], fd;
+	char c;
+
+	vfab_region_path(fabric, path, sizeof(path));
+	if (vfab_region_open(path, &r))
+		_exit(1);
+	slots[0] = vfab_qp_alloc(r, &o, 8, 1);
+	slots[1] = vfab_mr_alloc(r, &o);
+	if (hello) {
+		fd = vfab_ctl_connect(rundir);
+		snprintf(line, sizeof(line), "HELLO %d", (int)getpid());
+		if (fd < 0 || vfab_ctl_request(fd, line, reply, sizeof(reply)) < 0)
+			_exit(1);
+		if (hello == 2) {
+			vfab_ctl_request(fd, "BYE", reply, sizeof(reply));
+			close(fd);
+		}
+	}
+	if (write(ready_fd, slots, sizeof(slots)) != sizeof(slots))
+		_exit(1);
+	if (linger)
+		(void)!read(go_fd, &c, 1);
+	_exit(0); /* no BYE on an open connection, no frees: as if killed */
+}
+
+/*
+ * A child that owns a QP and an MR. hello: 0 none, 1 HELLO, 2 HELLO then BYE.
+ * A lingering child stays alive until o->go is closed.
+ */
+static struct owner owner_child(int hello, bool linger)
+{
+	struct owner o = {.go = -1};
+	int ready[2], go[2], slots[2];
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(go), 0);
+	o.pid = fork();
+	assert_true(o.pid >= 0);
+	if (o.pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		owner_main(hello, ready[1], go[0], linger);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], slots, sizeof(slots)), (ssize_t)sizeof(slots));
+	close(ready[0]);
+	assert_true(slots[0] >= 0 && slots[1] >= 0);
+	o.qp = slots[0];
+	o.mr = slots[1];
+	if (linger)
+		o.go = go[1];
+	else
+		close(go[1]);
+	return o;
+}
+
+static void test_reap_without_bye(void **state)
+{
+	struct vfab_region *r = open_region();
+	struct owner o;
+
+	(void)state;
+	o = owner_child(1, false);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	assert_true(wait_state(&r->mrs[o.mr].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+static void test_reap_before_hello(void **state)
+{
+	struct vfab_region *r = open_region();
+	struct owner o;
+
+	(void)state;
+	o = owner_child(0, false);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	assert_true(wait_state(&r->mrs[o.mr].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+static void test_bye_keeps_live_objects(void **state)
+{
+	struct vfab_region *r = open_region();
+	struct owner o;
+
+	(void)state;
+	o = owner_child(2, true);
+	/* Said BYE and closed, still alive: its objects stay over several ticks. */
+	sleep_ms(1200);
+	assert_int_equal(r->qps[o.qp].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[o.mr].state, VFAB_SLOT_USED);
+	assert_int_equal(r->qps[o.qp].owner.pid, o.pid);
+	/* Once it exits the periodic reaper frees them. */
+	close(o.go);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	assert_true(wait_state(&r->mrs[o.mr].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+static void test_refusals(void **state)
+{
+	char path[256];
+	int status;
+	pid_t second;
+
+	(void)state;
+	/* The fabric exists: a second daemon refuses with exit 1. */
+	second = spawn(NULL, fabric);
+	assert_int_equal(waitpid(second, &status, 0), second);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+
+	/* A bad config: exit 2, nothing created. */
+	second = spawn(VFAB_TEST_DATA "/wrong_type.yaml", "unit-vfabd-never");
+	assert_int_equal(waitpid(second, &status, 0), second);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 2);
+	vfab_region_path("unit-vfabd-never", path, sizeof(path));
+	assert_int_not_equal(access(path, F_OK), 0);
+
+	/* A bad fabric name: exit 2. */
+	second = spawn(NULL, "bad/name");
+	assert_int_equal(waitpid(second, &status, 0), second);
+	assert_int_equal(WEXITSTATUS(status), 2);
+}
+
+static void test_shutdown(void **state)
+{
+	char reply[64], path[256];
+	int status;
+
+	(void)state;
+	assert_true(request("SHUTDOWN", reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	assert_int_equal(waitpid(daemon_pid, &status, 0), daemon_pid);
+	daemon_pid = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	snprintf(path, sizeof(path), "%s/vfabd.sock", rundir);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
+	assert_int_not_equal(access(path, F_OK), 0);
+	/* The region stays for `vfab down`. */
+	vfab_region_path(fabric, path, sizeof(path));
+	assert_int_equal(access(path, F_OK), 0);
+}
+
+static void test_sigterm(void **state)
+{
+	int status;
+
+	(void)state;
+	assert_int_equal(kill(daemon_pid, SIGTERM), 0);
+	assert_int_equal(waitpid(daemon_pid, &status, 0), daemon_pid);
+	daemon_pid = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_status_and_protocol, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_reap_without_bye, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_reap_before_hello, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_bye_keeps_live_objects, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_refusals, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_shutdown, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_sigterm, start_daemon, stop_daemon),
+	};
+
+	if (!getenv("VFABD")) {
+		fprintf(stderr, "VFABD (path of the vfabd binary) is not set\n");
+		return 1;
+	}
+	atexit(cleanup_files);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/region.h"
+#include "netns/fabric_net.h"
+#include "netns/fsutil.h"
+#include "netns/holder.h"
+#include "netns/sandbox.h"
+#include "tools/cli.h"
+
+#define STATUS_ANSWER_MS 500
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vfab [--fabric NAME] status [--json]\n"
+		   "Shows the fabric: vfabd (pid, alive, its STATUS counters), and per node\n"
+		   "its holder pid, eth0 addresses and HCAs with the index of their IPv4\n"
+		   "RoCE v2 GID. --json prints one JSON object instead.\n"
+		   "Exit: 0 up and healthy, 1 not up or degraded, 2 usage error.\n");
+}
+
+int vfab_port_ipv4_v2_gid(const struct vfab_port *p)
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	for (uint32_t i = 0; i < p->ngids && i < VFAB_PORT_GIDS; i++)
+		if (p->gids[i].type == VFAB_GID_ROCE_V2 &&
+		    memcmp(p->gids[i].raw, v4mapped, sizeof(v4mapped)) == 0)
+			return (int)p->gids[i].index;
+	return -1;
+}
+
+struct node_status {
+	char id[VFAB_NAME_MAX];
+	pid_t holder;
+	int holder_alive;
+	char addrs[512];
+	int region_index; /* -1: not in the region */
+};
+
+struct fabric_status {
+	pid_t vfabd;
+	char vfabd_json[1024]; /* vfabd's STATUS line, "" when it did not answer */
+	struct vfab_region *r;
+	int nnodes;
+	struct node_status nodes[VFAB_MAX_NODES];
+	int healthy;
+};
+
+static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, const char *id,
+			int region_index)
+{
+	struct node_status *ns = &fs->nodes[fs->nnodes++];
+	char path[PATH_MAX];
+
+	memset(ns, 0, sizeof(*ns));
+	snprintf(ns->id, sizeof(ns->id), "%s", id);
+	ns->region_index = region_index;
+	if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", cli->rundir, id) == 0 &&
+	    vfab_read_pid_file(path, &ns->holder) == 0)
+		ns->holder_alive = vfab_holder_is_alive(ns->holder);
+	if (ns->holder_alive)
+		vfab_net_node_addrs(cli->fabric, id, "eth0", ns->addrs, sizeof(ns->addrs));
+	if (!ns->holder_alive)
+		fs->healthy = 0;
+}
+
+static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
+{
+	char path[PATH_MAX];
+
+	memset(fs, 0, sizeof(*fs));
+	fs->healthy = 1;
+	fs->vfabd = vfab_vfabd_pid(cli);
+	if (vfab_vfabd_request(cli, "STATUS", fs->vfabd_json, sizeof(fs->vfabd_json),
+			       STATUS_ANSWER_MS) <= 0 ||
+	    fs->vfabd_json[0] != '{')
+		fs->vfabd_json[0] = '\0';
+	if (!fs->vfabd || !fs->vfabd_json[0])
+		fs->healthy = 0;
+	if (vfab_region_path(cli->fabric, path, sizeof(path)) == 0 &&
+	    vfab_region_open(path, &fs->r) == 0) {
+		for (uint32_t i = 0; i < fs->r->nnodes && i < VFAB_MAX_NODES; i++)
+			gather_node(cli, fs, fs->r->nodes[i].id, (int)i);
+		return;
+	}
+	/* No region (crashed, half-built): the run dir still knows the nodes. */
+	fs->r = NULL;
+	fs->healthy = 0;
+	if (vfab_pathf(path, sizeof(path), "%s/nodes", cli->rundir) == 0) {
+		DIR *d = opendir(path);
+		struct dirent *de;
+
+		while (d && (de = readdir(d)) && fs->nnodes < VFAB_MAX_NODES)
+			if (de->d_name[0] != '.')
+				gather_node(cli, fs, de->d_name, -1);
+		if (d)
+			closedir(d);
+	}
+}
+
+static void print_text(const struct vfab_cli *cli, const struct fabric_status *fs)
+{
+	printf("fabric %s: %s\n", cli->fabric, fs->healthy ? "up" : "DEGRADED");
+	printf("  run dir %s\n", cli->rundir);
+	if (fs->vfabd)
+		printf("  vfabd   pid %d, %s\n", (int)fs->vfabd,
+		       fs->vfabd_json[0] ? fs->vfabd_json : "not answering");
+	else
+		printf("  vfabd   not running\n");
+	printf("  %-15s %-16s %-22s %s\n", "NODE", "HOLDER", "ETH0", "HCAS");
+	for (int i = 0; i < fs->nnodes; i++) {
+		const struct node_status *ns = &fs->nodes[i];
+		char holder[32];
+
+		if (ns->holder)
+			snprintf(holder, sizeof(holder), "%d %s", (int)ns->holder,
+				 ns->holder_alive ? "alive" : "DEAD");
+		else
+			snprintf(holder, sizeof(holder), "none");
+		printf("  %-15s %-16s %-22s", ns->id, holder, ns->addrs[0] ? ns->addrs : "-");
+		if (fs->r && ns->region_index >= 0) {
+			const struct vfab_node *n = &fs->r->nodes[ns->region_index];
+
+			for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
+				const struct vfab_hca *hca = &fs->r->hcas[n->hcas[h]];
+
+				printf(" %s (uverbs%u, GID %d)", hca->name, hca->uverbs_idx,
+				       vfab_port_ipv4_v2_gid(&hca->ports[0]));
+			}
+		}
+		printf("\n");
+	}
+}
+
+/* Our strings are names and addresses; escape anyway so the output stays JSON. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void json_addrs(const char *list)
+{
+	char buf[512], *save = NULL;
+	int first = 1;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	putchar('[');
+	for (char *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+		printf("%s", first ? "" : ",");
+		json_str(a);
+		first = 0;
+	}
+	putchar(']');
+}
+
+static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
+{
+	putchar('[');
+	for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
+		const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
+
+		printf("%s{\"name\":", h ? "," : "");
+		json_str(hca->name);
+		printf(",\"uverbs\":\"uverbs%u\",\"ports\":[", hca->uverbs_idx);
+		for (uint32_t p = 0; p < hca->nports && p < VFAB_MAX_PORTS; p++) {
+			printf("%s{\"port\":%u,\"netdev\":", p ? "," : "", p + 1);
+			json_str(hca->ports[p].netdev);
+			printf(",\"ipv4_rocev2_gid_index\":%d}",
+			       vfab_port_ipv4_v2_gid(&hca->ports[p]));
+		}
+		printf("]}");
+	}
+	putchar(']');
+}
+
+static void print_json(const struct vfab_cli *cli, const struct fabric_status *fs)
+{
+	printf("{\"fabric\":");
+	json_str(cli->fabric);
+	printf(",\"up\":true,\"healthy\":%s,\"rundir\":", fs->healthy ? "true" : "false");
+	json_str(cli->rundir);
+	printf(",\"vfabd\":{\"pid\":%d,\"alive\":%s,\"status\":%s}", (int)fs->vfabd,
+	       fs->vfabd ? "true" : "false", fs->vfabd_json[0] ? fs->vfabd_json : "null");
+	printf(",\"nodes\":[");
+	for (int i = 0; i < fs->nnodes; i++) {
+		const struct node_status *ns = &fs->nodes[i];
+
+		printf("%s{\"id\":", i ? "," : "");
+		json_str(ns->id);
+		printf(",\"holder_pid\":%d,\"holder_alive\":%s,\"eth0\":", (int)ns->holder,
+		       ns->holder_alive ? "true" : "false");
+		json_addrs(ns->addrs);
+		printf(",\"hcas\":");
+		if (fs->r && ns->region_index >= 0)
+			json_hcas(fs->r, &fs->r->nodes[ns->region_index]);
+		else
+			printf("[]");
+		putchar('}');
+	}
+	printf("]}\n");
+}
+
+int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"fabric", required_argument, NULL, 'f'},
+					     {NULL, 0, NULL, 0}};
+	struct fabric_status *fs;
+	int ch, json = 0, healthy;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+hjf:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return VFAB_EXIT_OK;
+		case 'j':
+			json = 1;
+			break;
+		case 'f':
+			if (vfab_cli_set_fabric(cli, optarg))
+				return VFAB_EXIT_USAGE;
+			break;
+		default:
+			usage(stderr);
+			return VFAB_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "vfab status: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return VFAB_EXIT_USAGE;
+	}
+	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
+		if (json) {
+			printf("{\"fabric\":");
+			json_str(cli->fabric);
+			printf(",\"up\":false}\n");
+		} else {
+			printf("fabric %s is not up\n", cli->fabric);
+		}
+		return VFAB_EXIT_FAIL;
+	}
+	fs = malloc(sizeof(*fs));
+	if (!fs)
+		return VFAB_EXIT_FAIL;
+	gather(cli, fs);
+	if (json)
+		print_json(cli, fs);
+	else
+		print_text(cli, fs);
+	healthy = fs->healthy;
+	if (fs->r)
+		vfab_region_close(fs->r);
+	free(fs);
+	return healthy ? VFAB_EXIT_OK : VFAB_EXIT_FAIL;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfab: bring a virtual RoCE fabric up and down, look at it, and run
+ * programs inside its nodes. One verb per file (cmd_*.c).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "netns/fsutil.h"
+#include "tools/cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(struct vfab_cli *, int, char **);
+	const char *summary;
+} verbs[] = {
+	{"up", vfab_cmd_up, "up [CONFIG]           start a fabric (default: 2 nodes)"},
+	{"down", vfab_cmd_down, "down                  stop it and remove everything"},
+	{"status", vfab_cmd_status, "status [--json]       vfabd, nodes, addresses, HCAs"},
+	{"exec", vfab_cmd_exec, "exec NODE -- CMD...   run CMD inside NODE"},
+	{"shell", vfab_cmd_shell, "shell NODE            interactive shell inside NODE"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vfab [--fabric NAME] VERB [ARGS...]\n"
+		   "A virtual RoCE fabric: nodes are namespaces with emulated mlx5 HCAs.\n"
+		   "  --fabric NAME   which fabric (default " VFAB_DEFAULT_FABRIC ")\n"
+		   "verbs:\n");
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		fprintf(f, "  %s\n", verbs[i].summary);
+	fprintf(f, "'vfab VERB --help' describes each verb.\n"
+		   "Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec: CMD's status).\n");
+}
+
+int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = name; *p; p++) {
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '_' && *p != '-')
+			n = 0;
+	}
+	if (n == 0 || n > VFAB_FABRIC_NAME_MAX) {
+		fprintf(stderr, "vfab: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
+			name, VFAB_FABRIC_NAME_MAX);
+		return -EINVAL;
+	}
+	snprintf(cli->fabric, sizeof(cli->fabric), "%s", name);
+	snprintf(cli->rundir, sizeof(cli->rundir), "/run/vfab/%s", name);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+					     {"fabric", required_argument, NULL, 'f'},
+					     {NULL, 0, NULL, 0}};
+	struct vfab_cli cli;
+	int ch, ret;
+
+	memset(&cli, 0, sizeof(cli));
+	vfab_cli_set_fabric(&cli, VFAB_DEFAULT_FABRIC);
+	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return VFAB_EXIT_OK;
+		case 'f':
+			if (vfab_cli_set_fabric(&cli, optarg))
+				return VFAB_EXIT_USAGE;
+			break;
+		default:
+			usage(stderr);
+			return VFAB_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return VFAB_EXIT_USAGE;
+	}
+	if (strcmp(argv[optind], "help") == 0) {
+		usage(stdout);
+		return VFAB_EXIT_OK;
+	}
+	ret = vfab_self_exe_dir(cli.exedir, sizeof(cli.exedir));
+	if (ret) {
+		fprintf(stderr, "vfab: cannot find my own directory: %s\n", strerror(-ret));
+		return VFAB_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[optind], verbs[i].name) == 0)
+			return verbs[i].fn(&cli, argc - optind, argv + optind);
+	fprintf(stderr, "vfab: unknown verb '%s'\n", argv[optind]);
+	usage(stderr);
+	return VFAB_EXIT_USAGE;
+}
