@@ -6,6 +6,7 @@
  * that span several fields.
  */
 #include "config_parse.h"
+#include "fabric/ipnet.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,13 +149,67 @@ static int parse_mtu(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *
 	return cfg_uint(c, v, path, 1280, 9000, &p->cfg->mtu);
 }
 
+static int parse_leaf_size(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct cfg_parse *p = obj;
+
+	p->leaf_size_line = cfg_line(v);
+	return cfg_uint(c, v, path, 1, VFAB_MAX_NODES, &p->cfg->leaf_size);
+}
+
+static int parse_ipv6(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	return cfg_bool(c, v, path, &((struct cfg_parse *)obj)->cfg->ipv6);
+}
+
+/* An IPv6 network of at most /64: leaves take /64 blocks of it. */
+static int parse_ipv6_prefix(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct cfg_parse *p = obj;
+	struct vfab_cfg_addr *a = &p->cfg->ipv6_prefix;
+	uint8_t net[16];
+	char text[64], why[192];
+
+	if (cfg_string(c, v, path, text, sizeof(text)))
+		return -EINVAL;
+	if (!strchr(text, '/') || !strchr(text, ':'))
+		return cfg_fail(c, v, path, "expected an IPv6 network such as fd00:198:18::/48");
+	if (cfg_parse_addr(text, a, why, sizeof(why)))
+		return cfg_fail(c, v, path, "%s", why);
+	if (a->prefix < 16 || a->prefix > 64)
+		return cfg_fail(c, v, path, "prefix length must be 16..64 (leaves get /64s)");
+	memcpy(net, a->addr, 16);
+	vfab_ipnet_mask(net, a->prefix, 16);
+	if (memcmp(net, a->addr, 16))
+		return cfg_fail(c, v, path, "%s has host bits set", text);
+	if (a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
+		return cfg_fail(c, v, path, "%s is link-local: leaves need routable prefixes",
+				text);
+	return 0;
+}
+
+static int parse_spine_lat(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct cfg_parse *p = obj;
+
+	return cfg_double(c, v, path, 0.0, 10000000.0, &p->cfg->spine_latency_us);
+}
+
+static int parse_spine(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	static const struct cfg_key keys[] = {{"latency_us", parse_spine_lat}};
+	uint32_t seen;
+
+	return cfg_mapping(c, v, path, keys, NKEYS(keys), false, obj, &seen);
+}
+
 static int parse_fabric(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	static const struct cfg_key keys[] = {
-	    {"intra_node", parse_intra},
-	    {"inter_node", parse_inter},
-	    {"subnet", parse_subnet},
-	    {"mtu", parse_mtu},
+	    {"intra_node", parse_intra}, {"inter_node", parse_inter},
+	    {"subnet", parse_subnet},	 {"mtu", parse_mtu},
+	    {"leaf_size", parse_leaf_size}, {"ipv6", parse_ipv6},
+	    {"ipv6_prefix", parse_ipv6_prefix}, {"spine", parse_spine},
 	};
 	uint32_t seen;
 
@@ -173,6 +228,7 @@ static void set_defaults(struct vfab_config *cfg, const char *display)
 	cfg->version = 1;
 	cfg->mtu = VFAB_CFG_DEFAULT_MTU;
 	cfg_parse_addr("198.18.0.0/24", &cfg->subnet, why, sizeof(why));
+	cfg_parse_addr(VFAB_CFG_DEFAULT_IPV6_PREFIX, &cfg->ipv6_prefix, why, sizeof(why));
 	snprintf(cfg->intra_node.type, sizeof(cfg->intra_node.type), "loopback");
 	snprintf(cfg->inter_node.type, sizeof(cfg->inter_node.type), "roce");
 	cfg->intra_node.oversubscription = 1.0;
@@ -297,6 +353,9 @@ void vfab_config_free(struct vfab_config *cfg)
 		free(cfg->nodes[i].gpu_profiles);
 	}
 	free(cfg->nodes);
+	free(cfg->leaves);
 	cfg->nodes = NULL;
 	cfg->nnodes = 0;
+	cfg->leaves = NULL;
+	cfg->nleaves = 0;
 }

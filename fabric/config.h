@@ -23,6 +23,8 @@
 #define VFAB_CFG_DEFAULT_HCA "mlx5_0"
 #define VFAB_CFG_DEFAULT_MTU 9000
 #define VFAB_CFG_DEFAULT_SPEED_GBPS 200.0
+#define VFAB_CFG_MAX_GROUPS VFAB_MAX_NODES /* leaf groups */
+#define VFAB_CFG_DEFAULT_IPV6_PREFIX "fd00:198:18::/48"
 
 /* An interface address, "198.18.0.1/24" or "fd00::1/64". */
 struct vfab_cfg_addr {
@@ -36,6 +38,8 @@ struct vfab_cfg_addr {
 /* A network interface of a node; eth0 always exists (first entry). */
 struct vfab_cfg_netdev {
 	char name[VFAB_IFNAME_MAX];
+	uint32_t mtu;  /* bytes; fabric.mtu unless nodes[].netdevs[].mtu */
+	uint32_t leaf; /* index into vfab_config.leaves: the L2 segment it joins */
 	uint32_t naddrs;
 	struct vfab_cfg_addr addrs[VFAB_CFG_MAX_ADDRS]; /* configured order */
 };
@@ -50,6 +54,7 @@ struct vfab_cfg_node {
 	char id[VFAB_CFG_NODE_ID_MAX + 1];
 	char host[VFAB_CFG_TEXT_MAX]; /* informational (seed format) */
 	uint32_t line;		      /* where the node starts in the file */
+	uint32_t group;		      /* leaf group: nodes[].leaf, or index / fabric.leaf_size */
 	uint32_t nranks;
 	uint32_t *ranks;
 	uint32_t ngpus;
@@ -73,6 +78,24 @@ struct vfab_cfg_link {
 	double loss;		 /* probability per message attempt, 0..1 */
 };
 
+/*
+ * A leaf switch, derived by the loader: the node netdevs called `netdev` of
+ * the nodes of leaf group `group` form one L2 segment with one IPv4 subnet
+ * and optionally a routed IPv6 prefix (configs/README.md, "Leaves").
+ */
+struct vfab_cfg_leaf {
+	char name[VFAB_NAME_MAX];     /* "leaf<group>", or "leaf<group>-<netdev>" */
+	char netdev[VFAB_IFNAME_MAX]; /* the plane */
+	uint32_t group;
+	uint32_t plane; /* order of first appearance of the netdev name */
+	uint32_t nmembers;
+	uint32_t mtu;		     /* largest member MTU */
+	struct vfab_cfg_addr ipv4;   /* network/prefix */
+	struct vfab_cfg_addr ipv6;   /* network/prefix; family 0: none */
+	struct vfab_cfg_addr ipv4_gw; /* the spine's address here; family 0: none */
+	struct vfab_cfg_addr ipv6_gw;
+};
+
 struct vfab_config {
 	char source[256];	  /* display name used in messages */
 	char name[VFAB_NAME_MAX]; /* cluster.name, "vfab" when absent */
@@ -83,6 +106,14 @@ struct vfab_config {
 	struct vfab_cfg_addr subnet; /* within 198.18.0.0/15 */
 	uint32_t mtu;		     /* netdev MTU, 1280..9000 */
 	struct vfab_cfg_link intra_node, inter_node;
+	uint32_t leaf_size;	       /* nodes per leaf group; 0: not given */
+	bool ipv6;		       /* default IPv6 addresses and routed prefixes */
+	struct vfab_cfg_addr ipv6_prefix; /* where leaf IPv6 prefixes come from */
+	double spine_latency_us;       /* one way, leaf -> spine -> leaf */
+	uint32_t ngroups;	       /* leaf groups */
+	bool spine;		       /* more than one leaf: a router joins them */
+	uint32_t nleaves;
+	struct vfab_cfg_leaf *leaves;
 };
 
 /*

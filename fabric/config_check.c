@@ -2,7 +2,8 @@
 /*
  * Rules that span fields or nodes, checked once the whole document is read
  * (the YAML may list `fabric` after `nodes`): unique node ids, the seed's
- * rank rules, default and duplicate addresses, fabric-wide limits.
+ * rank rules, fabric-wide limits, netdev MTUs, then the leaves and default
+ * addresses (config_leaves.c) and duplicate addresses.
  */
 #include "config_parse.h"
 
@@ -98,35 +99,13 @@ static void apply_subnet_prefix(struct vfab_config *cfg)
 			}
 }
 
-/* Node i without an address list gets subnet + (i + 1) on eth0. */
-static int default_addresses(struct cfg_parse *p)
+/* Netdevs without their own MTU take fabric.mtu (which may come after nodes). */
+static void apply_mtu(struct vfab_config *cfg)
 {
-	struct vfab_config *cfg = p->cfg;
-	uint32_t base = cfg_addr_v4(&cfg->subnet);
-	uint32_t hosts = (1u << (32 - cfg->subnet.prefix)) - 2;
-
-	for (uint32_t i = 0; i < cfg->nnodes; i++) {
-		struct vfab_cfg_netdev *eth0 = &cfg->nodes[i].netdevs[0];
-		struct vfab_cfg_addr *a;
-		uint32_t v = base + i + 1;
-
-		if (p->lines[i].has_addresses)
-			continue;
-		if (i + 1 > hosts)
-			return cfg_fail_line(&p->ctx, p->subnet_line, "fabric.subnet",
-					     "%s has room for %u nodes, the config has %u",
-					     cfg->subnet.text, hosts, cfg->nnodes);
-		a = &eth0->addrs[eth0->naddrs++];
-		memset(a, 0, sizeof(*a));
-		a->family = AF_INET;
-		a->addr[0] = (uint8_t)(v >> 24);
-		a->addr[1] = (uint8_t)(v >> 16);
-		a->addr[2] = (uint8_t)(v >> 8);
-		a->addr[3] = (uint8_t)v;
-		a->prefix = cfg->subnet.prefix;
-		cfg_addr_format(a);
-	}
-	return 0;
+	for (uint32_t i = 0; i < cfg->nnodes; i++)
+		for (uint32_t d = 0; d < cfg->nodes[i].nnetdevs; d++)
+			if (!cfg->nodes[i].netdevs[d].mtu)
+				cfg->nodes[i].netdevs[d].mtu = cfg->mtu;
 }
 
 static bool host_part_ok(const struct vfab_cfg_addr *a)
@@ -145,16 +124,7 @@ struct addr_ref {
 	uint32_t node, netdev, idx;
 };
 
-static void addr_path(char *buf, const struct vfab_config *cfg, const struct addr_ref *r)
-{
-	if (r->a->line)
-		snprintf(buf, CFG_PATH_MAX, "nodes[%u].addresses", r->node);
-	else
-		snprintf(buf, CFG_PATH_MAX, "nodes[%u] (default address of %s)", r->node,
-			 cfg->nodes[r->node].id);
-}
-
-/* Every address once in the whole fabric: the nodes share one L2 segment. */
+/* Every address once in the whole fabric: the spine routes between the leaves. */
 static int check_addresses(struct cfg_parse *p)
 {
 	struct vfab_config *cfg = p->cfg;
@@ -174,7 +144,7 @@ static int check_addresses(struct cfg_parse *p)
 	for (i = 0; i < n && !rc; i++) {
 		const struct addr_ref *r = &refs[i];
 
-		addr_path(path, cfg, r);
+		cfg_addr_path(path, p, r->node, r->netdev, r->idx);
 		if (!host_part_ok(r->a)) {
 			rc = cfg_fail_line(&p->ctx, r->a->line, path,
 					   "%s is the network or broadcast address of its prefix",
@@ -187,7 +157,7 @@ static int check_addresses(struct cfg_parse *p)
 
 			if (q->a->family != r->a->family || memcmp(q->a->addr, r->a->addr, 16))
 				continue;
-			addr_path(path, cfg, blame);
+			cfg_addr_path(path, p, blame->node, blame->netdev, blame->idx);
 			rc = cfg_fail_line(&p->ctx, blame->a->line, path,
 					   "address %s is used twice (nodes %s and %s)", r->a->text,
 					   cfg->nodes[q->node].id, cfg->nodes[r->node].id);
@@ -226,7 +196,8 @@ int cfg_check(struct cfg_parse *p)
 		rc = check_limits(p);
 	if (!rc) {
 		apply_subnet_prefix(p->cfg);
-		rc = default_addresses(p);
+		apply_mtu(p->cfg);
+		rc = cfg_plan_leaves(p);
 	}
 	if (!rc)
 		rc = check_addresses(p);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `nodes` section: ids, the seed's ranks and gpus, and the extensions
- * (HCAs with their netdev bindings, interface addresses).
+ * (leaf group, HCAs with their netdev bindings; netdevs and addresses are in
+ * config_netdev.c).
  */
 #include "config_parse.h"
 
@@ -18,7 +19,8 @@ struct node_obj {
 	struct cfg_parse *p;
 	struct vfab_cfg_node *n;
 	struct cfg_node_lines *lines;
-	yaml_node_t *hcas;
+	/* Walked after the mapping, in a fixed order (see parse_node). */
+	yaml_node_t *hcas, *netdevs, *addresses;
 };
 
 struct hca_obj {
@@ -126,116 +128,6 @@ static int parse_gpus(struct cfg_ctx *c, yaml_node_t *v, const char *path, void 
 	return 0;
 }
 
-static int node_netdev(struct cfg_ctx *c, yaml_node_t *at, const char *path,
-		       struct vfab_cfg_node *n, const char *name)
-{
-	int i = vfab_config_netdev_index(n, name);
-	char copy[VFAB_IFNAME_MAX];
-
-	if (i >= 0)
-		return i;
-	if (n->nnetdevs == VFAB_CFG_MAX_NETDEVS)
-		return cfg_fail(c, at, path, "too many netdevs on one node (at most %d)",
-				VFAB_CFG_MAX_NETDEVS);
-	/* Via a copy: name may point into n (an HCA's binding). */
-	snprintf(copy, sizeof(copy), "%s", name);
-	memcpy(n->netdevs[n->nnetdevs].name, copy, sizeof(copy));
-	return (int)n->nnetdevs++;
-}
-
-static int netdev_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, char *buf)
-{
-	if (cfg_string(c, v, path, buf, VFAB_IFNAME_MAX))
-		return -EINVAL;
-	if (!buf[0] || !cfg_name_ok(buf, "-.") || !strcmp(buf, "lo") || !strcmp(buf, ".") ||
-	    !strcmp(buf, ".."))
-		return cfg_fail(c, v, path,
-				"'%s' is not a usable interface name (letters, digits, '_', '-', "
-				"'.'; not lo)",
-				buf);
-	return 0;
-}
-
-static int add_address(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct vfab_cfg_node *n,
-		       const char *netdev)
-{
-	char why[192];
-	struct vfab_cfg_addr a;
-	struct vfab_cfg_netdev *d;
-	int idx;
-
-	if (v->type != YAML_SCALAR_NODE)
-		return cfg_fail(c, v, path, "expected an address such as 198.18.0.1/24");
-	if (cfg_parse_addr((const char *)v->data.scalar.value, &a, why, sizeof(why)))
-		return cfg_fail(c, v, path, "%s", why);
-	a.line = cfg_line(v);
-	idx = node_netdev(c, v, path, n, netdev);
-	if (idx < 0)
-		return idx;
-	d = &n->netdevs[idx];
-	if (d->naddrs == VFAB_CFG_MAX_ADDRS)
-		return cfg_fail(c, v, path, "too many addresses on %s (at most %d)", d->name,
-				VFAB_CFG_MAX_ADDRS);
-	d->addrs[d->naddrs++] = a;
-	return 0;
-}
-
-struct addr_item {
-	struct vfab_cfg_node *n;
-	char netdev[VFAB_IFNAME_MAX];
-	yaml_node_t *address;
-};
-
-static int parse_addr_netdev(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
-{
-	struct addr_item *it = obj;
-
-	return netdev_name(c, v, path, it->netdev);
-}
-
-static int parse_addr_address(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
-{
-	(void)c;
-	(void)path;
-	((struct addr_item *)obj)->address = v;
-	return 0;
-}
-
-/* Items: "ADDR/PREFIX" (on eth0) or {netdev: NAME, address: ADDR/PREFIX}. */
-static int parse_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
-{
-	static const struct cfg_key keys[] = {{"netdev", parse_addr_netdev},
-					      {"address", parse_addr_address}};
-	struct node_obj *o = obj;
-	size_t n, i;
-
-	o->lines->has_addresses = true;
-	if (cfg_expect_sequence(c, v, path, "addresses"))
-		return -EINVAL;
-	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
-	for (i = 0; i < n; i++) {
-		yaml_node_t *it = cfg_node(c, v->data.sequence.items.start[i]);
-		struct addr_item item = {.n = o->n, .netdev = VFAB_CFG_DEFAULT_NETDEV};
-		char sub[CFG_PATH_MAX], sub2[CFG_PATH_MAX];
-		uint32_t seen;
-
-		cfg_path_index(sub, path, i);
-		if (it->type == YAML_SCALAR_NODE) {
-			if (add_address(c, it, sub, o->n, VFAB_CFG_DEFAULT_NETDEV))
-				return -EINVAL;
-			continue;
-		}
-		if (cfg_mapping(c, it, sub, keys, NKEYS(keys), false, &item, &seen))
-			return -EINVAL;
-		if (!(seen & 2))
-			return cfg_fail(c, it, cfg_path_key(sub2, sub, "address"), "missing");
-		if (add_address(c, item.address, cfg_path_key(sub2, sub, "address"), o->n,
-				item.netdev))
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* ---- nodes[].hcas[] ---- */
 
 static int parse_hca_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
@@ -250,7 +142,7 @@ static int parse_hca_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, v
 	return 0;
 }
 
-static int parse_hca_netdev(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+static int parse_hca_netdev_key(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	(void)c;
 	(void)path;
@@ -275,7 +167,7 @@ static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char
 		if (o->h->nports != 1)
 			return cfg_fail(c, v, path, "a %u-port HCA needs a list of %u netdevs",
 					o->h->nports, o->h->nports);
-		return netdev_name(c, v, path, o->h->netdev[0]);
+		return cfg_netdev_name(c, v, path, o->h->netdev[0]);
 	}
 	if (cfg_expect_sequence(c, v, path, "interface names (one per port)"))
 		return -EINVAL;
@@ -285,7 +177,7 @@ static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char
 	for (i = 0; i < n; i++) {
 		char sub[CFG_PATH_MAX];
 
-		if (netdev_name(c, cfg_node(c, v->data.sequence.items.start[i]),
+		if (cfg_netdev_name(c, cfg_node(c, v->data.sequence.items.start[i]),
 				cfg_path_index(sub, path, i), o->h->netdev[i]))
 			return -EINVAL;
 	}
@@ -304,12 +196,24 @@ static bool netdev_bound(const struct vfab_cfg_node *n, const char *name)
 static int parse_hcas(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct node_obj *no)
 {
 	static const struct cfg_key keys[] = {
-	    {"name", parse_hca_name}, {"netdev", parse_hca_netdev}, {"ports", parse_hca_ports}};
+	    {"name", parse_hca_name}, {"netdev", parse_hca_netdev_key}, {"ports", parse_hca_ports}};
 	struct vfab_cfg_node *n = no->n;
 	struct vfab_cfg_hca tmp[VFAB_CFG_MAX_HCAS];
 	size_t count, i;
 
-	if (cfg_expect_sequence(c, v, path, "{name, netdev, ports} entries"))
+	if (v->type == YAML_SCALAR_NODE) { /* a count: mlx5_0..N-1 on eth0..N-1 */
+		uint32_t k;
+
+		if (cfg_uint(c, v, path, 0, VFAB_CFG_MAX_HCAS, &n->nhcas))
+			return -EINVAL;
+		for (k = 0; k < n->nhcas; k++) {
+			memset(&n->hcas[k], 0, sizeof(n->hcas[k]));
+			snprintf(n->hcas[k].name, sizeof(n->hcas[k].name), "mlx5_%u", k);
+			n->hcas[k].nports = 1;
+		}
+		return 0;
+	}
+	if (cfg_expect_sequence(c, v, path, "{name, netdev, ports} entries (or a count)"))
 		return -EINVAL;
 	count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
 	if (count > VFAB_CFG_MAX_HCAS)
@@ -375,7 +279,7 @@ static int assign_netdevs(struct cfg_ctx *c, struct node_obj *no, const char *pa
 	}
 	for (h = 0; h < n->nhcas; h++)
 		for (p = 0; p < n->hcas[h].nports; p++)
-			if (node_netdev(c, no->hcas, path, n, n->hcas[h].netdev[p]) < 0)
+			if (cfg_node_netdev(c, no->hcas, path, n, n->hcas[h].netdev[p]) < 0)
 				return -EINVAL;
 	return 0;
 }
@@ -388,11 +292,37 @@ static int parse_hcas_key(struct cfg_ctx *c, yaml_node_t *v, const char *path, v
 	return 0;
 }
 
+static int parse_netdevs_key(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	(void)c;
+	(void)path;
+	((struct node_obj *)obj)->netdevs = v;
+	return 0;
+}
+
+static int parse_addresses_key(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	(void)c;
+	(void)path;
+	((struct node_obj *)obj)->addresses = v;
+	return 0;
+}
+
+static int parse_leaf(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct node_obj *o = obj;
+
+	o->lines->leaf = cfg_line(v);
+	return cfg_uint(c, v, path, 0, VFAB_CFG_MAX_GROUPS - 1, &o->n->group);
+}
+
 static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, size_t idx)
 {
 	static const struct cfg_key keys[] = {
-	    {"id", parse_node_id}, {"host", parse_host},     {"ranks", parse_ranks},
-	    {"gpus", parse_gpus},  {"hcas", parse_hcas_key}, {"addresses", parse_addresses},
+	    {"id", parse_node_id},	   {"host", parse_host},
+	    {"ranks", parse_ranks},	   {"gpus", parse_gpus},
+	    {"hcas", parse_hcas_key},	   {"addresses", parse_addresses_key},
+	    {"netdevs", parse_netdevs_key}, {"leaf", parse_leaf},
 	};
 	struct vfab_cfg_node *n = &p->cfg->nodes[idx];
 	struct node_obj o = {.p = p, .n = n, .lines = &p->lines[idx]};
@@ -406,6 +336,14 @@ static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, siz
 		return -EINVAL;
 	if (!(seen & 1))
 		return cfg_fail(&p->ctx, v, cfg_path_key(sub, path, "id"), "missing");
+	/*
+	 * Netdev order is eth0, the `netdevs` entries, the HCA ports' netdevs,
+	 * then those only `addresses` names, whatever the key order in the file:
+	 * leaves and default subnets follow the order netdev names first appear.
+	 */
+	if (o.netdevs &&
+	    cfg_parse_netdevs(&p->ctx, o.netdevs, cfg_path_key(sub, path, "netdevs"), n, o.lines))
+		return -EINVAL;
 	if (o.hcas) {
 		if (parse_hcas(&p->ctx, o.hcas, cfg_path_key(sub, path, "hcas"), &o))
 			return -EINVAL;
@@ -414,7 +352,12 @@ static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, siz
 		snprintf(n->hcas[0].name, sizeof(n->hcas[0].name), "%s", VFAB_CFG_DEFAULT_HCA);
 		n->hcas[0].nports = 1;
 	}
-	return assign_netdevs(&p->ctx, &o, cfg_path_key(sub, path, "hcas"));
+	if (assign_netdevs(&p->ctx, &o, cfg_path_key(sub, path, "hcas")))
+		return -EINVAL;
+	if (o.addresses && cfg_parse_addresses(&p->ctx, o.addresses,
+					       cfg_path_key(sub, path, "addresses"), n, o.lines))
+		return -EINVAL;
+	return 0;
 }
 
 int cfg_parse_nodes(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int cfg_fail_line(struct cfg_ctx *c, uint32_t line, const char *path, const char *fmt, ...)
 {
@@ -213,5 +214,21 @@ int cfg_double(struct cfg_ctx *c, yaml_node_t *n, const char *path, double min, 
 	if (v < min || v > max)
 		return cfg_fail(c, n, path, "%s is out of range %g..%g", s, min, max);
 	*out = v;
+	return 0;
+}
+
+int cfg_bool(struct cfg_ctx *c, yaml_node_t *n, const char *path, bool *out)
+{
+	const char *s;
+
+	if (number_text(c, n, path, "true or false"))
+		return -EINVAL;
+	s = scalar(n);
+	if (!strcasecmp(s, "true"))
+		*out = true;
+	else if (!strcasecmp(s, "false"))
+		*out = false;
+	else
+		return cfg_fail(c, n, path, "expected true or false, got '%s'", s);
 	return 0;
 }

@@ -66,6 +66,8 @@ int cfg_expect_sequence(struct cfg_ctx *c, yaml_node_t *n, const char *path, con
 int cfg_string(struct cfg_ctx *c, yaml_node_t *n, const char *path, char *buf, size_t len);
 int cfg_uint(struct cfg_ctx *c, yaml_node_t *n, const char *path, uint32_t min, uint32_t max,
 	     uint32_t *out);
+/* true / false (plain scalars, any case). */
+int cfg_bool(struct cfg_ctx *c, yaml_node_t *n, const char *path, bool *out);
 int cfg_double(struct cfg_ctx *c, yaml_node_t *n, const char *path, double min, double max,
 	       double *out);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 void vfab_gid_default(const uint8_t mac[6], uint8_t gid[16])
 {
@@ -31,7 +32,8 @@ static int find_raw(const struct vfab_gid *t, size_t n, const uint8_t raw[16])
 }
 
 /* Appends raw as RoCE v1 and v2 unless the table has it already. */
-static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t raw[16])
+static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t raw[16],
+		    uint8_t prefix)
 {
 	int type;
 
@@ -45,31 +47,57 @@ static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t r
 		memset(g, 0, sizeof(*g));
 		memcpy(g->raw, raw, 16);
 		g->type = (uint8_t)type;
+		g->prefix = prefix;
 		g->index = (uint32_t)*n;
 		(*n)++;
 	}
 	return 0;
 }
 
-int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t n4,
-			 const struct in6_addr *v6, size_t n6, struct vfab_gid *out, size_t max)
+int vfab_gid_table_build_ordered(const uint8_t mac[6], const struct vfab_gid_addr *addrs,
+				 size_t count, struct vfab_gid *out, size_t max)
 {
 	uint8_t raw[16];
 	size_t n = 0, i;
 	int rc;
 
 	vfab_gid_default(mac, raw);
-	rc = add_pair(out, &n, max, raw);
-	for (i = 0; !rc && i < n4; i++) {
-		memset(raw, 0, 10);
-		raw[10] = 0xff;
-		raw[11] = 0xff;
-		memcpy(raw + 12, &v4[i].s_addr, 4);
-		rc = add_pair(out, &n, max, raw);
+	rc = add_pair(out, &n, max, raw, 64);
+	for (i = 0; !rc && i < count; i++) {
+		if (addrs[i].family == AF_INET) {
+			memset(raw, 0, 10);
+			raw[10] = 0xff;
+			raw[11] = 0xff;
+			memcpy(raw + 12, addrs[i].addr, 4);
+			/* As an IPv6 prefix: the mapped range plus the IPv4 prefix. */
+			rc = add_pair(out, &n, max, raw, (uint8_t)(96 + addrs[i].prefix));
+		} else {
+			rc = add_pair(out, &n, max, addrs[i].addr, addrs[i].prefix);
+		}
 	}
-	for (i = 0; !rc && i < n6; i++)
-		rc = add_pair(out, &n, max, v6[i].s6_addr);
 	return rc ? rc : (int)n;
+}
+
+int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t n4,
+			 const struct in6_addr *v6, size_t n6, struct vfab_gid *out, size_t max)
+{
+	struct vfab_gid_addr a[VFAB_SYSFS_GID_TBL_LEN / 2];
+	size_t n = 0, i;
+
+	/* More addresses than a table holds can only end in -ENOSPC anyway. */
+	if (n4 + n6 > sizeof(a) / sizeof(a[0]))
+		return -ENOSPC;
+	for (i = 0; i < n4; i++, n++) {
+		memset(&a[n], 0, sizeof(a[n]));
+		a[n].family = AF_INET;
+		memcpy(a[n].addr, &v4[i].s_addr, 4);
+	}
+	for (i = 0; i < n6; i++, n++) {
+		memset(&a[n], 0, sizeof(a[n]));
+		a[n].family = AF_INET6;
+		memcpy(a[n].addr, v6[i].s6_addr, 16);
+	}
+	return vfab_gid_table_build_ordered(mac, a, n, out, max);
 }
 
 void vfab_gid_format(const uint8_t raw[16], char buf[VFAB_GID_STR_LEN])

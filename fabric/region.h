@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
-#define VFAB_REGION_VERSION 1
+#define VFAB_REGION_VERSION 2 /* 2: leaves, spine, node netdevs, GID prefixes */
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -31,7 +31,10 @@
 #define VFAB_MAX_PORTS 2	 /* per HCA; ports are numbered from 1 */
 #define VFAB_PORT_GIDS 32	 /* populated GID entries kept per port */
 #define VFAB_SYSFS_GID_TBL_LEN 256 /* gid_tbl_len reported, as on ConnectX */
-#define VFAB_MAX_LINKS 1024
+#define VFAB_MAX_LINKS 2048
+#define VFAB_MAX_LEAVES 128
+#define VFAB_NODE_NETDEVS 8
+#define VFAB_LINK_NONE 0xffffffffu /* a link index that names no link */
 #define VFAB_MAX_PDS 8192
 #define VFAB_MAX_MRS 65536
 #define VFAB_MAX_CQS 8192
@@ -54,15 +57,16 @@ enum vfab_gid_type {
 
 struct vfab_gid {
 	uint8_t raw[16];
-	uint8_t type; /* enum vfab_gid_type */
-	uint8_t pad[3];
+	uint8_t type;	/* enum vfab_gid_type */
+	uint8_t prefix; /* prefix length of the address it came from; 0 unknown */
+	uint8_t pad[2];
 	uint32_t index; /* index in the port's (sysfs) GID table */
 };
 
 /*
- * One direction of a link. The link model (later: shaping) reserves
+ * One direction of a link. The link model (fabric/link_model.h) reserves
  * serialization time by advancing busy_until_ns atomically; unshaped links
- * have rate_bps == 0 and are only counted.
+ * have rate_bps == 0 and are only counted. Times are CLOCK_MONOTONIC ns.
  */
 struct vfab_link {
 	uint32_t in_use;
@@ -83,19 +87,24 @@ enum vfab_link_kind {
 	VFAB_LINK_NODE_DOWN = 2, /* leaf -> node port */
 	VFAB_LINK_LEAF_UP = 3,	 /* leaf -> spine */
 	VFAB_LINK_LEAF_DOWN = 4, /* spine -> leaf */
-	VFAB_LINK_LOOPBACK = 5,
+	VFAB_LINK_LOOPBACK = 5,	 /* between two ports of one node (intra_node) */
 };
 
-/* Port counters, in the units sysfs reports them (data in 4-byte words). */
+/*
+ * Port counters, in the units sysfs reports them (data in 4-byte words).
+ * The port's own requesters count the first group, the requesters of its
+ * peers the second: separate cache lines keep every message from bouncing
+ * one line between the two processes.
+ */
 struct vfab_port_counters {
-	_Atomic uint64_t xmit_data_words;
-	_Atomic uint64_t rcv_data_words;
+	_Alignas(64) _Atomic uint64_t xmit_data_words;
 	_Atomic uint64_t xmit_packets;
+	_Atomic uint64_t local_ack_timeout_err;
+	_Atomic uint64_t rnr_nak_retry_err;
+	_Alignas(64) _Atomic uint64_t rcv_data_words;
 	_Atomic uint64_t rcv_packets;
 	_Atomic uint64_t out_of_sequence;
 	_Atomic uint64_t packet_seq_err;
-	_Atomic uint64_t local_ack_timeout_err;
-	_Atomic uint64_t rnr_nak_retry_err;
 	_Atomic uint64_t rx_write_requests;
 	_Atomic uint64_t rx_read_requests;
 	_Atomic uint64_t rx_atomic_requests;
@@ -109,8 +118,8 @@ struct vfab_port {
 	uint8_t active_width;	/* ibv encoding: 1,2,4,8,16 */
 	uint8_t active_speed;	/* ibv encoding */
 	uint16_t pad0;
-	uint32_t segment;  /* L2 segment (bridge) id: RoCE v1 reach */
-	uint32_t subnet;   /* L3 network id: RoCE v2 follows routing */
+	uint32_t segment;  /* index into leaves[]: the L2 segment (bridge) of the netdev */
+	uint32_t subnet;   /* that leaf's IPv4 network address (network byte order) */
 	uint32_t link_up;  /* index into links[]: this port -> leaf */
 	uint32_t link_down; /* index into links[]: leaf -> this port */
 	char netdev[VFAB_IFNAME_MAX];
@@ -133,6 +142,15 @@ struct vfab_hca {
 	struct vfab_port ports[VFAB_MAX_PORTS];
 };
 
+/* A network interface of a node: its veth joins the bridge of its leaf. */
+struct vfab_node_netdev {
+	char name[VFAB_IFNAME_MAX];
+	uint8_t mac[6];
+	uint16_t pad;
+	uint32_t leaf; /* index into leaves[] */
+	uint32_t mtu;
+};
+
 struct vfab_node {
 	uint32_t in_use;
 	uint32_t index;
@@ -141,6 +159,51 @@ struct vfab_node {
 	uint32_t nhcas;
 	uint32_t hcas[8]; /* indices into hcas[] */
 	uint32_t ipv4;	  /* first address of eth0, network byte order */
+	uint32_t group;	  /* leaf group: config nodes[].leaf */
+	uint32_t loopback; /* index into links[]: traffic between ports of this node */
+	uint32_t nnetdevs;
+	struct vfab_node_netdev netdevs[VFAB_NODE_NETDEVS]; /* eth0 first */
+};
+
+/*
+ * A leaf switch: one L2 segment, i.e. one bridge, one IPv4 subnet and at most
+ * one routed IPv6 prefix. A leaf serves one node netdev name (its plane: eth0,
+ * or eth3 of a rail-optimised fabric) for the nodes of one leaf group, so a
+ * single-plane fabric has one leaf per group and a rail-optimised one a leaf
+ * per rail per group. With more than one leaf a spine routes between them;
+ * the spine's address on each leaf is the gateway. See configs/README.md.
+ */
+struct vfab_leaf {
+	uint32_t in_use;
+	uint32_t group;		      /* node group: config nodes[].leaf */
+	char name[VFAB_NAME_MAX];     /* "leaf0", or "leaf0-eth3" with several planes */
+	char netdev[VFAB_IFNAME_MAX]; /* the node netdev name it serves */
+	char bridge[VFAB_IFNAME_MAX]; /* "vfbr<index>", in the fabric namespace */
+	uint32_t mtu;		      /* largest MTU of its member netdevs */
+	uint32_t nmembers;	      /* node netdevs attached */
+	uint32_t ipv4_net;	      /* network byte order */
+	uint32_t ipv4_gw;	      /* spine address on this leaf; 0 without a spine */
+	uint8_t ipv4_prefix;
+	uint8_t ipv6_prefix; /* 0: no IPv6 prefix */
+	uint8_t pad[2];
+	uint8_t ipv6_net[16];
+	uint8_t ipv6_gw[16];	    /* all zero: none */
+	uint32_t uplink;	    /* index into links[]: leaf -> spine (or VFAB_LINK_NONE) */
+	uint32_t downlink;	    /* index into links[]: spine -> leaf (or VFAB_LINK_NONE) */
+	uint64_t node_capacity_bps; /* sum of the rates of the HCA ports below it */
+	uint32_t oversub_milli;	    /* node capacity / uplink capacity, x1000 */
+	uint32_t pad2;
+};
+
+/* The router that joins the leaves (present when there is more than one). */
+struct vfab_spine {
+	uint32_t present;
+	uint32_t ipv4_net;   /* every leaf subnet lies in it: 198.18.0.0 (NBO) */
+	uint8_t ipv4_prefix; /* 15 */
+	uint8_t has_ipv6;    /* some leaf has a routed IPv6 prefix */
+	uint8_t ipv6_prefix; /* length of the prefix the leaves' IPv6 prefixes share */
+	uint8_t pad;
+	uint8_t ipv6_net[16];
 };
 
 /* A CQE as it sits in a shared ring (64 bytes). */
@@ -294,10 +357,12 @@ struct vfab_region {
 	pthread_mutex_t lock;	     /* slot allocation, pool */
 	pthread_mutex_t atomic_lock; /* RDMA atomics: atomic w.r.t. the HCA */
 
-	uint32_t nnodes, nhcas, nlinks, pad;
+	uint32_t nnodes, nhcas, nlinks, nleaves;
+	struct vfab_spine spine;
 	struct vfab_node nodes[VFAB_MAX_NODES];
 	struct vfab_hca hcas[VFAB_MAX_HCAS];
 	struct vfab_link links[VFAB_MAX_LINKS];
+	struct vfab_leaf leaves[VFAB_MAX_LEAVES];
 
 	struct vfab_pd_slot pds[VFAB_MAX_PDS];
 	struct vfab_mr_slot mrs[VFAB_MAX_MRS];

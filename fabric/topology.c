@@ -2,6 +2,7 @@
 /* Fills the region's topology tables from a config (schemes in topology.h). */
 #include "fabric/topology.h"
 #include "fabric/gid.h"
+#include "fabric/topology_links.h"
 
 #include <errno.h>
 #include <math.h>
@@ -60,53 +61,20 @@ static uint64_t guid_from_mac(const uint8_t mac[6])
 	return g;
 }
 
-static uint32_t add_link(struct vfab_region *r, enum vfab_link_kind kind, const char *node,
-			 const char *hca, uint32_t port, uint64_t rate_bps, uint32_t latency_ns,
-			 uint32_t loss_ppm)
-{
-	uint32_t idx = r->nlinks++;
-	struct vfab_link *l = &r->links[idx];
-
-	l->in_use = 1;
-	l->kind = kind;
-	snprintf(l->name, sizeof(l->name), "%s/%s/%u/%s", node, hca, port,
-		 kind == VFAB_LINK_NODE_UP ? "up" : "down");
-	l->rate_bps = rate_bps;
-	l->latency_ns = latency_ns;
-	l->loss_ppm = loss_ppm;
-	return idx;
-}
-
-static void fill_links(struct vfab_region *r, const struct vfab_config *cfg, const char *node,
-		       const char *hca, uint32_t port_no, struct vfab_port *port)
-{
-	const struct vfab_cfg_link *l = &cfg->inter_node;
-	uint64_t rate = 0;
-	uint32_t lat = 0, loss = (uint32_t)lround(l->loss * 1e6);
-
-	if (l->has_bandwidth)
-		rate = (uint64_t)llround(l->bandwidth_gbps * 1e9);
-	if (l->has_latency)
-		lat = (uint32_t)lround(l->latency_us * 1e3);
-	port->link_up =
-	    add_link(r, VFAB_LINK_NODE_UP, node, hca, port_no, rate, lat - lat / 2, loss);
-	port->link_down = add_link(r, VFAB_LINK_NODE_DOWN, node, hca, port_no, rate, lat / 2, 0);
-}
-
+/* Addresses in configured order: the order a CNI adds them after the HCA exists. */
 static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
 {
-	struct in_addr v4[VFAB_CFG_MAX_ADDRS];
-	struct in6_addr v6[VFAB_CFG_MAX_ADDRS];
-	size_t n4 = 0, n6 = 0;
+	struct vfab_gid_addr addrs[VFAB_CFG_MAX_ADDRS];
+	size_t count = 0;
 	int n;
 
-	for (uint32_t a = 0; d && a < d->naddrs; a++) {
-		if (d->addrs[a].family == AF_INET)
-			memcpy(&v4[n4++].s_addr, d->addrs[a].addr, 4);
-		else
-			memcpy(v6[n6++].s6_addr, d->addrs[a].addr, 16);
+	for (uint32_t a = 0; a < d->naddrs; a++, count++) {
+		memset(&addrs[count], 0, sizeof(addrs[count]));
+		addrs[count].family = d->addrs[a].family;
+		memcpy(addrs[count].addr, d->addrs[a].addr, 16);
+		addrs[count].prefix = d->addrs[a].prefix;
 	}
-	n = vfab_gid_table_build(port->mac, v4, n4, v6, n6, port->gids, VFAB_PORT_GIDS);
+	n = vfab_gid_table_build_ordered(port->mac, addrs, count, port->gids, VFAB_PORT_GIDS);
 	if (n < 0)
 		return n;
 	port->ngids = (uint32_t)n;
@@ -120,20 +88,24 @@ static int fill_port(struct vfab_region *r, const struct vfab_config *cfg, uint3
 	const struct vfab_cfg_node *n = &cfg->nodes[node_idx];
 	const char *netdev = n->hcas[hca_idx].netdev[port_no - 1];
 	int d = vfab_config_netdev_index(n, netdev);
+	const struct vfab_cfg_netdev *nd;
 	double gbps = cfg->inter_node.has_bandwidth ? cfg->inter_node.bandwidth_gbps
 						    : VFAB_CFG_DEFAULT_SPEED_GBPS;
 
+	if (d < 0)
+		return -EINVAL; /* the loader creates every bound netdev */
+	nd = &n->netdevs[d];
 	atomic_store(&port->state, 4); /* IBV_PORT_ACTIVE */
 	snprintf(port->netdev, sizeof(port->netdev), "%s", netdev);
 	vfab_topology_netdev_mac(r->fabric, cfg, node_idx, netdev, port->mac);
-	port->netdev_mtu = cfg->mtu;
-	port->active_mtu = vfab_topology_active_mtu(cfg->mtu);
+	port->netdev_mtu = nd->mtu;
+	port->active_mtu = vfab_topology_active_mtu(nd->mtu);
 	port->speed_mbps = (uint32_t)llround(gbps * 1000.0);
 	vfab_topology_encode_speed(port->speed_mbps, &port->active_width, &port->active_speed);
-	port->segment = 0; /* one bridge for now: every port shares L2 and L3 */
-	port->subnet = 0;
-	fill_links(r, cfg, n->id, n->hcas[hca_idx].name, port_no, port);
-	return fill_gids(port, d >= 0 ? &n->netdevs[d] : NULL);
+	port->segment = nd->leaf;
+	memcpy(&port->subnet, cfg->leaves[nd->leaf].ipv4.addr, 4);
+	topo_port_links(r, cfg, n->id, n->hcas[hca_idx].name, port_no, port);
+	return fill_gids(port, nd);
 }
 
 static uint32_t first_ipv4(const struct vfab_cfg_node *n)
@@ -150,20 +122,36 @@ static uint32_t first_ipv4(const struct vfab_cfg_node *n)
 
 static int check_fits(const struct vfab_region *r, const struct vfab_config *cfg)
 {
-	uint32_t hcas = 0, links = 0;
+	uint32_t hcas = 0;
 
-	if (r->nnodes || r->nhcas || r->nlinks)
+	if (r->nnodes || r->nhcas || r->nlinks || r->nleaves)
 		return -EEXIST;
-	if (cfg->nnodes > VFAB_MAX_NODES)
+	if (cfg->nnodes > VFAB_MAX_NODES || cfg->nleaves > VFAB_MAX_LEAVES || !cfg->leaves)
 		return -E2BIG;
 	for (uint32_t i = 0; i < cfg->nnodes; i++) {
-		if (cfg->nodes[i].nhcas > VFAB_CFG_MAX_HCAS)
+		if (cfg->nodes[i].nhcas > VFAB_CFG_MAX_HCAS ||
+		    cfg->nodes[i].nnetdevs > VFAB_NODE_NETDEVS)
 			return -E2BIG;
 		hcas += cfg->nodes[i].nhcas;
-		for (uint32_t h = 0; h < cfg->nodes[i].nhcas; h++)
-			links += 2 * cfg->nodes[i].hcas[h].nports;
 	}
-	return (hcas > VFAB_MAX_HCAS || links > VFAB_MAX_LINKS) ? -E2BIG : 0;
+	return (hcas > VFAB_MAX_HCAS || topo_links_needed(cfg) > VFAB_MAX_LINKS) ? -E2BIG : 0;
+}
+
+static void fill_node_netdevs(struct vfab_region *r, const struct vfab_config *cfg, uint32_t i)
+{
+	const struct vfab_cfg_node *cn = &cfg->nodes[i];
+	struct vfab_node *node = &r->nodes[i];
+
+	for (uint32_t d = 0; d < cn->nnetdevs; d++) {
+		struct vfab_node_netdev *nd = &node->netdevs[d];
+
+		snprintf(nd->name, sizeof(nd->name), "%s", cn->netdevs[d].name);
+		vfab_topology_netdev_mac(r->fabric, cfg, i, nd->name, nd->mac);
+		nd->leaf = cn->netdevs[d].leaf;
+		nd->mtu = cn->netdevs[d].mtu;
+	}
+	node->nnetdevs = cn->nnetdevs;
+	node->group = cn->group;
 }
 
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
@@ -180,6 +168,7 @@ int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 		snprintf(node->id, sizeof(node->id), "%s", cn->id);
 		atomic_store(&node->holder_pid, 0);
 		node->ipv4 = first_ipv4(cn);
+		fill_node_netdevs(r, cfg, i);
 		for (uint32_t h = 0; h < cn->nhcas; h++) {
 			uint32_t hi = r->nhcas;
 			struct vfab_hca *hca = &r->hcas[hi];
@@ -199,9 +188,11 @@ int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 			hca->in_use = 1;
 			r->nhcas++;
 		}
+		node->loopback = topo_node_loopback(r, cfg, cn->id);
 		node->in_use = 1;
 		r->nnodes++;
 	}
+	topo_fill_leaves(r, cfg);
 	atomic_store(&r->ready, 1);
 	return 0;
 }

@@ -11,12 +11,21 @@
  * node_guid = sys_image_guid = the MAC-48 -> EUI-64 mapping of port 1's MAC
  *   without the U/L flip: 02:76:66:FB:NN:HH -> 0276:66ff:feFB:NNHH (printed
  *   as sysfs does). Each HCA is its own adapter, so both GUIDs are equal.
- * Links: port p has one up link (port -> leaf) and one down link (leaf ->
- *   port). A shaped inter_node link gives both its bandwidth; the configured
- *   one-way latency is split over the two hops (up gets the odd nanosecond)
- *   so that a message crossing up + down sees exactly latency_us; the loss
- *   probability sits on the up link only, so each attempt is lost with
- *   probability `loss`. Unshaped links have rate 0 and latency 0.
+ * Links (in this order in links[]): per node, each HCA port's up link
+ *   (port -> leaf) and down link (leaf -> port), then the node's loopback;
+ *   after all nodes, per leaf its uplink (leaf -> spine) and downlink (spine
+ *   -> leaf) when there is a spine. A shaped inter_node class gives the port
+ *   links its bandwidth; its one-way latency is split over up + down (up gets
+ *   the odd nanosecond) so that two nodes on one leaf see exactly latency_us;
+ *   its loss sits on the up link only, so each attempt is lost with
+ *   probability `loss`. A leaf's uplink and downlink carry (sum of the rates
+ *   of the HCA ports on the leaf) / inter_node.oversubscription, and split
+ *   fabric.spine.latency_us the same way, so crossing the spine adds exactly
+ *   that. The loopback link (a message between two ports of one node, or a
+ *   port and itself) is the intra_node class. Unshaped: rate 0, latency 0.
+ * Leaves: leaves[k] is config leaf k (config_leaves.c): port.segment = the
+ *   leaf of the port's netdev, port.subnet = that leaf's IPv4 network (network
+ *   byte order); nodes[].netdevs[] name the leaf each veth joins.
  */
 #ifndef VFAB_TOPOLOGY_H
 #define VFAB_TOPOLOGY_H
@@ -32,9 +41,9 @@
 #define VFAB_MAC_OUI2 0x66
 
 /*
- * Fills an empty region (nnodes == 0) from cfg, then sets r->ready = 1.
- * -EEXIST if the region already has a topology, -E2BIG if cfg exceeds the
- * region's tables.
+ * Fills an empty region (nnodes == 0) from cfg (as the loader returned it:
+ * leaves planned, defaults applied), then sets r->ready = 1. -EEXIST if the
+ * region already has a topology, -E2BIG if cfg exceeds the region's tables.
  */
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg);
 

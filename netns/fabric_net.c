@@ -15,14 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "netns/fsutil.h"
+#include "netns/netns_file.h"
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 {
@@ -62,13 +62,7 @@ static int nl_to_errno(int nlerr)
 	}
 }
 
-int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix)
-{
-	return vfab_pathf(buf, len, VFAB_NETNS_DIR "/vfab-%s-%s", fabric, suffix);
-}
-
-int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index,
-			   uint32_t k)
+int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index, uint32_t k)
 {
 	char name[64];
 
@@ -79,104 +73,6 @@ int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t nod
 	if (strlen(name) >= IFNAMSIZ)
 		snprintf(name, sizeof(name), "vfn%u-%u", node_index, k);
 	return vfab_pathf(buf, len, "%s", name);
-}
-
-/*
- * Namespace files must be mount points that propagate (as `ip netns` makes
- * them), so that unmounting one here also drops the copies that node mount
- * namespaces (rslave of this one) received.
- */
-static int prepare_netns_dir(void)
-{
-	int ret = vfab_mkdir_p(VFAB_NETNS_DIR, 0755);
-
-	if (ret)
-		return ret;
-	if (mount("", VFAB_NETNS_DIR, "none", MS_SHARED | MS_REC, NULL) == 0)
-		return 0;
-	if (errno != EINVAL)
-		return -errno;
-	if (mount(VFAB_NETNS_DIR, VFAB_NETNS_DIR, "none", MS_BIND | MS_REC, NULL))
-		return -errno;
-	if (mount("", VFAB_NETNS_DIR, "none", MS_SHARED | MS_REC, NULL))
-		return -errno;
-	return 0;
-}
-
-static int bind_ns_file(const char *src, const char *dst)
-{
-	int fd, ret;
-
-	ret = prepare_netns_dir();
-	if (ret)
-		return ret;
-	fd = open(dst, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	if (mount(src, dst, "none", MS_BIND, NULL)) {
-		ret = -errno;
-		unlink(dst);
-		return ret;
-	}
-	return 0;
-}
-
-int vfab_net_bind_ns(const char *fabric, const char *suffix, pid_t pid)
-{
-	char src[64], dst[256];
-
-	if (vfab_pathf(src, sizeof(src), "/proc/%d/ns/net", (int)pid) ||
-	    vfab_netns_path(dst, sizeof(dst), fabric, suffix))
-		return -ENAMETOOLONG;
-	return bind_ns_file(src, dst);
-}
-
-int vfab_net_unbind_ns(const char *fabric, const char *suffix)
-{
-	char path[256];
-
-	if (vfab_netns_path(path, sizeof(path), fabric, suffix))
-		return -ENAMETOOLONG;
-	if (umount2(path, MNT_DETACH) && errno != EINVAL && errno != ENOENT)
-		return -errno;
-	if (unlink(path) && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
-/* Run fn inside the network namespace `nsfd`, always coming back. */
-static int in_netns(int nsfd, int (*fn)(void *), void *arg)
-{
-	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (self < 0)
-		return -errno;
-	if (setns(nsfd, CLONE_NEWNET)) {
-		ret = -errno;
-		close(self);
-		return ret;
-	}
-	ret = fn(arg);
-	if (setns(self, CLONE_NEWNET)) {
-		/* Going on in the wrong namespace could touch the host network. */
-		perror("vfab: cannot return to the original network namespace");
-		abort();
-	}
-	close(self);
-	return ret;
-}
-
-static int open_nsfile(const char *fabric, const char *suffix)
-{
-	char path[256];
-	int fd;
-
-	if (vfab_netns_path(path, sizeof(path), fabric, suffix))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
 }
 
 /* A route netlink socket bound to the namespace the caller is in now. */
@@ -247,7 +143,7 @@ static int fabric_ns_body(void *arg)
 
 	if (unshare(CLONE_NEWNET))
 		return fail(a->err, a->errlen, -errno, "unshare a network namespace");
-	ret = bind_ns_file("/proc/self/ns/net", a->path);
+	ret = vfab_netns_publish("/proc/self/ns/net", a->path);
 	if (ret)
 		return fail(a->err, a->errlen, ret, "publish %s", a->path);
 	ret = open_route_socket(&sk);
@@ -273,8 +169,8 @@ int vfab_net_fabric_create(const char *fabric, uint32_t mtu, char *err, size_t e
 	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return fail(err, errlen, -errno, "open /proc/self/ns/net");
-	/* in_netns(self) returns here whatever the body unshared into. */
-	ret = in_netns(self, fabric_ns_body, &a);
+	/* vfab_netns_run(self) returns here whatever the body unshared into. */
+	ret = vfab_netns_run(self, fabric_ns_body, &a);
 	close(self);
 	return ret;
 }
@@ -294,7 +190,7 @@ static int write_sysctl(const char *path, const char *value)
 static int ipv6_conf(const char *dev)
 {
 	static const char *const keys[][2] = {
-		{"disable_ipv6", "0"}, {"addr_gen_mode", "0"}, {"accept_dad", "0"}};
+	    {"disable_ipv6", "0"}, {"addr_gen_mode", "0"}, {"accept_dad", "0"}};
 	char path[256];
 	int ret;
 
@@ -453,18 +349,18 @@ int vfab_net_node_setup(const char *fabric, const struct vfab_net_node *node, ch
 	struct rtnl_link *br = NULL;
 	int node_fd, fab_fd, ret, br_index;
 
-	node_fd = open_nsfile(fabric, node->id);
+	node_fd = vfab_netns_open(fabric, node->id);
 	if (node_fd < 0)
 		return fail(err, errlen, node_fd, "open namespace of node %s", node->id);
-	fab_fd = open_nsfile(fabric, VFAB_FABRIC_NS_SUFFIX);
+	fab_fd = vfab_netns_open(fabric, VFAB_FABRIC_NS_SUFFIX);
 	if (fab_fd < 0) {
 		close(node_fd);
 		return fail(err, errlen, fab_fd, "open the fabric namespace");
 	}
-	ret = in_netns(node_fd, node_sysctl_body, &na);
+	ret = vfab_netns_run(node_fd, node_sysctl_body, &na);
 	if (ret)
 		goto out;
-	ret = in_netns(fab_fd, fab_sock_body, &fa);
+	ret = vfab_netns_run(fab_fd, fab_sock_body, &fa);
 	if (ret) {
 		fail(err, errlen, ret, "route netlink socket in the fabric namespace");
 		goto out;
@@ -485,7 +381,7 @@ int vfab_net_node_setup(const char *fabric, const struct vfab_net_node *node, ch
 		}
 	}
 	na.defaults = 0;
-	ret = in_netns(node_fd, node_sysctl_body, &na);
+	ret = vfab_netns_run(node_fd, node_sysctl_body, &na);
 	if (ret == 0)
 		ret = configure_node_ifaces(na.sk, node, err, errlen);
 out:
@@ -538,10 +434,10 @@ int vfab_net_node_addrs(const char *fabric, const char *node, const char *ifname
 	if (len == 0)
 		return -EINVAL;
 	out[0] = '\0';
-	fd = open_nsfile(fabric, node);
+	fd = vfab_netns_open(fabric, node);
 	if (fd < 0)
 		return fd;
-	ret = in_netns(fd, fab_sock_body, &sa);
+	ret = vfab_netns_run(fd, fab_sock_body, &sa);
 	close(fd);
 	if (ret)
 		return ret;

@@ -13,9 +13,8 @@
 #include <sys/types.h>
 
 #include "fabric/config.h"
+#include "netns/netns_file.h"
 
-#define VFAB_NETNS_DIR "/run/netns"
-#define VFAB_FABRIC_NS_SUFFIX "fab" /* reserved: no node may be called so */
 #define VFAB_BRIDGE_NAME "vfbr0"
 #define VFAB_NET_MAX_IFACES VFAB_CFG_MAX_NETDEVS
 
@@ -35,9 +34,6 @@ struct vfab_net_node {
 	struct vfab_net_iface iface[VFAB_NET_MAX_IFACES];
 };
 
-/* /run/netns/vfab-<fabric>-<suffix> (suffix: a node id or "fab"). */
-int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix);
-
 /*
  * Name of the host end of a node's netdev number k: "<node>-v" for eth0,
  * "<node>-v<k>" for the others; "vfn<node index>-<k>" when that would not fit
@@ -48,9 +44,6 @@ int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t nod
 
 /* Create the fabric namespace with vfbr0 (up, `mtu`) and lo up. */
 int vfab_net_fabric_create(const char *fabric, uint32_t mtu, char *err, size_t errlen);
-
-/* Publish the network namespace of `pid` as /run/netns/vfab-<fabric>-<suffix>. */
-int vfab_net_bind_ns(const char *fabric, const char *suffix, pid_t pid);
 
 /*
  * Give a node (whose namespace is already published) its netdevs: veth pairs
@@ -66,8 +59,5 @@ int vfab_net_node_setup(const char *fabric, const struct vfab_net_node *node, ch
  */
 int vfab_net_node_addrs(const char *fabric, const char *node, const char *ifname, char *out,
 			size_t len);
-
-/* Unmount and delete a published namespace file; a missing one is fine. */
-int vfab_net_unbind_ns(const char *fabric, const char *suffix);
 
 #endif /* VFAB_NETNS_FABRIC_NET_H */

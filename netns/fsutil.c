@@ -159,7 +159,7 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
 {
 	(void)st;
 	(void)ftw;
-	if (type == FTW_DP)
+	if (type == FTW_DP || type == FTW_DNR || type == FTW_D)
 		return rmdir(path) && errno != ENOENT ? -errno : 0;
 	return unlink(path) && errno != ENOENT ? -errno : 0;
 }

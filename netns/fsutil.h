@@ -12,8 +12,7 @@
 #include <sys/types.h>
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
-int vfab_pathf(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int vfab_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* mkdir -p: creates missing parents; an existing directory is fine. */
 int vfab_mkdir_p(const char *path, mode_t mode);

@@ -16,7 +16,7 @@
 #define MAX_SYS_SUBMOUNTS 64
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 {
@@ -216,8 +216,8 @@ static int mount_etc_overlay(const char *nd, char *err, size_t errlen)
 {
 	char opts[8192];
 
-	if (vfab_pathf(opts, sizeof(opts), "lowerdir=/etc,upperdir=%s/etc-upper,workdir=%s/etc-work",
-		       nd, nd))
+	if (vfab_pathf(opts, sizeof(opts),
+		       "lowerdir=/etc,upperdir=%s/etc-upper,workdir=%s/etc-work", nd, nd))
 		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	if (mount("overlay", "/etc", "overlay", 0, opts))
 		return fail(err, errlen, -errno, "overlay on /etc (%s)", opts);

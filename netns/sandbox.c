@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +18,7 @@
 #include "netns/sysfs_view.h"
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 {
@@ -77,8 +78,18 @@ static int prepare_host_devib(const char *rundir)
 
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen)
 {
-	int ret = prepare_host_devib(sb->rundir);
+	char nodes[4096];
+	int ret;
 
+	if (vfab_pathf(nodes, sizeof(nodes), "%s/nodes", sb->rundir))
+		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+	ret = vfab_mkdir_p(nodes, 0755);
+	if (ret)
+		return fail(err, errlen, ret, "mkdir %s", nodes);
+	/* No nodev: the uverbs device nodes of the views live here. */
+	if (mount("vfab-nodes", nodes, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
+		return fail(err, errlen, -errno, "tmpfs on %s", nodes);
+	ret = prepare_host_devib(sb->rundir);
 	if (ret)
 		return fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
 	return vfab_net_fabric_create(sb->fabric, sb->cfg->mtu, err, errlen);

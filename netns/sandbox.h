@@ -28,8 +28,10 @@ struct vfab_sandbox {
 };
 
 /*
- * Fabric-wide preparation: the host's /dev/infiniband mount point (created,
- * and recorded, only if missing) and the fabric namespace with its bridge.
+ * Fabric-wide preparation: a tmpfs on <rundir>/nodes for the views (they are
+ * thousands of small files per HCA: on a disk file system creating them takes
+ * seconds), the host's /dev/infiniband mount point (created, and recorded,
+ * only if missing) and the fabric namespace with its bridge.
  */
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen);
 

@@ -19,51 +19,45 @@
 #define UVERBS_MINOR 7
 
 static const char *const port_counters[] = {
-	"VL15_dropped",
-	"excessive_buffer_overrun_errors",
-	"link_downed",
-	"link_error_recovery",
-	"local_link_integrity_errors",
-	"multicast_rcv_packets",
-	"multicast_xmit_packets",
-	"port_rcv_constraint_errors",
-	"port_rcv_data",
-	"port_rcv_errors",
-	"port_rcv_packets",
-	"port_rcv_remote_physical_errors",
-	"port_rcv_switch_relay_errors",
-	"port_xmit_constraint_errors",
-	"port_xmit_data",
-	"port_xmit_discards",
-	"port_xmit_packets",
-	"port_xmit_wait",
-	"symbol_error",
-	"unicast_rcv_packets",
-	"unicast_xmit_packets",
+    "VL15_dropped",
+    "excessive_buffer_overrun_errors",
+    "link_downed",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+    "multicast_rcv_packets",
+    "multicast_xmit_packets",
+    "port_rcv_constraint_errors",
+    "port_rcv_data",
+    "port_rcv_errors",
+    "port_rcv_packets",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "port_xmit_constraint_errors",
+    "port_xmit_data",
+    "port_xmit_discards",
+    "port_xmit_packets",
+    "port_xmit_wait",
+    "symbol_error",
+    "unicast_rcv_packets",
+    "unicast_xmit_packets",
 };
 
 static const char *const hw_counters[] = {
-	"duplicate_request",
-	"implied_nak_seq_err",
-	"local_ack_timeout_err",
-	"out_of_buffer",
-	"out_of_sequence",
-	"packet_seq_err",
-	"req_cqe_error",
-	"req_remote_access_errors",
-	"req_remote_invalid_request",
-	"resp_cqe_error",
-	"resp_local_length_error",
-	"resp_remote_access_errors",
-	"rnr_nak_retry_err",
-	"rx_atomic_requests",
-	"rx_read_requests",
-	"rx_write_requests",
+    "duplicate_request", "implied_nak_seq_err",	     "local_ack_timeout_err",
+    "out_of_buffer",	 "out_of_sequence",	     "packet_seq_err",
+    "req_cqe_error",	 "req_remote_access_errors", "req_remote_invalid_request",
+    "resp_cqe_error",	 "resp_local_length_error",  "resp_remote_access_errors",
+    "rnr_nak_retry_err", "rx_atomic_requests",	     "rx_read_requests",
+    "rx_write_requests",
 };
 
 static int put(int dirfd, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
+/*
+ * Files are replaced, never written through: an entry may be a hard link
+ * shared with other entries (see link_same), which must keep their content.
+ */
 static int put(int dirfd, const char *name, const char *fmt, ...)
 {
 	char buf[512];
@@ -75,13 +69,27 @@ static int put(int dirfd, const char *name, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return -EOVERFLOW;
-	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (unlinkat(dirfd, name, 0) && errno != ENOENT)
+		return -errno;
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, (size_t)n) != n)
 		ret = errno ? -errno : -EIO;
 	close(fd);
 	return ret;
+}
+
+/*
+ * The 250-odd empty entries of each GID/pkey table are identical: one file
+ * and hard links to it cost one inode instead of hundreds (a port has ~900
+ * such files, and tmpfs keeps a page per file).
+ */
+static int link_same(int dirfd, const char *existing, const char *name)
+{
+	if (unlinkat(dirfd, name, 0) && errno != ENOENT)
+		return -errno;
+	return linkat(dirfd, existing, dirfd, name, 0) ? -errno : 0;
 }
 
 /* mkdir (existing is fine) and open it as the base of the next files. */
@@ -131,26 +139,32 @@ static const char *port_state_text(uint32_t state)
 	}
 }
 
-/* One numbered file per entry: gids/N, gid_attrs/types/N, ... */
-static int put_indexed(int dirfd, unsigned idx, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int put_indexed(int dirfd, unsigned idx, const char *fmt, ...)
+/*
+ * One numbered file per entry: gids/N, gid_attrs/types/N, ... `*shared`
+ * names the first entry written with the shared content (-1: none yet);
+ * later entries with that content become links to it.
+ */
+static int put_indexed(int dirfd, unsigned idx, int is_shared, int *shared, const char *text)
 {
-	char name[16], buf[128];
-	va_list ap;
+	char name[16], first[16];
+	int ret;
 
 	snprintf(name, sizeof(name), "%u", idx);
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return put(dirfd, name, "%s", buf);
+	if (is_shared && *shared >= 0) {
+		snprintf(first, sizeof(first), "%d", *shared);
+		return link_same(dirfd, first, name);
+	}
+	ret = put(dirfd, name, "%s", text);
+	if (ret == 0 && is_shared)
+		*shared = (int)idx;
+	return ret;
 }
 
 static int write_gid_tables(int portfd, const struct vfab_port *p)
 {
 	const struct vfab_gid *by_index[VFAB_SYSFS_GID_TBL_LEN] = {0};
 	int gids = subdir(portfd, "gids"), attrs = -1, types = -1, ndevs = -1, ret = 0;
+	int empty_gid = -1, empty_type = -1, empty_ndev = -1;
 	static const uint8_t zero[16];
 	char text[VFAB_GID_STR_LEN];
 
@@ -172,15 +186,19 @@ static int write_gid_tables(int portfd, const struct vfab_port *p)
 	}
 	for (unsigned i = 0; i < VFAB_SYSFS_GID_TBL_LEN && ret == 0; i++) {
 		const struct vfab_gid *g = by_index[i];
+		char line[64];
 
-		/* Empty entries still read as a type: ibv_query_gid_table walks them all. */
 		vfab_gid_format(g ? g->raw : zero, text);
-		ret = put_indexed(gids, i, "%s\n", text);
+		snprintf(line, sizeof(line), "%s\n", text);
+		ret = put_indexed(gids, i, !g, &empty_gid, line);
+		/* Empty entries still read as a type: ibv_query_gid_table walks them all. */
+		snprintf(line, sizeof(line), "%s\n",
+			 vfab_gid_type_name(g ? g->type : VFAB_GID_EMPTY));
 		if (ret == 0)
-			ret = put_indexed(types, i, "%s\n",
-					  vfab_gid_type_name(g ? g->type : VFAB_GID_EMPTY));
+			ret = put_indexed(types, i, !g, &empty_type, line);
+		snprintf(line, sizeof(line), "%s\n", g ? p->netdev : "");
 		if (ret == 0)
-			ret = put_indexed(ndevs, i, "%s\n", g ? p->netdev : "");
+			ret = put_indexed(ndevs, i, !g, &empty_ndev, line);
 	}
 out:
 	if (ndevs >= 0)
@@ -208,9 +226,11 @@ static int write_counters(int portfd, const struct vfab_port *p)
 			v = atomic_load(&c->xmit_data_words);
 		else if (strcmp(n, "port_rcv_data") == 0)
 			v = atomic_load(&c->rcv_data_words);
-		else if (strcmp(n, "port_xmit_packets") == 0 || strcmp(n, "unicast_xmit_packets") == 0)
+		else if (strcmp(n, "port_xmit_packets") == 0 ||
+			 strcmp(n, "unicast_xmit_packets") == 0)
 			v = atomic_load(&c->xmit_packets);
-		else if (strcmp(n, "port_rcv_packets") == 0 || strcmp(n, "unicast_rcv_packets") == 0)
+		else if (strcmp(n, "port_rcv_packets") == 0 ||
+			 strcmp(n, "unicast_rcv_packets") == 0)
 			v = atomic_load(&c->rcv_packets);
 		ret = put(cnt, n, "%llu\n", (unsigned long long)v);
 	}
@@ -279,10 +299,13 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 	if (!ret)
 		ret = write_gid_tables(fd, p);
 	if (!ret) {
+		int empty_pkey = -1;
+
 		pk = subdir(fd, "pkeys");
 		ret = pk < 0 ? pk : 0;
 		for (unsigned i = 0; !ret && i < VFAB_SYSFS_PKEYS; i++)
-			ret = put_indexed(pk, i, "%s\n", i == 0 ? "0xffff" : "0x0000");
+			ret = put_indexed(pk, i, i != 0, &empty_pkey,
+					  i == 0 ? "0xffff\n" : "0x0000\n");
 		if (pk >= 0)
 			close(pk);
 	}
@@ -311,8 +334,7 @@ static int write_device_dir(int hcafd, const struct vfab_region *r, uint32_t hca
 	if (!ret)
 		ret = put(fd, "numa_node", "-1\n");
 	if (!ret)
-		ret = put(fd, "vfab", "region %s\nhca %u\nrundir %s\n", region, hca_idx,
-			  r->rundir);
+		ret = put(fd, "vfab", "region %s\nhca %u\nrundir %s\n", region, hca_idx, r->rundir);
 	close(fd);
 	return ret;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,7 +35,7 @@ struct node_set {
 };
 
 static void note(char *err, size_t errlen, int *first, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 /* Keep the first failure; carry on with the rest of the teardown. */
 static void note(char *err, size_t errlen, int *first, int ret, const char *fmt, ...)
@@ -84,8 +85,8 @@ static void collect_nodes(const char *fabric, const char *rundir, struct node_se
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= VFAB_NAME_MAX)
 			continue;
 		snprintf(s->ids[s->n], VFAB_NAME_MAX, "%s", de->d_name);
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir,
-			       de->d_name) == 0 &&
+		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir, de->d_name) ==
+			0 &&
 		    vfab_read_pid_file(path, &pid) == 0 && vfab_holder_is_alive(pid)) {
 			s->holders[s->n] = pid;
 			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -200,6 +201,18 @@ static int remove_host_devib(const char *rundir)
 	return 0;
 }
 
+/* The tmpfs holding the node views (vfab_sandbox_prepare); gone with it. */
+static int unmount_views(const char *rundir)
+{
+	char path[4096];
+
+	if (vfab_pathf(path, sizeof(path), "%s/nodes", rundir))
+		return -ENAMETOOLONG;
+	if (umount2(path, MNT_DETACH) && errno != EINVAL && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 int vfab_sandbox_exists(const char *fabric, const char *rundir)
 {
 	char path[4096];
@@ -231,6 +244,8 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	note(err, errlen, &first, ret, "remove the fabric namespace file");
 	ret = vfab_region_unlink(fabric);
 	note(err, errlen, &first, ret == -ENOENT ? 0 : ret, "unlink the region of %s", fabric);
+	ret = unmount_views(rundir);
+	note(err, errlen, &first, ret, "unmount the views under %s", rundir);
 	ret = remove_host_devib(rundir);
 	note(err, errlen, &first, ret, "remove " VFAB_HOST_DEVIB);
 	ret = vfab_rm_rf(rundir);

@@ -104,8 +104,9 @@ struct vfab_ah {
 	uint8_t dgid[16];
 	/*
 	 * Resolved destination, packed so that concurrent senders read it in
-	 * one load: valid bit 63, port bits 40-41, hca bits 32-39, source and
-	 * destination port GID generations (low 16 bits) at 16 and 0.
+	 * one load: valid bit 63, source GID type bits 48-49, port bits 40-41,
+	 * hca bits 32-39, source and destination port GID generations (low 16
+	 * bits) at 16 and 0.
 	 */
 	_Atomic uint64_t route;
 };
@@ -131,7 +132,8 @@ struct vfab_swqe {
 	uint32_t num_sge;
 	uint32_t inline_len;
 	bool is_inline;
-	/* Waiting state: retries left and when the next attempt is due. */
+	/* Waiting state: why, retries left, and when the next attempt is due. */
+	uint8_t wait; /* enum vfab_wait */
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	uint64_t due_ns;
@@ -139,10 +141,17 @@ struct vfab_swqe {
 	uint8_t inline_data[VFAB_MAX_INLINE];
 };
 
+enum vfab_wait {
+	VFAB_WAIT_NONE,
+	VFAB_WAIT_TIMEOUT, /* no answer: the transport timer runs */
+	VFAB_WAIT_RNR,	   /* RNR NAK: the responder's RNR timer runs */
+};
+
 /* Where an RC QP sends, as resolved from its RTR attributes. */
 struct vfab_dest {
 	bool valid;
-	uint32_t hca, port, port_gen, slot, qpn;
+	uint32_t hca, port, slot, qpn;
+	uint32_t port_gen, src_gen; /* GID table generations it was resolved with */
 };
 
 struct vfab_qp {
@@ -319,8 +328,8 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe);
 void vfab_req_progress(struct vfab_qp *qp);
 /* Completes every waiting WR with WR_FLUSH_ERR (sq_lock held). */
 void vfab_req_flush_pending(struct vfab_qp *qp);
-void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe,
-		       enum ibv_wc_status status, uint32_t byte_len);
+void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe, enum ibv_wc_status status,
+		       uint32_t byte_len);
 
 /* ---- vfab_engine.c ---- */
 void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns);

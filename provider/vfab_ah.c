@@ -15,7 +15,7 @@ struct ibv_ah *vfab_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 
 	if (!attr->is_global || attr->port_num < 1 || attr->port_num > ctx->hca->nports ||
 	    vfab_sgid_type(ctx->r, ctx->hca_idx, attr->port_num, attr->grh.sgid_index) ==
-		    VFAB_GID_EMPTY) {
+		VFAB_GID_EMPTY) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -16,33 +16,33 @@
 static void vfab_free_context(struct ibv_context *ibctx);
 
 static const struct vabi_context_ops vfab_ctx_ops = {
-	.alloc_pd = vfab_alloc_pd,
-	.dealloc_pd = vfab_dealloc_pd,
-	.reg_mr = vfab_reg_mr,
-	.dereg_mr = vfab_dereg_mr,
-	.create_cq = vfab_create_cq,
-	.create_cq_ex = vfab_create_cq_ex,
-	.destroy_cq = vfab_destroy_cq,
-	.poll_cq = vfab_poll_cq,
-	.req_notify_cq = vfab_req_notify_cq,
-	.create_qp = vfab_create_qp,
-	.create_qp_ex = vfab_create_qp_ex,
-	.modify_qp = vfab_modify_qp,
-	.query_qp = vfab_query_qp,
-	.destroy_qp = vfab_destroy_qp,
-	.post_send = vfab_post_send,
-	.post_recv = vfab_post_recv,
-	.create_srq = vfab_create_srq,
-	.modify_srq = vfab_modify_srq,
-	.query_srq = vfab_query_srq,
-	.destroy_srq = vfab_destroy_srq,
-	.post_srq_recv = vfab_post_srq_recv,
-	.get_srq_num = vfab_get_srq_num,
-	.create_ah = vfab_create_ah,
-	.destroy_ah = vfab_destroy_ah,
-	.query_device_ex = vfab_query_device_ex,
-	.query_port = vfab_query_port,
-	.free_context = vfab_free_context,
+    .alloc_pd = vfab_alloc_pd,
+    .dealloc_pd = vfab_dealloc_pd,
+    .reg_mr = vfab_reg_mr,
+    .dereg_mr = vfab_dereg_mr,
+    .create_cq = vfab_create_cq,
+    .create_cq_ex = vfab_create_cq_ex,
+    .destroy_cq = vfab_destroy_cq,
+    .poll_cq = vfab_poll_cq,
+    .req_notify_cq = vfab_req_notify_cq,
+    .create_qp = vfab_create_qp,
+    .create_qp_ex = vfab_create_qp_ex,
+    .modify_qp = vfab_modify_qp,
+    .query_qp = vfab_query_qp,
+    .destroy_qp = vfab_destroy_qp,
+    .post_send = vfab_post_send,
+    .post_recv = vfab_post_recv,
+    .create_srq = vfab_create_srq,
+    .modify_srq = vfab_modify_srq,
+    .query_srq = vfab_query_srq,
+    .destroy_srq = vfab_destroy_srq,
+    .post_srq_recv = vfab_post_srq_recv,
+    .get_srq_num = vfab_get_srq_num,
+    .create_ah = vfab_create_ah,
+    .destroy_ah = vfab_destroy_ah,
+    .query_device_ex = vfab_query_device_ex,
+    .query_port = vfab_query_port,
+    .free_context = vfab_free_context,
 };
 
 uint32_t vfab_next_id(struct vfab_region *r)
@@ -105,9 +105,9 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	int fd;
 
 	(void)private_data;
-	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
-					    (struct verbs_context *)offsetof(struct vfab_context, vctx),
-					    0);
+	ctx = _verbs_init_and_alloc_context(
+	    ibdev, cmd_fd, sizeof(*ctx),
+	    (struct verbs_context *)offsetof(struct vfab_context, vctx), 0);
 	if (!ctx)
 		return NULL;
 	ctx->dev = dev;
@@ -123,8 +123,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	fd = vfab_fifo_create(ctx->r->rundir, ctx->owner.pid, ctx->async_id, ctx->async_path,
 			      sizeof(ctx->async_path));
 	if (fd < 0) {
-		vfab_dbg("cannot create async event FIFO in %s: %s", ctx->r->rundir,
-			 strerror(-fd));
+		vfab_dbg("cannot create async event FIFO in %s: %s", ctx->r->rundir, strerror(-fd));
 		errno = -fd;
 		goto fail;
 	}

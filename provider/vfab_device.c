@@ -183,18 +183,18 @@ static void vfab_uninit_device(struct vabi_device *vdev)
 }
 
 static const struct vabi_match_ent vfab_match_table[] = {
-	{.u.modalias = "vfab:*", .kind = VABI_MATCH_MODALIAS},
-	{.kind = VABI_MATCH_SENTINEL},
+    {.u.modalias = "vfab:*", .kind = VABI_MATCH_MODALIAS},
+    {.kind = VABI_MATCH_SENTINEL},
 };
 
 static const struct vabi_device_ops vfab_dev_ops = {
-	.name = VFAB_DRIVER_NAME,
-	.match_min_abi_version = 1,
-	.match_max_abi_version = 1,
-	.match_table = vfab_match_table,
-	.alloc_device = vfab_alloc_device,
-	.uninit_device = vfab_uninit_device,
-	.alloc_context = vfab_alloc_context,
+    .name = VFAB_DRIVER_NAME,
+    .match_min_abi_version = 1,
+    .match_max_abi_version = 1,
+    .match_table = vfab_match_table,
+    .alloc_device = vfab_alloc_device,
+    .uninit_device = vfab_uninit_device,
+    .alloc_context = vfab_alloc_context,
 };
 
 static void __attribute__((constructor)) vfab_register(void)

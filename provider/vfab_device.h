@@ -39,11 +39,9 @@ struct vfab_device {
 #define VFAB_DEVICE_CREATE_CHANNEL_OFF 712
 #define VFAB_DEVICE_DESTROY_CHANNEL_OFF 720
 
-_Static_assert(offsetof(struct vfab_device, create_channel) ==
-		       VFAB_DEVICE_CREATE_CHANNEL_OFF,
+_Static_assert(offsetof(struct vfab_device, create_channel) == VFAB_DEVICE_CREATE_CHANNEL_OFF,
 	       "vfab_device.create_channel offset is part of the preload contract");
-_Static_assert(offsetof(struct vfab_device, destroy_channel) ==
-		       VFAB_DEVICE_DESTROY_CHANNEL_OFF,
+_Static_assert(offsetof(struct vfab_device, destroy_channel) == VFAB_DEVICE_DESTROY_CHANNEL_OFF,
 	       "vfab_device.destroy_channel offset is part of the preload contract");
 
 /* A completion channel made by the provider: the magic lets the preload

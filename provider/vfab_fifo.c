@@ -21,7 +21,7 @@
 struct writer {
 	int32_t pid;
 	uint32_t id;
-	int fd1;      /* fd + 1; 0 = empty entry */
+	int fd1;       /* fd + 1; 0 = empty entry */
 	uint64_t used; /* LRU stamp */
 };
 

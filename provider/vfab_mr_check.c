@@ -37,9 +37,9 @@ enum ibv_wc_status vfab_mr_check_local(const struct vfab_mr_slot *mr, uint32_t l
 	return IBV_WC_SUCCESS;
 }
 
-enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t rkey,
-					uint32_t hca, uint32_t pd, uint64_t addr, uint64_t len,
-					uint32_t need, uint32_t qp_access, uint64_t *va)
+enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t rkey, uint32_t hca,
+					uint32_t pd, uint64_t addr, uint64_t len, uint32_t need,
+					uint32_t qp_access, uint64_t *va)
 {
 	if (!usable(mr, rkey, hca, pd))
 		return IBV_WC_REM_ACCESS_ERR;

@@ -29,9 +29,9 @@ enum ibv_wc_status vfab_mr_check_local(const struct vfab_mr_slot *mr, uint32_t l
  * (REMOTE_WRITE / REMOTE_READ / REMOTE_ATOMIC) granted by both the MR and
  * the QP's qp_access_flags.
  */
-enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t rkey,
-					uint32_t hca, uint32_t pd, uint64_t addr, uint64_t len,
-					uint32_t need, uint32_t qp_access, uint64_t *va);
+enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t rkey, uint32_t hca,
+					uint32_t pd, uint64_t addr, uint64_t len, uint32_t need,
+					uint32_t qp_access, uint64_t *va);
 
 /* Atomics: the local result buffer holds exactly 8 bytes ... */
 enum ibv_wc_status vfab_atomic_check_local(uint64_t len);

@@ -63,8 +63,9 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 	destroy_fn next;
 
 	/* The magic right before the public struct marks a provider channel. */
-	if (dev && ((const struct vfab_channel_head *)((const char *)ch - sizeof(uint64_t)))->magic ==
-			   VFAB_CHANNEL_MAGIC)
+	if (dev &&
+	    ((const struct vfab_channel_head *)((const char *)ch - sizeof(uint64_t)))->magic ==
+		VFAB_CHANNEL_MAGIC)
 		return dev->destroy_channel(ch);
 	next = (destroy_fn)next_symbol("ibv_destroy_comp_channel");
 	if (!next)

@@ -5,181 +5,109 @@
 #include <errno.h>
 #include <stdbool.h>
 
-enum { T_RC, T_UD, T_COUNT };
-#define NSTATES (IBV_QPS_ERR + 1)
+#define RC_PATH                                                                                    \
+	(IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE)
+#define RC_INIT (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+#define UD_INIT (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)
+#define RC_RTR                                                                                     \
+	(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |                           \
+	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+#define RC_RTS                                                                                     \
+	(IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |                    \
+	 IBV_QP_MAX_QP_RD_ATOMIC)
+#define RC_SQD_SQD                                                                                 \
+	(IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |          \
+	 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PKEY_INDEX | RC_PATH)
+#define NONE 0xffffffffu /* the transition does not exist for this type */
 
-struct transition {
-	bool valid;
-	uint32_t req[T_COUNT];
-	uint32_t opt[T_COUNT];
+/* One row per transition: required and optional attributes for RC and UD. */
+struct rule {
+	enum ibv_qp_state cur, next;
+	uint32_t rc_req, rc_opt, ud_req, ud_opt;
 };
 
-#define RC_PATH_OPT (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE)
-
-static const struct transition table[NSTATES][NSTATES] = {
-	[IBV_QPS_RESET] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_INIT] = {
-			.valid = true,
-			.req = {
-				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-			},
-		},
-		[IBV_QPS_ERR] = {.valid = true},
-	},
-	[IBV_QPS_INIT] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_INIT] = {
-			.valid = true,
-			.opt = {
-				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-			},
-		},
-		[IBV_QPS_RTR] = {
-			.valid = true,
-			.req = {
-				[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-			},
-			.opt = {
-				[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
-			},
-		},
-	},
-	[IBV_QPS_RTR] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_RTS] = {
-			.valid = true,
-			.req = {
-				[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-				[T_UD] = IBV_QP_SQ_PSN,
-			},
-			.opt = {
-				[T_RC] = IBV_QP_CUR_STATE | RC_PATH_OPT,
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-			},
-		},
-	},
-	[IBV_QPS_RTS] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_RTS] = {
-			.valid = true,
-			.opt = {
-				[T_RC] = IBV_QP_CUR_STATE | RC_PATH_OPT,
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-			},
-		},
-		[IBV_QPS_SQD] = {
-			.valid = true,
-			.opt = {
-				[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-				[T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-			},
-		},
-	},
-	[IBV_QPS_SQD] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_RTS] = {
-			.valid = true,
-			.opt = {
-				[T_RC] = IBV_QP_CUR_STATE | RC_PATH_OPT,
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-			},
-		},
-		[IBV_QPS_SQD] = {
-			.valid = true,
-			.opt = {
-				[T_RC] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
-					 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PKEY_INDEX | RC_PATH_OPT,
-				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
-			},
-		},
-	},
-	/* SQE exists only for unreliable services: an RC QP never reaches it. */
-	[IBV_QPS_SQE] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_RTS] = {
-			.valid = true,
-			.opt = {
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-			},
-		},
-	},
-	[IBV_QPS_ERR] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-	},
+/*
+ * Any state may go to RESET or ERR without attributes (not handled here);
+ * SQE exists only for unreliable services, so RC never reaches or leaves it.
+ */
+static const struct rule rules[] = {
+    {IBV_QPS_RESET, IBV_QPS_INIT, RC_INIT, 0, UD_INIT, 0},
+    {IBV_QPS_INIT, IBV_QPS_INIT, 0, RC_INIT, 0, UD_INIT},
+    {IBV_QPS_INIT, IBV_QPS_RTR, RC_RTR, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+     0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+    {IBV_QPS_RTR, IBV_QPS_RTS, RC_RTS, IBV_QP_CUR_STATE | RC_PATH, IBV_QP_SQ_PSN,
+     IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+    {IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_SQD, IBV_QPS_SQD, 0, RC_SQD_SQD, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+    {IBV_QPS_SQE, IBV_QPS_RTS, NONE, NONE, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
 };
 
-static int type_index(enum ibv_qp_type type)
+static bool known_state(enum ibv_qp_state s)
 {
-	switch (type) {
-	case IBV_QPT_RC:
-		return T_RC;
-	case IBV_QPT_UD:
-		return T_UD;
-	default:
-		return -1;
-	}
+	return s >= IBV_QPS_RESET && s <= IBV_QPS_ERR;
 }
 
-static const struct transition *lookup(enum ibv_qp_type type, enum ibv_qp_state cur,
-				       enum ibv_qp_state next, int *t)
+/* Required/optional attributes of a transition; false when it does not exist. */
+static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
+		   uint32_t *req, uint32_t *opt)
 {
-	*t = type_index(type);
-	if (*t < 0 || (unsigned int)cur >= NSTATES || (unsigned int)next >= NSTATES)
-		return NULL;
+	size_t i;
+
+	*req = *opt = 0;
+	if ((type != IBV_QPT_RC && type != IBV_QPT_UD) || !known_state(cur) || !known_state(next))
+		return false;
 	if (type == IBV_QPT_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
-		return NULL;
-	return table[cur][next].valid ? &table[cur][next] : NULL;
+		return false;
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return true;
+	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		const struct rule *r = &rules[i];
+
+		if (r->cur != cur || r->next != next)
+			continue;
+		*req = type == IBV_QPT_RC ? r->rc_req : r->ud_req;
+		*opt = type == IBV_QPT_RC ? r->rc_opt : r->ud_opt;
+		if (*req == NONE) {
+			*req = *opt = 0;
+			return false;
+		}
+		return true;
+	}
+	return false;
 }
 
 uint32_t vfab_qp_required_attrs(enum ibv_qp_type type, enum ibv_qp_state cur,
 				enum ibv_qp_state next)
 {
-	int t;
-	const struct transition *tr = lookup(type, cur, next, &t);
+	uint32_t req, opt;
 
-	return tr ? tr->req[t] : 0;
+	return lookup(type, cur, next, &req, &opt) ? req : 0;
 }
 
 uint32_t vfab_qp_optional_attrs(enum ibv_qp_type type, enum ibv_qp_state cur,
 				enum ibv_qp_state next)
 {
-	int t;
-	const struct transition *tr = lookup(type, cur, next, &t);
+	uint32_t req, opt;
 
-	return tr ? tr->opt[t] : 0;
+	return lookup(type, cur, next, &req, &opt) ? opt : 0;
 }
 
 int vfab_qp_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
 		      uint32_t mask)
 {
-	const struct transition *tr;
-	int t;
+	uint32_t req, opt;
 
-	if (type_index(type) < 0)
+	if (type != IBV_QPT_RC && type != IBV_QPT_UD)
 		return -EOPNOTSUPP;
 	/* The current state may only be asserted where the QP is operational. */
 	if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
 	    cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
 		return -EINVAL;
-	tr = lookup(type, cur, next, &t);
-	if (!tr)
+	if (!lookup(type, cur, next, &req, &opt))
 		return -EINVAL;
-	if ((mask & tr->req[t]) != tr->req[t])
-		return -EINVAL;
-	if (mask & ~(tr->req[t] | tr->opt[t] | IBV_QP_STATE))
+	if ((mask & req) != req || (mask & ~(req | opt | IBV_QP_STATE)))
 		return -EINVAL;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #define VFAB_VENDOR_ID 0x02c9 /* Mellanox */

@@ -60,11 +60,11 @@ void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, 
 
 	while ((w = vfab_rq_peek(r, rq))) {
 		struct vfab_cqe e = {
-			.wr_id = w->wr_id,
-			.status = IBV_WC_WR_FLUSH_ERR,
-			.opcode = IBV_WC_RECV,
-			.vendor_err = vfab_vendor_err(IBV_WC_WR_FLUSH_ERR),
-			.qp_num = qpn,
+		    .wr_id = w->wr_id,
+		    .status = IBV_WC_WR_FLUSH_ERR,
+		    .opcode = IBV_WC_RECV,
+		    .vendor_err = vfab_vendor_err(IBV_WC_WR_FLUSH_ERR),
+		    .qp_num = qpn,
 		};
 
 		vfab_rq_consume(rq);

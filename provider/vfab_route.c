@@ -2,10 +2,10 @@
 /*
  * RoCE addressing between ports: a destination GID reaches the port that owns
  * it with the source GID's type, under the rules a real fabric applies.
- * RoCE v1 frames stay on their L2 segment; RoCE v2 packets are routed, so
- * they reach any port of the same L3 network (the region's subnet id), but
- * an IPv4-mapped source cannot talk to an IPv6 destination and link-local
- * addresses do not leave their segment.
+ * RoCE v1 frames stay on their L2 segment (leaf); RoCE v2 packets are routed,
+ * so they also cross the spine to other leaves (for IPv6 only when the spine
+ * routes IPv6), but an IPv4-mapped source cannot talk to an IPv6 destination
+ * and link-local addresses never leave their segment.
  */
 #include "provider/vfab.h"
 
@@ -53,9 +53,10 @@ int vfab_route_resolve(struct vfab_region *r, uint32_t src_hca, uint32_t src_por
 	if (vfab_gid_find(r, dgid, sg->type, &h, &p))
 		return -EHOSTUNREACH;
 	dp = &r->hcas[h].ports[p - 1];
-	l2_only = sg->type == VFAB_GID_ROCE_V1 || gid_is_link_local(dgid) ||
-		  gid_is_link_local(sg->raw);
-	if (l2_only ? dp->segment != sp->segment : dp->subnet != sp->subnet)
+	l2_only =
+	    sg->type == VFAB_GID_ROCE_V1 || gid_is_link_local(dgid) || gid_is_link_local(sg->raw);
+	if (dp->segment != sp->segment &&
+	    (l2_only || !r->spine.present || (!gid_is_v4mapped(dgid) && !r->spine.has_ipv6)))
 		return -EHOSTUNREACH;
 	out->hca = h;
 	out->port = p;

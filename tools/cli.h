@@ -20,7 +20,7 @@
 
 struct vfab_cli {
 	char fabric[VFAB_FABRIC_NAME_MAX + 1];
-	char rundir[256];     /* /run/vfab/<fabric> */
+	char rundir[256];      /* /run/vfab/<fabric> */
 	char exedir[PATH_MAX]; /* where vfab (and vfabd) live */
 };
 

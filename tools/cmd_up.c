@@ -103,9 +103,9 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 			if (strcmp(cn->id, n->id) != 0 || cn->nnetdevs == 0)
 				continue;
 			for (uint32_t k = 0; k < cn->netdevs[0].naddrs && used < sizeof(addrs); k++)
-				used += (size_t)snprintf(addrs + used, sizeof(addrs) - used,
-							 "%s%s", k ? "," : "",
-							 cn->netdevs[0].addrs[k].text);
+				used +=
+				    (size_t)snprintf(addrs + used, sizeof(addrs) - used, "%s%s",
+						     k ? "," : "", cn->netdevs[0].addrs[k].text);
 		}
 		printf("  %-15s eth0 %-18s", n->id, addrs);
 		for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
@@ -237,9 +237,11 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 		return VFAB_EXIT_USAGE;
 	}
 	if (vfab_sandbox_exists(cli->fabric, cli->rundir)) {
-		fprintf(stderr, "vfab up: fabric %s is already up (or left over): run 'vfab%s%s down' first\n",
-			cli->fabric, strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "",
-			strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "");
+		fprintf(
+		    stderr,
+		    "vfab up: fabric %s is already up (or left over): run 'vfab%s%s down' first\n",
+		    cli->fabric, strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "",
+		    strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "");
 		vfab_config_free(&cfg);
 		return VFAB_EXIT_FAIL;
 	}

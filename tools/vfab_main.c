@@ -16,11 +16,11 @@ static const struct {
 	int (*fn)(struct vfab_cli *, int, char **);
 	const char *summary;
 } verbs[] = {
-	{"up", vfab_cmd_up, "up [CONFIG]           start a fabric (default: 2 nodes)"},
-	{"down", vfab_cmd_down, "down                  stop it and remove everything"},
-	{"status", vfab_cmd_status, "status [--json]       vfabd, nodes, addresses, HCAs"},
-	{"exec", vfab_cmd_exec, "exec NODE -- CMD...   run CMD inside NODE"},
-	{"shell", vfab_cmd_shell, "shell NODE            interactive shell inside NODE"},
+    {"up", vfab_cmd_up, "up [CONFIG]           start a fabric (default: 2 nodes)"},
+    {"down", vfab_cmd_down, "down                  stop it and remove everything"},
+    {"status", vfab_cmd_status, "status [--json]       vfabd, nodes, addresses, HCAs"},
+    {"exec", vfab_cmd_exec, "exec NODE -- CMD...   run CMD inside NODE"},
+    {"shell", vfab_cmd_shell, "shell NODE            interactive shell inside NODE"},
 };
 
 static void usage(FILE *f)
@@ -31,8 +31,9 @@ static void usage(FILE *f)
 		   "verbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %s\n", verbs[i].summary);
-	fprintf(f, "'vfab VERB --help' describes each verb.\n"
-		   "Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec: CMD's status).\n");
+	fprintf(f,
+		"'vfab VERB --help' describes each verb.\n"
+		"Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec: CMD's status).\n");
 }
 
 int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,7 +107,8 @@ int vfab_vfabd_request(const struct vfab_cli *cli, const char *line, char *reply
 	fd = vfab_ctl_connect(cli->rundir);
 	if (fd < 0)
 		return fd;
-	if (write(fd, msg, (size_t)n) != n) {
+	/* A daemon that just closed must not kill the CLI with SIGPIPE. */
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL) != n) {
 		n = -errno;
 		close(fd);
 		return n ? n : -EIO;

@@ -44,6 +44,10 @@ foreach(_tool write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw ato
   math(EXPR _vfab_port "${_vfab_port} + 1")
 endforeach()
 
+# The provider's own check programs (tests/integration/provider.cmake).
+vfab_integration_test(int_abi_layout_probe 120 ${_vfab_it}/node_checks.sh abi_layout_probe mlx5_0)
+vfab_integration_test(int_verbs_errors 600 ${_vfab_it}/node_checks.sh verbs_errors -d mlx5_0 -g 3)
+
 vfab_integration_test(int_cleanup 240 ${_vfab_it}/cleanup.sh)
 
 # Last: the longest, and the one whose failures are triaged by hand.

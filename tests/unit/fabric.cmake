@@ -16,3 +16,7 @@ vfab_unit_test(test_vfabd SOURCES unit/test_vfabd.c LIBS vfab_config)
 target_compile_definitions(test_vfabd PRIVATE VFAB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/unit/data")
 add_dependencies(test_vfabd vfabd)
 set_tests_properties(test_vfabd PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
+
+# Leaves and the spine, reachability, the link model and the rehearsal configs.
+vfab_unit_test(test_leaves SOURCES unit/test_leaves.c LIBS vfab_config)
+vfab_unit_test(test_reach SOURCES unit/test_reach.c LIBS vfab_config)

@@ -157,7 +157,7 @@ static void test_extensions(void **state)
 		"    addresses:\n"
 		"      - 198.18.0.10\n"
 		"      - fd00::a/64\n"
-		"      - {netdev: eth2, address: 198.18.1.10/24}\n"
+		"      - {netdev: eth2, address: 198.18.4.10/24}\n"
 		"      - 198.18.0.11/24\n"
 		"  - id: b\n"
 		"fabric:\n"
@@ -177,7 +177,7 @@ static void test_extensions(void **state)
 	assert_int_equal(addr(n, "eth0", 1)->family, AF_INET6);
 	assert_string_equal(addr(n, "eth0", 1)->text, "fd00::a/64");
 	assert_string_equal(addr(n, "eth0", 2)->text, "198.18.0.11/24");
-	assert_string_equal(addr(n, "eth2", 0)->text, "198.18.1.10/24");
+	assert_string_equal(addr(n, "eth2", 0)->text, "198.18.4.10/24");
 	assert_int_equal(addr(n, "eth2", 0)->line, 10);
 	assert_true(vfab_config_netdev_index(n, "eth1") >= 0);
 	/* Node b (index 1) keeps the default address. */
@@ -274,7 +274,7 @@ static void test_inline_errors(void **state)
 	load_fails("nodes: [{id: a}]\nfabric: {subnet: 198.18.0.0/30}\nextra: 1\n",
 		   "3: extra: unknown key 'extra'");
 	load_fails("nodes: [{id: a}, {id: b}, {id: c}]\nfabric: {subnet: 198.18.0.0/30}\n",
-		   "2: fabric.subnet: 198.18.0.0/30 has room for 2 nodes, the config has 3");
+		   "2: fabric.subnet: 198.18.0.0/30 has room for 2 nodes, leaf0 has 3");
 	load_fails("nodes: [{id: a}]\nfabric: {subnet: 198.18.0.1/24}\n",
 		   "2: fabric.subnet: 198.18.0.1/24 has host bits set");
 }

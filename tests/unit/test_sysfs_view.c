@@ -56,9 +56,8 @@ static int setup_region(void **state, const char *yaml)
 	f->r = calloc(1, sizeof(*f->r));
 	assert_non_null(f->r);
 	if (yaml)
-		assert_int_equal(vfab_config_load_string(yaml, "multi.yaml", &f->cfg, err,
-							 sizeof(err)),
-				 0);
+		assert_int_equal(
+		    vfab_config_load_string(yaml, "multi.yaml", &f->cfg, err, sizeof(err)), 0);
 	else
 		assert_int_equal(vfab_config_load_default(&f->cfg, err, sizeof(err)), 0);
 	snprintf(f->r->fabric, sizeof(f->r->fabric), "tview");
@@ -187,10 +186,10 @@ static void test_gid_table(void **state)
 
 	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gids"), 256);
-	assert_int_equal(
-		count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types"), 256);
-	assert_int_equal(
-		count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs"), 256);
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types"),
+			 256);
+	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs"),
+			 256);
 	/* 0/1: fe80::EUI-64 of the port's MAC, v1 then v2. */
 	vfab_gid_default(p->mac, def);
 	vfab_gid_format(def, text);
@@ -212,6 +211,33 @@ static void test_gid_table(void **state)
 		    "0000:0000:0000:0000:0000:0000:0000:0000\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/255", "IB/RoCE v1\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/255", "\n");
+}
+
+/* Empty entries share one inode; a rewrite must not write through it. */
+static void test_rewrite_keeps_shared_entries(void **state)
+{
+	struct fixture *f = *state;
+	struct vfab_port *p = &f->r->hcas[0].ports[0];
+	struct vfab_gid *g = &p->gids[p->ngids];
+
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	memset(g, 0, sizeof(*g));
+	g->raw[0] = 0xfd;
+	g->raw[15] = 0x42;
+	g->type = VFAB_GID_ROCE_V2;
+	g->index = 10;
+	p->ngids++;
+	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/10",
+		    "fd00:0000:0000:0000:0000:0000:0000:0042\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/10", "RoCE v2\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/10", "eth0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/9",
+		    "0000:0000:0000:0000:0000:0000:0000:0000\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/11",
+		    "0000:0000:0000:0000:0000:0000:0000:0000\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/11", "IB/RoCE v1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/11", "\n");
 }
 
 static void test_second_node_differs(void **state)
@@ -243,8 +269,7 @@ static void test_pkeys_and_counters(void **state)
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/symbol_error", "0\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/link_downed", "0\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/port_xmit_discards", "0\n");
-	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/rnr_nak_retry_err",
-		    "7\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/rnr_nak_retry_err", "7\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "0\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/implied_nak_seq_err",
 		    "0\n");
@@ -359,16 +384,18 @@ static void test_host_end_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hca_identity, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_port_files, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_port_down_state, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_gid_table, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_second_node_differs, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_pkeys_and_counters, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_verbs_class_and_dev, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_multi_hca_ports, setup_multi, teardown),
-		cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
-		cmocka_unit_test(test_host_end_names),
+	    cmocka_unit_test_setup_teardown(test_hca_identity, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_port_files, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_port_down_state, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_gid_table, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_rewrite_keeps_shared_entries, setup_default,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_second_node_differs, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_pkeys_and_counters, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_verbs_class_and_dev, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_multi_hca_ports, setup_multi, teardown),
+	    cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
+	    cmocka_unit_test(test_host_end_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

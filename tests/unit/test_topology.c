@@ -67,7 +67,19 @@ static void test_default_fabric(void **state)
 	assert_int_equal(r->ready, 1);
 	assert_int_equal(r->nnodes, 2);
 	assert_int_equal(r->nhcas, 2);
-	assert_int_equal(r->nlinks, 4);
+	/* Two ports x (up, down) + two node loopbacks; one leaf, so no spine. */
+	assert_int_equal(r->nlinks, 6);
+	assert_int_equal(r->nleaves, 1);
+	assert_false(r->spine.present);
+	assert_string_equal(r->leaves[0].name, "leaf0");
+	assert_string_equal(r->leaves[0].bridge, "vfbr0");
+	assert_string_equal(r->leaves[0].netdev, "eth0");
+	assert_int_equal(r->leaves[0].nmembers, 2);
+	assert_int_equal(r->leaves[0].mtu, 9000);
+	assert_int_equal(r->leaves[0].ipv4_net, htonl(0xc6120000u));
+	assert_int_equal(r->leaves[0].ipv4_prefix, 24);
+	assert_int_equal(r->leaves[0].ipv4_gw, 0);
+	assert_int_equal(r->leaves[0].uplink, VFAB_LINK_NONE);
 	for (uint32_t i = 0; i < 2; i++) {
 		const struct vfab_node *n = &r->nodes[i];
 		const struct vfab_hca *h = &r->hcas[n->hcas[0]];
@@ -106,7 +118,16 @@ static void test_default_fabric(void **state)
 		assert_int_equal(r->links[p->link_down].kind, VFAB_LINK_NODE_DOWN);
 		assert_int_equal(r->links[p->link_up].rate_bps, 0);
 		assert_int_equal(r->links[p->link_down].latency_ns, 0);
+		assert_int_equal(p->segment, 0);
+		assert_int_equal(p->subnet, htonl(0xc6120000u));
+		assert_int_equal(n->group, 0);
+		assert_int_equal(n->nnetdevs, 1);
+		assert_string_equal(n->netdevs[0].name, "eth0");
+		assert_memory_equal(n->netdevs[0].mac, mac, 6);
+		assert_int_equal(n->netdevs[0].leaf, 0);
+		assert_int_equal(r->links[n->loopback].kind, VFAB_LINK_LOOPBACK);
 	}
+	assert_string_equal(r->links[r->nodes[1].loopback].name, "node1/loopback");
 	assert_string_equal(r->links[0].name, "node0/mlx5_0/1/up");
 }
 
@@ -171,7 +192,29 @@ static void test_multi_hca(void **state)
 	assert_int_equal(r->links[h1->ports[1].link_down].latency_ns, 0);
 	assert_int_equal(r->links[h1->ports[1].link_up].loss_ppm, 250000);
 	assert_int_equal(r->links[h1->ports[1].link_down].loss_ppm, 0);
-	assert_int_equal(r->nlinks, 6);
+	/* 3 ports x 2 + a loopback + 4 leaves (eth0, eth1, eth2, eth7) x 2. */
+	assert_int_equal(r->nlinks, 15);
+	assert_int_equal(r->nleaves, 4);
+	assert_true(r->spine.present);
+	assert_string_equal(r->leaves[2].name, "leaf0-eth2");
+	assert_int_equal(h1->ports[1].segment, 2);
+	/* eth1 has no address; its subnet skips the blocks eth2 and eth7 took. */
+	assert_int_equal(r->leaves[1].ipv4_net, htonl(0xc6120300u));
+	assert_int_equal(r->leaves[2].ipv4_net, htonl(0xc6120100u));
+	assert_int_equal(r->leaves[2].ipv4_gw, htonl(0xc61201feu));
+	assert_int_equal(r->leaves[2].ipv6_prefix, 64);
+	assert_int_equal(r->leaves[2].ipv6_net[0], 0xfd);
+	assert_int_equal(r->leaves[2].ipv6_gw[15], 0xfe);
+	assert_int_equal(r->leaves[0].ipv6_prefix, 0);
+	assert_int_equal(r->leaves[2].uplink, 11);
+	assert_int_equal(r->links[r->leaves[2].uplink].kind, VFAB_LINK_LEAF_UP);
+	assert_int_equal(r->links[r->leaves[2].downlink].kind, VFAB_LINK_LEAF_DOWN);
+	assert_string_equal(r->links[r->leaves[2].uplink].name, "leaf0-eth2/up");
+	/* One 100 Gb/s port on that leaf, oversubscription 1. */
+	assert_int_equal(r->leaves[2].node_capacity_bps, 100000000000ull);
+	assert_int_equal(r->links[r->leaves[2].uplink].rate_bps, 100000000000ull);
+	assert_true(r->spine.has_ipv6);
+	assert_int_equal(r->spine.ipv6_prefix, 64);
 
 	/* A netdev without an HCA port: 0x80 | its index. */
 	assert_int_equal(vfab_config_load_string("nodes:\n  - id: a\n    addresses:\n"
@@ -181,8 +224,9 @@ static void test_multi_hca(void **state)
 			 0);
 	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth0", mac), 0);
 	assert_int_equal(mac[5], 0x80);
+	/* Netdev order is eth0, HCA netdevs, then address-only ones: eth7 is #2. */
 	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth7", mac), 0);
-	assert_int_equal(mac[5], 0x81);
+	assert_int_equal(mac[5], 0x82);
 	assert_int_equal(vfab_topology_netdev_mac("x", &cfg, 0, "eth1", mac), 0);
 	assert_int_equal(mac[5], 0x00);
 	assert_int_equal(mac[3], vfab_topology_fabric_byte("x"));

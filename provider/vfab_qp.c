@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs: creation with the capabilities a ConnectX would grant,
+ * queries, destruction. The QP's shared half (state, responder attributes,
+ * receive ring) is a region slot that requesters of other processes reach by
+ * QPN; the send side lives in this process.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t round_pow2(uint32_t v)
+{
+	uint32_t c = 1;
+
+	if (!v)
+		return 0;
+	while (c < v)
+		c <<= 1;
+	return c;
+}
+
+static int check_caps(const struct ibv_qp_cap *cap, bool srq)
+{
+	if (cap->max_send_wr > VFAB_MAX_QP_WR || cap->max_send_sge > VFAB_MAX_SGE ||
+	    cap->max_inline_data > VFAB_MAX_INLINE)
+		return EINVAL;
+	if (!srq && (cap->max_recv_wr > VFAB_MAX_QP_WR || cap->max_recv_sge > VFAB_MAX_SGE))
+		return EINVAL;
+	return 0;
+}
+
+static uint64_t supported_send_ops(enum ibv_qp_type type)
+{
+	uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	if (type == IBV_QPT_UD)
+		return ud;
+	return ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+	       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+}
+
+static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
+{
+	const uint32_t known =
+	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+
+	if (a->comp_mask & ~known)
+		return EOPNOTSUPP;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+		return EINVAL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return EOPNOTSUPP;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~supported_send_ops(a->qp_type)))
+		return EOPNOTSUPP;
+	if (!a->send_cq || !a->recv_cq || a->send_cq->context != &ctx->vctx.context ||
+	    a->recv_cq->context != &ctx->vctx.context)
+		return EINVAL;
+	if (a->srq && a->srq->context != &ctx->vctx.context)
+		return EINVAL;
+	return check_caps(&a->cap, a->srq != NULL);
+}
+
+static void fill_slot(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_qp_slot *s = qp->s;
+
+	s->hca = ctx->hca_idx;
+	s->port = 0;
+	s->pd = (uint32_t)qp->pd->slot;
+	s->qp_type = a->qp_type;
+	s->send_cq = (uint32_t)qp->scq->slot;
+	s->recv_cq = (uint32_t)qp->rcq->slot;
+	s->srq = qp->srq ? qp->srq->slot : -1;
+	s->access = 0;
+	s->qkey = 0;
+	s->path_mtu = 0;
+	s->dest_qpn = 0;
+	memset(s->dgid, 0, sizeof(s->dgid));
+	s->sgid_index = 0;
+	s->min_rnr_timer = 0;
+	s->max_dest_rd_atomic = 0;
+	s->pkey_index = 0;
+	s->user_qp = (uint64_t)(uintptr_t)&qp->vqp.qp;
+	s->async_pid = ctx->owner.pid;
+	s->async_id = ctx->async_id;
+}
+
+static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	struct vfab_qp *qp;
+	struct ibv_qp *ib;
+	int rc, slot;
+
+	rc = check_init_attr(ctx, a);
+	if (rc)
+		goto fail;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	qp->ctx = ctx;
+	qp->pd = to_vpd(a->pd);
+	qp->scq = to_vcq(a->send_cq);
+	qp->rcq = to_vcq(a->recv_cq);
+	qp->srq = a->srq ? to_vsrq(a->srq) : NULL;
+	/* Queue depths round up to powers of two, as the HCA's rings do. */
+	qp->cap.max_send_wr = round_pow2(a->cap.max_send_wr);
+	qp->cap.max_send_sge = a->cap.max_send_sge;
+	qp->cap.max_inline_data = a->cap.max_inline_data;
+	if (!qp->srq) {
+		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr);
+		qp->cap.max_recv_sge = a->cap.max_recv_sge;
+	}
+	qp->sq_sig_all = a->sq_sig_all != 0;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		qp->send_ops_flags = a->send_ops_flags;
+
+	slot = vfab_qp_alloc(ctx->r, &ctx->owner, qp->cap.max_recv_wr, qp->cap.max_recv_sge);
+	if (slot < 0) {
+		free(qp);
+		rc = -slot;
+		goto fail;
+	}
+	qp->slot = slot;
+	qp->s = &ctx->r->qps[slot];
+	qp->qpn = qp->s->qpn;
+	qp->state = IBV_QPS_RESET;
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
+	fill_slot(qp, a);
+
+	ib = &qp->vqp.qp;
+	ib->context = &ctx->vctx.context;
+	ib->qp_context = a->qp_context;
+	ib->pd = a->pd;
+	ib->send_cq = a->send_cq;
+	ib->recv_cq = a->recv_cq;
+	ib->srq = a->srq;
+	ib->handle = (uint32_t)slot;
+	ib->qp_num = qp->qpn;
+	ib->state = IBV_QPS_RESET;
+	ib->qp_type = a->qp_type;
+	ib->events_completed = 0;
+	pthread_mutex_init(&ib->mutex, NULL);
+	pthread_cond_init(&ib->cond, NULL);
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		vfab_qp_ex_init(qp);
+
+	atomic_fetch_add(&qp->pd->users, 1);
+	atomic_fetch_add(&qp->scq->users, 1);
+	atomic_fetch_add(&qp->rcq->users, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1);
+	atomic_store(&ctx->map->qps[slot], qp);
+	a->cap = qp->cap;
+	return qp;
+fail:
+	errno = rc;
+	return NULL;
+}
+
+struct ibv_qp *vfab_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	struct vfab_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_context = attr->qp_context;
+	a.send_cq = attr->send_cq;
+	a.recv_cq = attr->recv_cq;
+	a.srq = attr->srq;
+	a.cap = attr->cap;
+	a.qp_type = attr->qp_type;
+	a.sq_sig_all = attr->sq_sig_all;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	qp = qp_create(to_vctx(pd->context), &a);
+	if (!qp)
+		return NULL;
+	attr->cap = a.cap;
+	return &qp->vqp.qp;
+}
+
+struct ibv_qp *vfab_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	struct vfab_qp *qp = qp_create(to_vctx(ctx), attr);
+
+	return qp ? &qp->vqp.qp : NULL;
+}
+
+int vfab_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init)
+{
+	struct vfab_qp *qp = to_vqp(ibqp);
+
+	(void)mask; /* everything is at hand: fill it all, as mlx5 does */
+	pthread_mutex_lock(&qp->sq_lock);
+	vfab_qp_sync_state(qp);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->rq_psn = atomic_load(&qp->s->epsn);
+	attr->sq_psn = qp->sq_psn;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	pthread_mutex_unlock(&qp->sq_lock);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+int vfab_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct vfab_qp *qp = to_vqp(ibqp);
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_swqe *w;
+
+	vfab_engine_cancel(qp);
+	pthread_mutex_lock(&qp->sq_lock);
+	/* Destroying is not an error: waiting WRs vanish without completions. */
+	while ((w = qp->pend_head)) {
+		qp->pend_head = w->next;
+		free(w);
+	}
+	qp->pend_tail = NULL;
+	pthread_mutex_unlock(&qp->sq_lock);
+
+	atomic_store(&ctx->map->qps[qp->slot], NULL);
+	vfab_qp_free(ctx->r, qp->slot);
+	vfab_cq_clean(qp->scq, qp->qpn);
+	if (qp->rcq != qp->scq)
+		vfab_cq_clean(qp->rcq, qp->qpn);
+
+	atomic_fetch_sub(&qp->pd->users, 1);
+	atomic_fetch_sub(&qp->scq->users, 1);
+	atomic_fetch_sub(&qp->rcq->users, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
+	vfab_qp_ex_fini(qp);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ibv_wr_* send API of ibv_qp_ex (perftest uses it on ConnectX-6): the
+ * WRs built between wr_start and wr_complete are kept in a batch and posted
+ * together by wr_complete, or dropped by wr_abort, like mlx5's doorbell.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VERBS_QP_EX (1u << 1) /* libibverbs' verbs_qp comp_mask bit */
+
+static struct vfab_qp *xqp(struct ibv_qp_ex *x)
+{
+	return (struct vfab_qp *)x;
+}
+
+static struct vfab_swqe *new_wqe(struct ibv_qp_ex *x, uint32_t opcode)
+{
+	struct vfab_qp *qp = xqp(x);
+	struct vfab_swqe *w;
+
+	if (qp->batch_err)
+		return NULL;
+	if (qp->batch_len == qp->batch_cap) {
+		uint32_t cap = qp->batch_cap ? qp->batch_cap * 2 : 8;
+		struct vfab_swqe *b = realloc(qp->batch, cap * sizeof(*b));
+
+		if (!b) {
+			qp->batch_err = ENOMEM;
+			return NULL;
+		}
+		qp->batch = b;
+		qp->batch_cap = cap;
+	}
+	w = &qp->batch[qp->batch_len++];
+	w->wr_id = x->wr_id;
+	w->flags = x->wr_flags;
+	w->opcode = opcode;
+	w->imm_data = 0;
+	w->num_sge = 0;
+	w->is_inline = false;
+	w->inline_len = 0;
+	w->ah = NULL;
+	w->rkey = 0;
+	w->remote_addr = 0;
+	return w;
+}
+
+/* The WR that the wr_set_* calls complete. */
+static struct vfab_swqe *cur_wqe(struct ibv_qp_ex *x)
+{
+	struct vfab_qp *qp = xqp(x);
+
+	if (qp->batch_err)
+		return NULL;
+	if (!qp->batch_len) {
+		qp->batch_err = EINVAL;
+		return NULL;
+	}
+	return &qp->batch[qp->batch_len - 1];
+}
+
+static void wr_start(struct ibv_qp_ex *x)
+{
+	struct vfab_qp *qp = xqp(x);
+
+	pthread_mutex_lock(&qp->sq_lock);
+	qp->batch_len = 0;
+	qp->batch_err = 0;
+}
+
+static int wr_complete(struct ibv_qp_ex *x)
+{
+	struct vfab_qp *qp = xqp(x);
+	int rc = qp->batch_err;
+	uint32_t i;
+
+	vfab_qp_sync_state(qp);
+	for (i = 0; !rc && i < qp->batch_len; i++)
+		rc = vfab_req_check_post(qp, &qp->batch[i]);
+	if (!rc && qp->batch_len &&
+	    (uint32_t)(qp->sq_posted - atomic_load(&qp->sq_retired)) + qp->batch_len >
+		qp->cap.max_send_wr)
+		rc = ENOMEM;
+	/* All or nothing: an invalid batch rings no doorbell. */
+	for (i = 0; !rc && i < qp->batch_len; i++)
+		rc = vfab_req_submit(qp, &qp->batch[i]);
+	qp->batch_len = 0;
+	pthread_mutex_unlock(&qp->sq_lock);
+	return rc;
+}
+
+static void wr_abort(struct ibv_qp_ex *x)
+{
+	struct vfab_qp *qp = xqp(x);
+
+	qp->batch_len = 0;
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+static void wr_send(struct ibv_qp_ex *x)
+{
+	new_wqe(x, IBV_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *x, __be32 imm)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_data = imm;
+}
+
+static void set_rdma(struct vfab_swqe *w, uint32_t rkey, uint64_t addr)
+{
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = addr;
+	}
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
+{
+	set_rdma(new_wqe(x, IBV_WR_RDMA_WRITE), rkey, addr);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_RDMA_WRITE_WITH_IMM);
+
+	set_rdma(w, rkey, addr);
+	if (w)
+		w->imm_data = imm;
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
+{
+	set_rdma(new_wqe(x, IBV_WR_RDMA_READ), rkey, addr);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, uint64_t compare,
+			      uint64_t swap)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_ATOMIC_CMP_AND_SWP);
+
+	set_rdma(w, rkey, addr);
+	if (w) {
+		w->compare_add = compare;
+		w->swap = swap;
+	}
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+	set_rdma(w, rkey, addr);
+	if (w)
+		w->compare_add = add;
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct vfab_swqe *w = cur_wqe(x);
+
+	if (w) {
+		w->ah = ah ? to_vah(ah) : NULL;
+		w->remote_qpn = qpn;
+		w->remote_qkey = qkey;
+	}
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *list)
+{
+	struct vfab_swqe *w = cur_wqe(x);
+
+	if (!w)
+		return;
+	if (n > xqp(x)->cap.max_send_sge) {
+		xqp(x)->batch_err = ENOMEM;
+		return;
+	}
+	memcpy(w->sge, list, n * sizeof(*list));
+	w->num_sge = (uint32_t)n;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *x, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
+
+	wr_set_sge_list(x, 1, &sge);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *x, size_t n, const struct ibv_data_buf *bufs)
+{
+	struct vfab_swqe *w = cur_wqe(x);
+	size_t i, total = 0;
+
+	if (!w)
+		return;
+	for (i = 0; i < n; i++)
+		total += bufs[i].length;
+	if (total > xqp(x)->cap.max_inline_data) {
+		xqp(x)->batch_err = ENOMEM;
+		return;
+	}
+	w->inline_len = 0;
+	for (i = 0; i < n; i++) {
+		memcpy(w->inline_data + w->inline_len, bufs[i].addr, bufs[i].length);
+		w->inline_len += (uint32_t)bufs[i].length;
+	}
+	w->is_inline = true;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
+{
+	struct ibv_data_buf buf = {.addr = addr, .length = length};
+
+	wr_set_inline_data_list(x, 1, &buf);
+}
+
+void vfab_qp_ex_init(struct vfab_qp *qp)
+{
+	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
+
+	qp->vqp.comp_mask |= VERBS_QP_EX;
+	x->wr_start = wr_start;
+	x->wr_complete = wr_complete;
+	x->wr_abort = wr_abort;
+	x->wr_send = wr_send;
+	x->wr_send_imm = wr_send_imm;
+	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_sge = wr_set_sge;
+	x->wr_set_sge_list = wr_set_sge_list;
+	x->wr_set_inline_data = wr_set_inline_data;
+	x->wr_set_inline_data_list = wr_set_inline_data_list;
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+		return;
+	x->wr_rdma_write = wr_rdma_write;
+	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_rdma_read = wr_rdma_read;
+	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+}
+
+void vfab_qp_ex_fini(struct vfab_qp *qp)
+{
+	free(qp->batch);
+	qp->batch = NULL;
+	qp->batch_cap = 0;
+}

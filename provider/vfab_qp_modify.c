@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * modify_qp: the state machine of vfab_qp_state.c, the attribute checks the
+ * kernel and firmware make, and the effects of entering RESET or ERR.
+ * Responder attributes go to the region slot under its lock, so a requester
+ * of another process sees a consistent QP.
+ */
+#include "provider/vfab.h"
+#include "provider/vfab_qp_state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QP_ACCESS_FLAGS                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+
+static uint32_t mtu_bytes(uint32_t mtu)
+{
+	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
+}
+
+static int check_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct vfab_context *ctx = qp->ctx;
+	uint32_t port = (mask & IBV_QP_PORT) ? a->port_num : qp->s->port;
+
+	if ((mask & IBV_QP_PORT) && (a->port_num < 1 || a->port_num > ctx->hca->nports))
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= VFAB_PKEY_TBL_LEN)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~QP_ACCESS_FLAGS))
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > VFAB_MAX_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > VFAB_MAX_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > VFAB_PSN_MASK)
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		/*
+		 * RoCE addresses by GID only. The AV's own port_num is not
+		 * used: the QP's port is (NCCL passes the peer's port there).
+		 */
+		if (!a->ah_attr.is_global || !port ||
+		    vfab_sgid_type(ctx->r, ctx->hca_idx, port, a->ah_attr.grh.sgid_index) ==
+			VFAB_GID_EMPTY)
+			return EINVAL;
+	}
+	return 0;
+}
+
+/* Stores the attributes; the responder's share under the slot lock. */
+static void apply_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct vfab_qp_slot *s = qp->s;
+	struct ibv_qp_attr *c = &qp->attr;
+
+	if (mask & IBV_QP_PORT) {
+		c->port_num = a->port_num;
+		s->port = a->port_num;
+		if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+			qp->mtu_bytes = mtu_bytes(qp->ctx->hca->ports[a->port_num - 1].active_mtu);
+	}
+	if (mask & IBV_QP_PKEY_INDEX) {
+		c->pkey_index = a->pkey_index;
+		s->pkey_index = a->pkey_index;
+	}
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		c->qp_access_flags = a->qp_access_flags;
+		s->access = a->qp_access_flags;
+	}
+	if (mask & IBV_QP_QKEY) {
+		c->qkey = a->qkey;
+		s->qkey = a->qkey;
+	}
+	if (mask & IBV_QP_PATH_MTU) {
+		c->path_mtu = a->path_mtu;
+		s->path_mtu = a->path_mtu;
+		qp->mtu_bytes = mtu_bytes(a->path_mtu);
+	}
+	if (mask & IBV_QP_AV) {
+		c->ah_attr = a->ah_attr;
+		memcpy(s->dgid, a->ah_attr.grh.dgid.raw, sizeof(s->dgid));
+		s->sgid_index = a->ah_attr.grh.sgid_index;
+		qp->dest.valid = false;
+	}
+	if (mask & IBV_QP_DEST_QPN) {
+		c->dest_qp_num = a->dest_qp_num;
+		s->dest_qpn = a->dest_qp_num;
+		qp->dest.valid = false;
+	}
+	if (mask & IBV_QP_RQ_PSN) {
+		c->rq_psn = a->rq_psn & VFAB_PSN_MASK;
+		atomic_store(&s->epsn, c->rq_psn);
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		c->sq_psn = a->sq_psn & VFAB_PSN_MASK;
+		qp->sq_psn = c->sq_psn;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER) {
+		c->min_rnr_timer = a->min_rnr_timer;
+		s->min_rnr_timer = a->min_rnr_timer;
+	}
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+		c->max_dest_rd_atomic = a->max_dest_rd_atomic;
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	}
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		c->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_TIMEOUT)
+		c->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		c->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		c->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		c->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_ALT_PATH) {
+		c->alt_ah_attr = a->alt_ah_attr;
+		c->alt_pkey_index = a->alt_pkey_index;
+		c->alt_port_num = a->alt_port_num;
+		c->alt_timeout = a->alt_timeout;
+	}
+}
+
+/* RESET: both queues empty, counters and PSNs back to zero, no completions. */
+static void enter_reset(struct vfab_qp *qp)
+{
+	struct vfab_qp_slot *s = qp->s;
+	struct vfab_swqe *w;
+
+	while ((w = qp->pend_head)) {
+		qp->pend_head = w->next;
+		free(w);
+	}
+	qp->pend_tail = NULL;
+	qp->sq_posted = 0;
+	atomic_store(&qp->sq_retired, 0);
+	qp->sq_psn = 0;
+	qp->dest.valid = false;
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	s->port = 0;
+	s->access = 0;
+	s->qkey = 0;
+	s->dest_qpn = 0;
+	atomic_store(&s->epsn, 0);
+	if (s->srq < 0) {
+		atomic_store(&s->rq.head, 0);
+		atomic_store(&s->rq.tail, 0);
+	}
+}
+
+/* ERR with the slot lock held: the receive side flushes now. */
+static void slot_enter_error(struct vfab_qp *qp)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_qp_slot *s = qp->s;
+
+	atomic_store(&s->qp_state, IBV_QPS_ERR);
+	if (s->srq < 0)
+		vfab_rq_flush(ctx->r, &s->rq, s->recv_cq, qp->qpn);
+	else
+		vfab_async_event(ctx->r, s->async_pid, s->async_id, s->user_qp,
+				 IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+void vfab_qp_enter_error(struct vfab_qp *qp)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	if (!vfab_lock(&qp->s->lock)) {
+		slot_enter_error(qp);
+		vfab_unlock(&qp->s->lock);
+	}
+	qp->state = IBV_QPS_ERR;
+	vfab_req_flush_pending(qp);
+}
+
+void vfab_qp_sync_state(struct vfab_qp *qp)
+{
+	if (qp->state != IBV_QPS_ERR && atomic_load(&qp->s->qp_state) == IBV_QPS_ERR) {
+		qp->state = IBV_QPS_ERR;
+		vfab_req_flush_pending(qp);
+	}
+}
+
+int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct vfab_qp *qp = to_vqp(ibqp);
+	struct vfab_qp_slot *s = qp->s;
+	enum ibv_qp_state cur, next;
+	bool reset = false;
+	int rc;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	vfab_qp_sync_state(qp);
+	cur = qp->state;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		rc = EINVAL;
+		goto out;
+	}
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	rc = -vfab_qp_modify_ok(ibqp->qp_type, cur, next, (uint32_t)mask);
+	if (!rc)
+		rc = check_attrs(qp, attr, mask);
+	if (rc)
+		goto out;
+
+	if (vfab_lock(&s->lock)) {
+		rc = EIO;
+		goto out;
+	}
+	if (next == IBV_QPS_RESET) {
+		enter_reset(qp);
+		reset = true;
+	} else {
+		apply_attrs(qp, attr, mask);
+	}
+	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
+		slot_enter_error(qp);
+	else
+		atomic_store(&s->qp_state, next);
+	vfab_unlock(&s->lock);
+
+	if (next == IBV_QPS_ERR)
+		vfab_req_flush_pending(qp);
+	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
+	    attr->en_sqd_async_notify && !qp->pend_head)
+		vfab_async_event(qp->ctx->r, s->async_pid, s->async_id, s->user_qp,
+				 IBV_EVENT_SQ_DRAINED);
+	qp->state = next;
+out:
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (reset) {
+		vfab_engine_cancel(qp);
+		vfab_cq_clean(qp->scq, qp->qpn);
+		if (qp->rcq != qp->scq)
+			vfab_cq_clean(qp->rcq, qp->qpn);
+	}
+	return rc;
+}

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Responder checks and delivery (see vfab_resp.h). Everything here runs
+ * under the destination QP slot's lock, so the destination's state, PSN and
+ * receive queue cannot change under the check, and the bytes land before the
+ * receive completion that announces them.
+ */
+#include "provider/vfab_resp.h"
+#include "provider/vfab_mr_check.h"
+#include "provider/vfab_xfer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+/* A receive WQE copied out of its ring, with the PD its lkeys must belong to. */
+struct rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pd;
+	struct vfab_sge sge[VFAB_MAX_SRQ_SGE];
+};
+
+static void count_port(struct vfab_port *p, bool tx, uint64_t bytes, uint32_t packets)
+{
+	_Atomic uint64_t *words = tx ? &p->cnt.xmit_data_words : &p->cnt.rcv_data_words;
+	_Atomic uint64_t *pkts = tx ? &p->cnt.xmit_packets : &p->cnt.rcv_packets;
+
+	atomic_fetch_add_explicit(words, bytes / 4, memory_order_relaxed);
+	atomic_fetch_add_explicit(pkts, packets, memory_order_relaxed);
+}
+
+static void count_link(struct vfab_region *r, uint32_t idx, uint64_t bytes)
+{
+	if (idx >= VFAB_MAX_LINKS || !r->links[idx].in_use)
+		return;
+	atomic_fetch_add_explicit(&r->links[idx].bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->links[idx].msgs, 1, memory_order_relaxed);
+}
+
+void vfab_count_traffic(struct vfab_region *r, uint32_t from_hca, uint32_t from_port,
+			uint32_t to_hca, uint32_t to_port, uint64_t bytes, uint32_t packets)
+{
+	struct vfab_port *from = &r->hcas[from_hca].ports[from_port - 1];
+	struct vfab_port *to = &r->hcas[to_hca].ports[to_port - 1];
+
+	count_port(from, true, bytes, packets);
+	count_port(to, false, bytes, packets);
+	count_link(r, from->link_up, bytes);
+	count_link(r, to->link_down, bytes);
+}
+
+static struct vfab_port *dst_port(const struct vfab_msg *m)
+{
+	return &m->r->hcas[m->dst_hca].ports[m->dst_port - 1];
+}
+
+/* ACKs go to the responder's address vector: it must lead back to us. */
+static bool back_path_ok(const struct vfab_msg *m)
+{
+	const struct vfab_port *sp = &m->r->hcas[m->src_hca].ports[m->src_port - 1];
+	uint32_t i, n = sp->ngids < VFAB_PORT_GIDS ? sp->ngids : VFAB_PORT_GIDS;
+
+	if (m->d->dest_qpn != m->src_qpn)
+		return false;
+	for (i = 0; i < n; i++)
+		if (sp->gids[i].type != VFAB_GID_EMPTY && !memcmp(sp->gids[i].raw, m->d->dgid, 16))
+			return true;
+	return false;
+}
+
+/* Takes the next receive WQE of the QP's RQ or SRQ; false when none is posted. */
+static bool take_rwqe(const struct vfab_msg *m, struct rwqe *out)
+{
+	struct vfab_qp_slot *d = m->d;
+	struct vfab_srq_slot *srq = NULL;
+	struct vfab_rq *rq = &d->rq;
+	struct vfab_rwqe *w;
+	bool ok = false;
+
+	out->pd = d->pd;
+	if (d->srq >= 0) {
+		srq = &m->r->srqs[d->srq];
+		if (vfab_lock(&srq->lock))
+			return false;
+		if (atomic_load(&srq->state) != VFAB_SLOT_USED)
+			goto out;
+		rq = &srq->rq;
+		out->pd = srq->pd;
+	}
+	w = vfab_rq_peek(m->r, rq);
+	if (w) {
+		out->wr_id = w->wr_id;
+		out->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
+		memcpy(out->sge, w + 1, out->num_sge * sizeof(out->sge[0]));
+		vfab_rq_consume(rq);
+		ok = true;
+		if (srq)
+			vfab_srq_check_limit(m->r, srq);
+	}
+out:
+	if (srq)
+		vfab_unlock(&srq->lock);
+	return ok;
+}
+
+/* The receive buffers as this process's view of the owner's memory. */
+static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rwqe *rw,
+				       struct iovec *iov, unsigned int *n, uint64_t *cap)
+{
+	uint32_t i;
+
+	*n = 0;
+	*cap = 0;
+	for (i = 0; i < rw->num_sge; i++) {
+		const struct vfab_sge *s = &rw->sge[i];
+		uint64_t va;
+		enum ibv_wc_status st;
+
+		if (!s->length)
+			continue;
+		st = vfab_mr_check_local(vfab_mr_lookup(m->r, s->lkey), s->lkey, m->dst_hca, rw->pd,
+					 s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, &va);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		iov[*n].iov_base = (void *)(uintptr_t)va;
+		iov[*n].iov_len = s->length;
+		(*n)++;
+		*cap += s->length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_wc_status status,
+		      enum ibv_wc_opcode opcode, uint32_t byte_len, uint32_t flags)
+{
+	const struct vfab_swqe *w = m->wqe;
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct vfab_cqe e = {
+	    .wr_id = rw->wr_id,
+	    .status = status,
+	    .opcode = opcode,
+	    .vendor_err = vfab_vendor_err(status),
+	    .byte_len = byte_len,
+	    .qp_num = m->d->qpn,
+	    .src_qp = m->src_qpn,
+	    .wc_flags = flags,
+	    .pkey_index = (uint16_t)m->d->pkey_index,
+	};
+
+	if (status == IBV_WC_SUCCESS && imm) {
+		e.wc_flags |= IBV_WC_WITH_IMM;
+		e.imm_data = w->imm_data;
+	}
+	vfab_cq_push(m->r, m->d->recv_cq, &e, (w->flags & IBV_SEND_SOLICITED) != 0);
+}
+
+/* The responder QP breaks: error state, receives flushed, owner told. */
+static void resp_error(const struct vfab_msg *m, enum ibv_event_type ev, bool announce)
+{
+	struct vfab_qp_slot *d = m->d;
+
+	atomic_store(&d->qp_state, IBV_QPS_ERR);
+	if (d->srq < 0)
+		vfab_rq_flush(m->r, &d->rq, d->recv_cq, d->qpn);
+	if (announce)
+		vfab_async_event(m->r, d->async_pid, d->async_id, d->user_qp, ev);
+	if (d->srq >= 0)
+		vfab_async_event(m->r, d->async_pid, d->async_id, d->user_qp,
+				 IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+static void nak(struct vfab_resp *res, enum ibv_wc_status status)
+{
+	res->kind = VFAB_RESP_NAK;
+	res->status = status;
+}
+
+static bool owner_is_self(const struct vfab_msg *m)
+{
+	return m->d->owner.pid == m->self_pid;
+}
+
+/* The target range of an RDMA request, checked as the responder's HCA does. */
+static bool remote_range(const struct vfab_msg *m, uint32_t access, uint64_t len, struct iovec *out,
+			 struct vfab_resp *res)
+{
+	const struct vfab_swqe *w = m->wqe;
+	enum ibv_wc_status st;
+	uint64_t va;
+
+	st = vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, m->d->pd,
+				  w->remote_addr, len, access, m->d->access, &va);
+	if (st != IBV_WC_SUCCESS) {
+		nak(res, st);
+		resp_error(m, IBV_EVENT_QP_ACCESS_ERR, true);
+		return false;
+	}
+	out->iov_base = (void *)(uintptr_t)va;
+	out->iov_len = len;
+	return true;
+}
+
+/* A failed copy: the owner is gone (no answer) or the memory is. */
+static void copy_failed(const struct vfab_msg *m, int rc, struct vfab_resp *res)
+{
+	if (rc == -ESRCH || rc == -EPERM) {
+		res->kind = VFAB_RESP_NO_ANSWER;
+		return;
+	}
+	nak(res, IBV_WC_REM_ACCESS_ERR);
+	resp_error(m, IBV_EVENT_QP_ACCESS_ERR, true);
+}
+
+static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	bool imm = m->wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct iovec dst;
+	struct rwqe rw;
+	int rc;
+
+	/* A zero-length RDMA WRITE carries no R_Key to check. */
+	if (m->len && !remote_range(m, IBV_ACCESS_REMOTE_WRITE, m->len, &dst, res))
+		return;
+	if (imm && !take_rwqe(m, &rw)) {
+		res->kind = VFAB_RESP_RNR;
+		return;
+	}
+	if (m->len) {
+		rc = vfab_xfer_write(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, &dst, 1);
+		if (rc) {
+			copy_failed(m, rc, res);
+			return;
+		}
+	}
+	if (imm)
+		push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)m->len, 0);
+	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_write_requests, 1, memory_order_relaxed);
+	res->kind = VFAB_RESP_ACK;
+}
+
+static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	struct iovec dst[VFAB_MAX_SRQ_SGE];
+	enum ibv_wc_status st;
+	unsigned int n;
+	struct rwqe rw;
+	uint64_t cap;
+	int rc;
+
+	if (!take_rwqe(m, &rw)) {
+		res->kind = VFAB_RESP_RNR;
+		return;
+	}
+	st = scatter_list(m, &rw, dst, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS) {
+		/* The receiver sees its own error; the sender hears why. */
+		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
+		nak(res, st == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_OP_ERR);
+		resp_error(m, IBV_EVENT_QP_FATAL, false);
+		return;
+	}
+	rc = vfab_xfer_write(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, dst, n);
+	if (rc) {
+		copy_failed(m, rc, res);
+		return;
+	}
+	push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)m->len, 0);
+	res->kind = VFAB_RESP_ACK;
+}
+
+static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	struct iovec src;
+	int rc;
+
+	if (m->len) {
+		if (!remote_range(m, IBV_ACCESS_REMOTE_READ, m->len, &src, res))
+			return;
+		rc = vfab_xfer_read(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, &src, 1);
+		if (rc) {
+			copy_failed(m, rc, res);
+			return;
+		}
+	}
+	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_read_requests, 1, memory_order_relaxed);
+	res->kind = VFAB_RESP_ACK;
+}
+
+/* Atomic with respect to every other vfab atomic: IBV_ATOMIC_HCA. */
+static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	const struct vfab_swqe *w = m->wqe;
+	bool self = owner_is_self(m);
+	uint64_t orig = 0, val;
+	struct iovec target, mine = {&orig, sizeof(orig)}, next = {&val, sizeof(val)};
+	int rc;
+
+	if (vfab_atomic_check_remote(w->remote_addr) != IBV_WC_SUCCESS) {
+		nak(res, IBV_WC_REM_INV_REQ_ERR);
+		resp_error(m, IBV_EVENT_QP_REQ_ERR, true);
+		return;
+	}
+	if (!remote_range(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, res))
+		return;
+	if (vfab_lock(&m->r->atomic_lock)) {
+		res->kind = VFAB_RESP_NO_ANSWER;
+		return;
+	}
+	rc = vfab_xfer_read(m->d->owner.pid, self, &mine, 1, &target, 1);
+	if (!rc) {
+		if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			val = orig + w->compare_add;
+			rc = vfab_xfer_write(m->d->owner.pid, self, &next, 1, &target, 1);
+		} else if (orig == w->compare_add) {
+			val = w->swap;
+			rc = vfab_xfer_write(m->d->owner.pid, self, &next, 1, &target, 1);
+		}
+	}
+	vfab_unlock(&m->r->atomic_lock);
+	if (rc) {
+		copy_failed(m, rc, res);
+		return;
+	}
+	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_atomic_requests, 1, memory_order_relaxed);
+	res->atomic_orig = orig;
+	res->kind = VFAB_RESP_ACK;
+}
+
+static bool receiving(uint32_t state)
+{
+	return state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD;
+}
+
+void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	struct vfab_qp_slot *d = m->d;
+
+	res->kind = VFAB_RESP_NO_ANSWER;
+	if (vfab_lock(&d->lock))
+		return;
+	if (atomic_load(&d->state) != VFAB_SLOT_USED || !receiving(atomic_load(&d->qp_state)) ||
+	    d->qp_type != IBV_QPT_RC || d->port != m->dst_port || !back_path_ok(m))
+		goto out;
+	if (m->psn != atomic_load(&d->epsn)) {
+		/* Out of sequence: the responder NAKs, the requester never progresses. */
+		atomic_fetch_add_explicit(&dst_port(m)->cnt.out_of_sequence, 1,
+					  memory_order_relaxed);
+		goto out;
+	}
+	switch (m->wqe->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		resp_write(m, res);
+		break;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		resp_send(m, res);
+		break;
+	case IBV_WR_RDMA_READ:
+		resp_read(m, res);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		resp_atomic(m, res);
+		break;
+	default:
+		nak(res, IBV_WC_REM_INV_REQ_ERR);
+		break;
+	}
+	if (res->kind == VFAB_RESP_ACK)
+		atomic_store(&d->epsn, (m->psn + m->npkts) & VFAB_PSN_MASK);
+	else if (res->kind == VFAB_RESP_RNR)
+		res->rnr_timer = d->min_rnr_timer;
+out:
+	vfab_unlock(&d->lock);
+}
+
+static uint16_t ip_checksum(const uint8_t *hdr, size_t len)
+{
+	uint32_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)hdr[i] << 8 | hdr[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/*
+ * The 40 bytes a UD receiver finds in front of the payload: an IPv4 header
+ * in the last 20 bytes for RoCE v2 over IPv4 (as mlx5 delivers it), else an
+ * IPv6-style GRH.
+ */
+static void build_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES])
+{
+	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	bool v2 = m->sgid_type == VFAB_GID_ROCE_V2;
+	/* BTH + DETH + payload + ICRC, plus UDP for RoCE v2. */
+	uint32_t payload = 12 + 8 + (uint32_t)m->len + 4 + (v2 ? 8 : 0);
+	uint32_t vtf;
+	uint16_t csum;
+
+	memset(grh, 0, VFAB_GRH_BYTES);
+	if (v2 && !memcmp(m->sgid, v4prefix, 12) && !memcmp(m->dgid, v4prefix, 12)) {
+		uint8_t *ip = grh + 20;
+		uint16_t tot = (uint16_t)(20 + payload);
+
+		ip[0] = 0x45;
+		ip[1] = m->traffic_class;
+		ip[2] = (uint8_t)(tot >> 8);
+		ip[3] = (uint8_t)tot;
+		ip[6] = 0x40; /* don't fragment */
+		ip[8] = m->hop_limit;
+		ip[9] = 17; /* UDP */
+		memcpy(ip + 12, m->sgid + 12, 4);
+		memcpy(ip + 16, m->dgid + 12, 4);
+		csum = ip_checksum(ip, 20);
+		ip[10] = (uint8_t)(csum >> 8);
+		ip[11] = (uint8_t)csum;
+		return;
+	}
+	vtf = htonl(6u << 28 | (uint32_t)m->traffic_class << 20 | (m->flow_label & 0xfffff));
+	memcpy(grh, &vtf, 4);
+	grh[4] = (uint8_t)(payload >> 8);
+	grh[5] = (uint8_t)payload;
+	grh[6] = v2 ? 17 : 0x1b; /* UDP, or the IB BTH next header */
+	grh[7] = m->hop_limit;
+	memcpy(grh + 8, m->sgid, 16);
+	memcpy(grh + 24, m->dgid, 16);
+}
+
+void vfab_resp_ud(const struct vfab_msg *m)
+{
+	const struct vfab_swqe *w = m->wqe;
+	struct vfab_qp_slot *d = m->d;
+	struct iovec src[VFAB_XFER_MAX_IOV], dst[VFAB_MAX_SRQ_SGE];
+	uint8_t grh[VFAB_GRH_BYTES];
+	enum ibv_wc_status st;
+	uint32_t qkey;
+	unsigned int n;
+	struct rwqe rw;
+	uint64_t cap;
+
+	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
+	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m->src_qkey : w->remote_qkey;
+	if (vfab_lock(&d->lock))
+		return;
+	if (atomic_load(&d->state) != VFAB_SLOT_USED || !receiving(atomic_load(&d->qp_state)) ||
+	    d->qp_type != IBV_QPT_UD || d->port != m->dst_port || d->qkey != qkey)
+		goto out;
+	if (!take_rwqe(m, &rw))
+		goto out; /* no receive posted: the datagram is dropped */
+	st = scatter_list(m, &rw, dst, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS) {
+		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
+		goto out;
+	}
+	build_grh(m, grh);
+	src[0].iov_base = grh;
+	src[0].iov_len = sizeof(grh);
+	memcpy(src + 1, m->liov, m->nliov * sizeof(src[0]));
+	if (vfab_xfer_write(d->owner.pid, owner_is_self(m), src, m->nliov + 1, dst, n))
+		goto out;
+	push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)m->len + VFAB_GRH_BYTES,
+		  IBV_WC_GRH);
+out:
+	vfab_unlock(&d->lock);
+}

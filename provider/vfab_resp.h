@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder's half of a message, executed by the requester under the
+ * destination QP's lock: the checks the remote HCA makes, the delivery of the
+ * bytes, the receive completion, and what the requester hears back.
+ */
+#ifndef VFAB_RESP_H
+#define VFAB_RESP_H
+
+#include "provider/vfab.h"
+
+#include <sys/uio.h>
+
+struct vfab_msg {
+	struct vfab_region *r;
+	const struct vfab_swqe *wqe;
+	int32_t self_pid;
+	/* Requester: its port, QP, and the gathered local segments. */
+	uint32_t src_hca, src_port, src_qpn, src_qkey;
+	const struct iovec *liov;
+	unsigned int nliov;
+	uint64_t len;
+	uint32_t psn, npkts; /* RC: first PSN and packets of the message */
+	/* UD: what goes into the GRH in front of the payload. */
+	const uint8_t *sgid, *dgid;
+	uint8_t sgid_type, traffic_class, hop_limit;
+	uint32_t flow_label;
+	/* Destination. */
+	struct vfab_qp_slot *d;
+	uint32_t dst_hca, dst_port;
+};
+
+enum vfab_resp_kind {
+	VFAB_RESP_ACK,	     /* done; for atomics atomic_orig holds the old value */
+	VFAB_RESP_NO_ANSWER, /* nothing came back: retry after the timeout */
+	VFAB_RESP_RNR,	     /* receiver not ready: retry after rnr_timer */
+	VFAB_RESP_NAK,	     /* fatal NAK: status is the requester's completion */
+};
+
+struct vfab_resp {
+	enum vfab_resp_kind kind;
+	enum ibv_wc_status status;
+	uint32_t rnr_timer; /* the responder's min_rnr_timer encoding */
+	uint64_t atomic_orig;
+};
+
+void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res);
+/* UD has no answer: the datagram is delivered or silently dropped. */
+void vfab_resp_ud(const struct vfab_msg *m);
+
+/* Counts a message on the ports and links it crosses. */
+void vfab_count_traffic(struct vfab_region *r, uint32_t from_hca, uint32_t from_port,
+			uint32_t to_hca, uint32_t to_port, uint64_t bytes, uint32_t packets);
+
+#endif /* VFAB_RESP_H */

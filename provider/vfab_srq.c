@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared receive queues: a receive ring in the region that every QP attached
+ * to it consumes from, with the limit event that tells the owner to refill.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static uint32_t ring_size(uint32_t max_wr)
+{
+	uint32_t c = 2;
+
+	/* One entry more than granted, like mlx5's SRQ: max_wr = size - 1. */
+	while (c < max_wr + 1)
+		c <<= 1;
+	return c;
+}
+
+struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+{
+	struct vfab_context *ctx = to_vctx(ibpd->context);
+	struct vfab_pd *pd = to_vpd(ibpd);
+	struct ibv_srq_attr *a = &init->attr;
+	struct vfab_srq_slot *s;
+	struct vfab_srq *srq;
+	uint32_t size;
+	int slot;
+
+	if (!a->max_wr || a->max_wr > VFAB_MAX_SRQ_WR || a->max_sge > VFAB_MAX_SRQ_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size = ring_size(a->max_wr);
+	slot = vfab_srq_alloc(ctx->r, &ctx->owner, size, a->max_sge ? a->max_sge : 1);
+	if (slot < 0) {
+		free(srq);
+		errno = -slot;
+		return NULL;
+	}
+	s = &ctx->r->srqs[slot];
+	s->hca = ctx->hca_idx;
+	s->pd = (uint32_t)pd->slot;
+	s->user_srq = (uint64_t)(uintptr_t)&srq->vsrq.srq;
+	s->async_pid = ctx->owner.pid;
+	s->async_id = ctx->async_id;
+	srq->ctx = ctx;
+	srq->pd = pd;
+	srq->slot = slot;
+	srq->s = s;
+	srq->max_wr = size - 1;
+	srq->max_sge = s->rq.max_sge;
+	pthread_mutex_init(&srq->post_lock, NULL);
+	srq->vsrq.srq.handle = (uint32_t)slot;
+	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	srq->vsrq.srq_num = (uint32_t)slot;
+	/* The limit is armed by modify_srq only. */
+	a->max_wr = srq->max_wr;
+	a->max_sge = srq->max_sge;
+	a->srq_limit = 0;
+	atomic_fetch_add(&pd->users, 1);
+	return &srq->vsrq.srq;
+}
+
+int vfab_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct vfab_srq *srq = to_vsrq(ibsrq);
+
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	if (mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP; /* no SRQ resize, as IBV_DEVICE_SRQ_RESIZE says */
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->max_wr)
+			return EINVAL;
+		atomic_store(&srq->s->limit, attr->srq_limit);
+	}
+	return 0;
+}
+
+int vfab_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct vfab_srq *srq = to_vsrq(ibsrq);
+
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = atomic_load(&srq->s->limit);
+	return 0;
+}
+
+int vfab_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct vfab_srq *srq = to_vsrq(ibsrq);
+
+	if (atomic_load(&srq->users))
+		return EBUSY;
+	vfab_srq_free(srq->ctx->r, srq->slot);
+	atomic_fetch_sub(&srq->pd->users, 1);
+	pthread_mutex_destroy(&srq->post_lock);
+	free(srq);
+	return 0;
+}
+
+int vfab_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct vfab_srq *srq = to_vsrq(ibsrq);
+	int rc = 0;
+
+	*bad = NULL;
+	pthread_mutex_lock(&srq->post_lock);
+	for (; wr; wr = wr->next) {
+		rc = vfab_rq_post(srq->ctx->r, &srq->s->rq, wr, srq->max_wr);
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&srq->post_lock);
+	return rc;
+}
+
+int vfab_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	*srq_num = to_vsrq(ibsrq)->vsrq.srq_num;
+	return 0;
+}
+
+/* Fires once when the WQEs left drop below the armed limit, then disarms. */
+void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s)
+{
+	uint32_t limit = atomic_load(&s->limit);
+	uint64_t left;
+
+	if (!limit)
+		return;
+	left = atomic_load(&s->rq.tail) - atomic_load(&s->rq.head);
+	if (left < limit) {
+		atomic_store(&s->limit, 0);
+		vfab_async_event(r, s->async_pid, s->async_id, s->user_srq,
+				 IBV_EVENT_SRQ_LIMIT_REACHED);
+	}
+}

@@ -1,0 +1,70 @@
+# Shared by the GPU scripts: locate rdma-core (system or carried .debs), the
+# vfab build, and run torchrun in every node through `vfab run`.
+# Expects: $repo, $out, $summary, $fabric set by the caller.
+
+say() { echo "$*" | tee -a "$summary"; }
+need() { command -v "$1" >/dev/null 2>&1 || { echo "missing: $1" >&2; exit 1; }; }
+need nvidia-smi
+need python3
+python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
+	{ echo "torch does not see a GPU" >&2; exit 1; }
+torchrun=$(command -v torchrun || echo "python3 -m torch.distributed.run")
+
+# --- rdma-core: the system's, or carried .debs ---------------------------------
+libdir_args=()
+prefix=/opt/vfab-rdma
+if ! ldconfig -p | grep -q 'libibverbs.so.1 '; then
+	debs=${VFAB_DEBS:-$repo/.debs}
+	ls "$debs"/*.deb >/dev/null 2>&1 || { echo "no libibverbs and no .debs in $debs" >&2; exit 1; }
+	mkdir -p "$prefix"
+	for d in "$debs"/*.deb; do dpkg -x "$d" "$prefix"; done
+	libdir_args=(--libdir "$prefix/usr/lib/x86_64-linux-gnu")
+	export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	export PATH="$prefix/usr/bin:$PATH"
+fi
+
+# --- vfab build: the carried one, or build here ---------------------------------
+vfab="${VFAB_BUILD_DIR:-$repo/build}/bin/vfab"
+if [ ! -x "$vfab" ]; then
+	need cmake
+	cmake -S "$repo" -B "$repo/build" -DVFAB_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$repo/build" -j"$(nproc)" >/dev/null
+fi
+
+nccl_env=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0 VFAB_GPU=0
+	CUDA_VISIBLE_DEVICES=0)
+
+# run_job NAME NNODES EXTRA_ENV... -- ARGS: torchrun in every node via vfab run
+run_job() {
+	local name=$1 nn=$2
+	shift 2
+	local envs=()
+	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	local log="$out/$name.log"
+	# $NODE_RANK etc. are set per node by `vfab run`: expand them inside the node.
+	local cmd="exec env ${nccl_env[*]} ${envs[*]} $torchrun --nnodes $nn --nproc_per_node 1"
+	cmd+=' --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT'
+	cmd+=" $repo/tests/gpu/nccl_check.py $*"
+	set +e
+	timeout 1200 "$vfab" --fabric "$fabric" run -- bash -c "$cmd" >"$log" 2>&1
+	local rc=$?
+	set -e
+	return $rc
+}
+
+# prove_ib LOG NNODES: NET/IB on mlx5_0 with RoCE, nNodes N, never Socket/P2P/SHM between nodes
+prove_ib() {
+	local log=$1 nn=$2 ok=0
+	grep -E 'NET/IB ?: Using \[0\]mlx5_0:1/RoCE' "$log" >/dev/null || { echo "no 'NET/IB : Using [0]mlx5_0:1/RoCE'"; ok=1; }
+	grep -E "nNodes $nn" "$log" >/dev/null || { echo "no 'nNodes $nn'"; ok=1; }
+	grep -E 'via NET/IB' "$log" >/dev/null || { echo "no channel 'via NET/IB'"; ok=1; }
+	if grep -E 'via (P2P|SHM)|NET/Socket : Using|Using network Socket' "$log" >/dev/null; then
+		echo "found P2P/SHM/Socket between nodes"; ok=1
+	fi
+	grep -E 'NET/IB ?: Using|Using network|nNodes|via NET' "$log" | sort -u | head -20 >>"$summary"
+	return $ok
+}
+
+peak() { sed -n 's/.*SWEEP peak_busbw_GBps=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+

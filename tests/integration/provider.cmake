@@ -1,0 +1,9 @@
+# Programs run inside a node by the integration tests (tests/integration/*.sh):
+# abi_layout_probe proves the provider ABI declaration against the installed
+# libibverbs, verbs_errors checks completion statuses and data movement.
+add_executable(abi_layout_probe ${CMAKE_CURRENT_LIST_DIR}/abi_layout_probe.c)
+target_include_directories(abi_layout_probe PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(abi_layout_probe PRIVATE vfab_fabric ${IBVERBS_LIB} ${CMAKE_DL_LIBS})
+
+add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c)
+target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})
