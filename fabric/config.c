@@ -206,9 +206,9 @@ static int parse_spine(struct cfg_ctx *c, yaml_node_t *v, const char *path, void
 static int parse_fabric(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	static const struct cfg_key keys[] = {
-	    {"intra_node", parse_intra}, {"inter_node", parse_inter},
-	    {"subnet", parse_subnet},	 {"mtu", parse_mtu},
-	    {"leaf_size", parse_leaf_size}, {"ipv6", parse_ipv6},
+	    {"intra_node", parse_intra},	{"inter_node", parse_inter},
+	    {"subnet", parse_subnet},		{"mtu", parse_mtu},
+	    {"leaf_size", parse_leaf_size},	{"ipv6", parse_ipv6},
 	    {"ipv6_prefix", parse_ipv6_prefix}, {"spine", parse_spine},
 	};
 	uint32_t seen;

@@ -89,9 +89,9 @@ struct vfab_cfg_leaf {
 	uint32_t group;
 	uint32_t plane; /* order of first appearance of the netdev name */
 	uint32_t nmembers;
-	uint32_t mtu;		     /* largest member MTU */
-	struct vfab_cfg_addr ipv4;   /* network/prefix */
-	struct vfab_cfg_addr ipv6;   /* network/prefix; family 0: none */
+	uint32_t mtu;		      /* largest member MTU */
+	struct vfab_cfg_addr ipv4;    /* network/prefix */
+	struct vfab_cfg_addr ipv6;    /* network/prefix; family 0: none */
 	struct vfab_cfg_addr ipv4_gw; /* the spine's address here; family 0: none */
 	struct vfab_cfg_addr ipv6_gw;
 };
@@ -106,12 +106,12 @@ struct vfab_config {
 	struct vfab_cfg_addr subnet; /* within 198.18.0.0/15 */
 	uint32_t mtu;		     /* netdev MTU, 1280..9000 */
 	struct vfab_cfg_link intra_node, inter_node;
-	uint32_t leaf_size;	       /* nodes per leaf group; 0: not given */
-	bool ipv6;		       /* default IPv6 addresses and routed prefixes */
+	uint32_t leaf_size;		  /* nodes per leaf group; 0: not given */
+	bool ipv6;			  /* default IPv6 addresses and routed prefixes */
 	struct vfab_cfg_addr ipv6_prefix; /* where leaf IPv6 prefixes come from */
-	double spine_latency_us;       /* one way, leaf -> spine -> leaf */
-	uint32_t ngroups;	       /* leaf groups */
-	bool spine;		       /* more than one leaf: a router joins them */
+	double spine_latency_us;	  /* one way, leaf -> spine -> leaf */
+	uint32_t ngroups;		  /* leaf groups */
+	bool spine;			  /* more than one leaf: a router joins them */
 	uint32_t nleaves;
 	struct vfab_cfg_leaf *leaves;
 };

@@ -200,7 +200,7 @@ static int learn(struct plan *pl, int family)
 			struct vfab_cfg_addr *nj = leaf_net(&cfg->leaves[j], family);
 
 			if (!orig[j].set || !vfab_ipnet_overlap(nj->addr, nj->prefix, nk->addr,
-								 nk->prefix, addr_len(family)))
+								nk->prefix, addr_len(family)))
 				continue;
 			return fail_at_addr(pl, orig[k].node, orig[k].netdev, orig[k].addr,
 					    "%s overlaps %s, the subnet of %s: every leaf (L2 "
@@ -214,8 +214,7 @@ static int learn(struct plan *pl, int family)
 
 /* ---- derived subnets ---- */
 
-static bool net_free(const struct vfab_config *cfg, int family, const uint8_t *net,
-		     unsigned prefix)
+static bool net_free(const struct vfab_config *cfg, int family, const uint8_t *net, unsigned prefix)
 {
 	for (uint32_t k = 0; k < cfg->nleaves; k++) {
 		const struct vfab_cfg_addr *o = leaf_net(&cfg->leaves[k], family);
@@ -273,11 +272,10 @@ static int derive(struct plan *pl, int family)
 			}
 		}
 		if (t == nblocks)
-			return cfg_fail_line(&pl->p->ctx,
-					     family == AF_INET ? pl->p->subnet_line : 0,
-					     family == AF_INET ? "fabric.subnet" : "fabric.ipv6_prefix",
-					     "no free /%u left for %s (%u leaves)", prefix, l->name,
-					     cfg->nleaves);
+			return cfg_fail_line(
+			    &pl->p->ctx, family == AF_INET ? pl->p->subnet_line : 0,
+			    family == AF_INET ? "fabric.subnet" : "fabric.ipv6_prefix",
+			    "no free /%u left for %s (%u leaves)", prefix, l->name, cfg->nleaves);
 	}
 	return 0;
 }
@@ -353,8 +351,8 @@ static int gateways(struct plan *pl)
 			return fail_at_addr(pl, o->node, o->netdev, o->addr,
 					    "%s: a /%s subnet leaves no address for the spine "
 					    "(%s needs a gateway)",
-					    origin_addr(pl, o)->text, l->ipv4.prefix == 31 ? "31" : "32",
-					    l->name);
+					    origin_addr(pl, o)->text,
+					    l->ipv4.prefix == 31 ? "31" : "32", l->name);
 		}
 		gateway_of(&l->ipv4, &l->ipv4_gw);
 		if (l->ipv6.family && l->ipv6.prefix <= 126)
@@ -386,8 +384,8 @@ static int add_default(struct plan *pl, uint32_t node, struct vfab_cfg_netdev *n
 			snprintf(path, sizeof(path), "fabric.subnet");
 			return cfg_fail_line(&pl->p->ctx, pl->p->subnet_line, path,
 					     "%s has room for %llu nodes, %s has %u",
-					     pl->cfg->subnet.text, (unsigned long long)room, l->name,
-					     l->nmembers);
+					     pl->cfg->subnet.text, (unsigned long long)room,
+					     l->name, l->nmembers);
 		}
 	}
 	if (nd->naddrs == VFAB_CFG_MAX_ADDRS)

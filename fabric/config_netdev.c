@@ -142,7 +142,6 @@ static int parse_nd_mtu(struct cfg_ctx *c, yaml_node_t *v, const char *path, voi
 
 static int parse_nd_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
-	(void)path;
 	((struct netdev_item *)obj)->addresses = v;
 	return cfg_expect_sequence(c, v, path, "addresses");
 }
@@ -195,8 +194,8 @@ int cfg_parse_netdevs(struct cfg_ctx *c, yaml_node_t *v, const char *path, struc
 		n->netdevs[d].mtu = item.mtu;
 		if (item.addresses) {
 			lines->entry_addresses[d] = true;
-			if (netdev_addresses(c, item.addresses, cfg_path_key(sub2, sub, "addresses"),
-					     n, item.name))
+			if (netdev_addresses(c, item.addresses,
+					     cfg_path_key(sub2, sub, "addresses"), n, item.name))
 				return -EINVAL;
 			lines->entry_naddrs[d] = (uint8_t)n->netdevs[d].naddrs;
 		}

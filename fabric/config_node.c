@@ -178,7 +178,7 @@ static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char
 		char sub[CFG_PATH_MAX];
 
 		if (cfg_netdev_name(c, cfg_node(c, v->data.sequence.items.start[i]),
-				cfg_path_index(sub, path, i), o->h->netdev[i]))
+				    cfg_path_index(sub, path, i), o->h->netdev[i]))
 			return -EINVAL;
 	}
 	return 0;
@@ -319,9 +319,9 @@ static int parse_leaf(struct cfg_ctx *c, yaml_node_t *v, const char *path, void 
 static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, size_t idx)
 {
 	static const struct cfg_key keys[] = {
-	    {"id", parse_node_id},	   {"host", parse_host},
-	    {"ranks", parse_ranks},	   {"gpus", parse_gpus},
-	    {"hcas", parse_hcas_key},	   {"addresses", parse_addresses_key},
+	    {"id", parse_node_id},	    {"host", parse_host},
+	    {"ranks", parse_ranks},	    {"gpus", parse_gpus},
+	    {"hcas", parse_hcas_key},	    {"addresses", parse_addresses_key},
 	    {"netdevs", parse_netdevs_key}, {"leaf", parse_leaf},
 	};
 	struct vfab_cfg_node *n = &p->cfg->nodes[idx];

@@ -65,7 +65,8 @@ int cfg_parse_netdevs(struct cfg_ctx *c, yaml_node_t *v, const char *path, struc
 /* nodes[].addresses: "ADDR/PREFIX" (on eth0) or {netdev: NAME, address: ADDR/PREFIX}. */
 int cfg_parse_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path,
 			struct vfab_cfg_node *n, struct cfg_node_lines *lines);
-/* "nodes[i].addresses" or "nodes[i].netdevs[e].addresses": where address a of netdev d was written. */
+/* "nodes[i].addresses" or "nodes[i].netdevs[e].addresses": where address a of netdev d was written.
+ */
 const char *cfg_addr_path(char *buf, const struct cfg_parse *p, uint32_t node, uint32_t d,
 			  uint32_t a);
 

@@ -38,8 +38,8 @@ void vfab_gid_default(const uint8_t mac[6], uint8_t gid[16]);
 int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t n4,
 			 const struct in6_addr *v6, size_t n6, struct vfab_gid *out, size_t max);
 /* The same with the addresses in the given order, families mixed. */
-int vfab_gid_table_build_ordered(const uint8_t mac[6], const struct vfab_gid_addr *addrs,
-				 size_t n, struct vfab_gid *out, size_t max);
+int vfab_gid_table_build_ordered(const uint8_t mac[6], const struct vfab_gid_addr *addrs, size_t n,
+				 struct vfab_gid *out, size_t max);
 
 /* ::ffff:a.b.c.d */
 static inline int vfab_gid_is_v4mapped(const uint8_t g[16])

@@ -111,9 +111,8 @@ static uint64_t take_link(struct vfab_link *l, uint64_t arrive, uint64_t last_in
 	do {
 		start = max64(arrive, busy);
 		*end = max64(start + ser, last_in);
-	} while (!atomic_compare_exchange_weak_explicit(&l->busy_until_ns, &busy, *end,
-							memory_order_acq_rel,
-							memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &l->busy_until_ns, &busy, *end, memory_order_acq_rel, memory_order_relaxed));
 	return start;
 }
 
@@ -172,8 +171,7 @@ void fabric_path_book(struct vfab_region *r, const struct fabric_path *p, uint64
 		if (new_msg)
 			atomic_fetch_add_explicit(&l->msgs, 1, memory_order_relaxed);
 		if (hs[h].queued)
-			atomic_fetch_add_explicit(&l->queue_ns, hs[h].queued,
-						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&l->queue_ns, hs[h].queued, memory_order_relaxed);
 	}
 	out->deliver_ns = deliver;
 	out->sent_ns = sent;

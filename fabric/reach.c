@@ -27,8 +27,8 @@ static bool in_leaf_subnet(const struct vfab_leaf *l, const uint8_t g[16])
 	if (!l)
 		return false;
 	if (vfab_gid_is_v4mapped(g))
-		return l->ipv4_prefix &&
-		       vfab_ipnet_contains((const uint8_t *)&l->ipv4_net, l->ipv4_prefix, g + 12, 4);
+		return l->ipv4_prefix && vfab_ipnet_contains((const uint8_t *)&l->ipv4_net,
+							     l->ipv4_prefix, g + 12, 4);
 	return l->ipv6_prefix && vfab_ipnet_contains(l->ipv6_net, l->ipv6_prefix, g, 16);
 }
 
@@ -94,7 +94,8 @@ int fabric_reach(const struct vfab_region *r, uint32_t src_hca, uint32_t src_por
 	for (uint32_t h = 0; h < r->nhcas && h < VFAB_MAX_HCAS; h++) {
 		for (uint32_t p = 1; p <= r->hcas[h].nports; p++) {
 			const struct vfab_port *dp = port_at(r, h, p);
-			uint32_t n = dp ? (dp->ngids < VFAB_PORT_GIDS ? dp->ngids : VFAB_PORT_GIDS) : 0;
+			uint32_t n =
+			    dp ? (dp->ngids < VFAB_PORT_GIDS ? dp->ngids : VFAB_PORT_GIDS) : 0;
 
 			for (uint32_t g = 0; g < n; g++) {
 				const struct vfab_gid *dg = &dp->gids[g];

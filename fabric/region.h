@@ -22,14 +22,14 @@
 #include <sys/types.h>
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
-#define VFAB_REGION_VERSION 2 /* 2: leaves, spine, node netdevs, GID prefixes */
+#define VFAB_REGION_VERSION 2			/* 2: leaves, spine, node netdevs, GID prefixes */
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
 #define VFAB_MAX_NODES 64
 #define VFAB_MAX_HCAS 256
-#define VFAB_MAX_PORTS 2	 /* per HCA; ports are numbered from 1 */
-#define VFAB_PORT_GIDS 32	 /* populated GID entries kept per port */
+#define VFAB_MAX_PORTS 2	   /* per HCA; ports are numbered from 1 */
+#define VFAB_PORT_GIDS 32	   /* populated GID entries kept per port */
 #define VFAB_SYSFS_GID_TBL_LEN 256 /* gid_tbl_len reported, as on ConnectX */
 #define VFAB_MAX_LINKS 2048
 #define VFAB_MAX_LEAVES 128
@@ -118,9 +118,9 @@ struct vfab_port {
 	uint8_t active_width;	/* ibv encoding: 1,2,4,8,16 */
 	uint8_t active_speed;	/* ibv encoding */
 	uint16_t pad0;
-	uint32_t segment;  /* index into leaves[]: the L2 segment (bridge) of the netdev */
-	uint32_t subnet;   /* that leaf's IPv4 network address (network byte order) */
-	uint32_t link_up;  /* index into links[]: this port -> leaf */
+	uint32_t segment;   /* index into leaves[]: the L2 segment (bridge) of the netdev */
+	uint32_t subnet;    /* that leaf's IPv4 network address (network byte order) */
+	uint32_t link_up;   /* index into links[]: this port -> leaf */
 	uint32_t link_down; /* index into links[]: leaf -> this port */
 	char netdev[VFAB_IFNAME_MAX];
 	uint8_t mac[6];
@@ -157,9 +157,9 @@ struct vfab_node {
 	char id[VFAB_NAME_MAX];
 	_Atomic int32_t holder_pid; /* process keeping the namespaces alive */
 	uint32_t nhcas;
-	uint32_t hcas[8]; /* indices into hcas[] */
-	uint32_t ipv4;	  /* first address of eth0, network byte order */
-	uint32_t group;	  /* leaf group: config nodes[].leaf */
+	uint32_t hcas[8];  /* indices into hcas[] */
+	uint32_t ipv4;	   /* first address of eth0, network byte order */
+	uint32_t group;	   /* leaf group: config nodes[].leaf */
 	uint32_t loopback; /* index into links[]: traffic between ports of this node */
 	uint32_t nnetdevs;
 	struct vfab_node_netdev netdevs[VFAB_NODE_NETDEVS]; /* eth0 first */
@@ -210,8 +210,8 @@ struct vfab_spine {
 struct vfab_cqe {
 	_Atomic uint64_t seq; /* == ring position + 1 once the entry is valid */
 	uint64_t wr_id;
-	uint32_t status;  /* enum ibv_wc_status */
-	uint32_t opcode;  /* enum ibv_wc_opcode */
+	uint32_t status; /* enum ibv_wc_status */
+	uint32_t opcode; /* enum ibv_wc_opcode */
 	uint32_t vendor_err;
 	uint32_t byte_len;
 	uint32_t imm_data; /* network byte order, as in ibv_wc */
@@ -247,7 +247,7 @@ struct vfab_rq {
 	uint32_t max_sge;
 	uint32_t wqe_size; /* sizeof(vfab_rwqe) + max_sge * sizeof(vfab_sge) */
 	uint32_t pad;
-	uint64_t ring_off; /* offset of the ring in the pool */
+	uint64_t ring_off;     /* offset of the ring in the pool */
 	_Atomic uint64_t head; /* next WQE a requester consumes */
 	_Atomic uint64_t tail; /* next free position the owner fills */
 };
@@ -273,7 +273,7 @@ struct vfab_mr_slot {
 	uint32_t pd;	 /* pd slot index */
 	uint32_t access; /* enum ibv_access_flags */
 	uint32_t pad;
-	uint64_t addr;	 /* virtual address in the owner process */
+	uint64_t addr; /* virtual address in the owner process */
 	uint64_t length;
 	uint64_t iova; /* address remote peers use (== addr unless iova2) */
 };
@@ -285,15 +285,15 @@ struct vfab_cq_slot {
 	uint32_t hca;
 	uint32_t cap; /* ring entries, power of two */
 	uint64_t ring_off;
-	pthread_mutex_t lock; /* producers; robust, process-shared */
-	_Atomic uint64_t head; /* consumer position (owner's poll_cq) */
-	_Atomic uint64_t tail; /* producer position */
+	pthread_mutex_t lock;	/* producers; robust, process-shared */
+	_Atomic uint64_t head;	/* consumer position (owner's poll_cq) */
+	_Atomic uint64_t tail;	/* producer position */
 	_Atomic uint32_t armed; /* 0 no, 1 next completion, 2 solicited only */
 	_Atomic uint32_t overflow;
-	uint64_t user_cq;   /* the owner's struct ibv_cq *, the channel cookie */
-	int32_t chan_pid;   /* completion channel FIFO: <rundir>/fifo/<pid>.<id> */
-	uint32_t chan_id;   /* 0 = no channel */
-	int32_t async_pid;  /* async event FIFO of the owning context */
+	uint64_t user_cq;  /* the owner's struct ibv_cq *, the channel cookie */
+	int32_t chan_pid;  /* completion channel FIFO: <rundir>/fifo/<pid>.<id> */
+	uint32_t chan_id;  /* 0 = no channel */
+	int32_t async_pid; /* async event FIFO of the owning context */
 	uint32_t async_id;
 };
 
@@ -317,13 +317,13 @@ struct vfab_qp_slot {
 	uint32_t qpn; /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
 	struct vfab_owner owner;
 	uint32_t hca;
-	uint32_t port;	  /* 1-based, set at INIT */
-	uint32_t pd;	  /* pd slot index */
-	uint32_t qp_type; /* enum ibv_qp_type */
+	uint32_t port;		   /* 1-based, set at INIT */
+	uint32_t pd;		   /* pd slot index */
+	uint32_t qp_type;	   /* enum ibv_qp_type */
 	_Atomic uint32_t qp_state; /* enum ibv_qp_state */
 	uint32_t send_cq;	   /* cq slot indices */
 	uint32_t recv_cq;
-	int32_t srq; /* srq slot index, -1 none */
+	int32_t srq;	 /* srq slot index, -1 none */
 	uint32_t access; /* qp_access_flags */
 	uint32_t qkey;
 	uint32_t path_mtu; /* enum ibv_mtu */
@@ -350,7 +350,7 @@ struct vfab_region {
 	uint32_t hdr_size; /* sizeof(struct vfab_region) */
 	uint64_t total_size;
 	char fabric[VFAB_NAME_MAX];
-	char rundir[256]; /* /run/vfab/<fabric> */
+	char rundir[256];	/* /run/vfab/<fabric> */
 	_Atomic uint32_t ready; /* set by vfabd once the topology is filled */
 	_Atomic uint32_t next_ctx_id;
 
@@ -370,9 +370,9 @@ struct vfab_region {
 	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
 	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 
-	uint64_t pool_off;  /* start of the ring pool, from the region start */
+	uint64_t pool_off; /* start of the ring pool, from the region start */
 	uint64_t pool_size;
-	uint64_t pool_brk;  /* bump pointer, relative to pool_off */
+	uint64_t pool_brk; /* bump pointer, relative to pool_off */
 	uint64_t pool_free[VFAB_POOL_CLASSES];
 	uint32_t gen_counter;
 };

@@ -66,7 +66,6 @@ static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
 {
 	struct vfab_gid_addr addrs[VFAB_CFG_MAX_ADDRS];
 	size_t count = 0;
-	int n;
 
 	for (uint32_t a = 0; a < d->naddrs; a++, count++) {
 		memset(&addrs[count], 0, sizeof(addrs[count]));
@@ -74,11 +73,25 @@ static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
 		memcpy(addrs[count].addr, d->addrs[a].addr, 16);
 		addrs[count].prefix = d->addrs[a].prefix;
 	}
-	n = vfab_gid_table_build_ordered(port->mac, addrs, count, port->gids, VFAB_PORT_GIDS);
-	if (n < 0)
-		return n;
-	port->ngids = (uint32_t)n;
-	atomic_store(&port->gid_gen, 1);
+	return vfab_topology_port_gids(port, addrs, count);
+}
+
+int vfab_topology_port_gids(struct vfab_port *port, const struct vfab_gid_addr *addrs, size_t n)
+{
+	struct vfab_gid t[VFAB_PORT_GIDS];
+	int k = vfab_gid_table_build_ordered(port->mac, addrs, n, t, VFAB_PORT_GIDS);
+
+	if (k < 0)
+		return k;
+	/*
+	 * Readers take no lock: entries first (the tail emptied, so a reader
+	 * with the old count skips them), then the count, then the generation
+	 * that tells cached resolutions to look again.
+	 */
+	memset(t + k, 0, (VFAB_PORT_GIDS - (size_t)k) * sizeof(t[0]));
+	memcpy(port->gids, t, sizeof(t));
+	__atomic_store_n(&port->ngids, (uint32_t)k, __ATOMIC_RELEASE);
+	atomic_fetch_add_explicit(&port->gid_gen, 1, memory_order_release);
 	return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "fabric/config.h"
+#include "fabric/gid.h"
 #include "fabric/region.h"
 
 #define VFAB_MAC_OUI0 0x02 /* locally administered, unicast */
@@ -46,6 +47,14 @@
  * region already has a topology, -E2BIG if cfg exceeds the region's tables.
  */
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg);
+
+/*
+ * (Re)publishes a port's GID table from its netdev's addresses, in order
+ * (vfab_gid_table_build_ordered), and bumps gid_gen: for the fill, and for
+ * whoever follows address changes at run time (raise IBV_EVENT_GID_CHANGE
+ * after it). -ENOSPC when the addresses do not fit VFAB_PORT_GIDS.
+ */
+int vfab_topology_port_gids(struct vfab_port *port, const struct vfab_gid_addr *addrs, size_t n);
 
 uint8_t vfab_topology_fabric_byte(const char *fabric);
 /* MAC of netdev `netdev` of node `node_idx` (scheme above); -ENOENT if unknown. */

@@ -102,8 +102,8 @@ static void leaf_links(struct vfab_region *r, const struct vfab_config *cfg, str
 {
 	uint32_t lat = us_to_ns(cfg->spine_latency_us);
 	double ratio = cfg->inter_node.oversubscription;
-	uint64_t up = l->node_capacity_bps ? (uint64_t)llround((double)l->node_capacity_bps / ratio)
-					   : 0;
+	uint64_t up =
+	    l->node_capacity_bps ? (uint64_t)llround((double)l->node_capacity_bps / ratio) : 0;
 	char name[VFAB_NAME_MAX * 2];
 
 	l->oversub_milli = (uint32_t)lround(ratio * 1000.0);

@@ -18,7 +18,7 @@
 
 static int write_hosts(const char *path, const struct vfab_config *cfg)
 {
-	size_t cap = 256 + (size_t)cfg->nnodes * VFAB_CFG_MAX_ADDRS * 96, used = 0;
+	size_t cap = 256 + (size_t)cfg->nnodes * VFAB_CFG_MAX_ADDRS * 128, used = 0;
 	char *buf = malloc(cap);
 	int ret;
 
@@ -41,7 +41,8 @@ static int write_hosts(const char *path, const struct vfab_config *cfg)
 
 			if (!inet_ntop(a->family, a->addr, txt, sizeof(txt)))
 				continue;
-			used += (size_t)snprintf(buf + used, cap - used, "%s\t%s\n", txt, n->id);
+			used += (size_t)snprintf(buf + used, cap - used, "%s\t%s %s%s\n", txt,
+						 n->id, n->id, VFAB_HOSTS_DOMAIN);
 		}
 	}
 	ret = used < cap ? vfab_write_file(path, buf, used, 0644) : -EOVERFLOW;
@@ -116,4 +117,51 @@ int vfab_etc_view_write(const char *upper, const struct vfab_config *cfg, uint32
 		return -ENAMETOOLONG;
 	/* libibverbs turns an absolute name into <name>-rdmav<PABI>.so. */
 	return vfab_write_filef(path, "driver %s/libvfab\n", libdir);
+}
+
+int vfab_etc_view_add_libdirs(const char *upper, const char *const *dirs, unsigned ndirs)
+{
+	char path[4096];
+	size_t cap = 128, used = 0;
+	char *buf;
+	int ret;
+
+	for (unsigned i = 0; i < ndirs; i++) {
+		/* One directory per line: a newline would split it. */
+		if (strchr(dirs[i], '\n') || dirs[i][0] != '/')
+			return -EINVAL;
+		cap += strlen(dirs[i]) + 1;
+	}
+	if (vfab_pathf(path, sizeof(path), "%s/ld.so.conf.d", upper))
+		return -ENAMETOOLONG;
+	ret = vfab_mkdir_p(path, 0755);
+	if (ret)
+		return ret;
+	if (vfab_pathf(path, sizeof(path), "%s/ld.so.conf.d/" VFAB_LIBDIRS_CONF, upper))
+		return -ENAMETOOLONG;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	used = (size_t)snprintf(buf, cap, "# vfab up --libdir: libraries carried for this node\n");
+	for (unsigned i = 0; i < ndirs; i++)
+		used += (size_t)snprintf(buf + used, cap - used, "%s\n", dirs[i]);
+	ret = vfab_write_file(path, buf, used, 0644);
+	free(buf);
+	return ret;
+}
+
+int vfab_etc_view_add_ssh(const char *upper, const char *ssh_config)
+{
+	char path[4096];
+	int ret;
+
+	if (vfab_pathf(path, sizeof(path), "%s/ssh/ssh_config.d", upper))
+		return -ENAMETOOLONG;
+	ret = vfab_mkdir_p(path, 0755);
+	if (ret)
+		return ret;
+	if (vfab_pathf(path, sizeof(path), "%s/ssh/ssh_config.d/" VFAB_SSH_CONF_INCLUDE, upper))
+		return -ENAMETOOLONG;
+	return vfab_write_filef(path, "# the fabric's nodes: plain 'ssh node1' works here\nInclude %s\n",
+				ssh_config);
 }

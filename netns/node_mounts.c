@@ -14,6 +14,7 @@
 #include "netns/fsutil.h"
 
 #define MAX_SYS_SUBMOUNTS 64
+#define LDCONFIG_AUX_DIR "/var/cache/ldconfig"
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -224,6 +225,22 @@ static int mount_etc_overlay(const char *nd, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * ldconfig in a node writes the node's own /etc/ld.so.cache (overlay) but
+ * also its auxiliary cache under /var: that one stays in the node too.
+ */
+static int mount_ldconfig_cache(char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(LDCONFIG_AUX_DIR, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	if (mount("vfab-ldconfig", LDCONFIG_AUX_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0700,size=16m"))
+		return fail(err, errlen, -errno, "tmpfs on " LDCONFIG_AUX_DIR);
+	return 0;
+}
+
 int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size_t errlen)
 {
 	char nd[4096];
@@ -239,5 +256,7 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size
 		ret = mount_dev_view(nd, err, errlen);
 	if (ret == 0)
 		ret = mount_etc_overlay(nd, err, errlen);
+	if (ret == 0)
+		ret = mount_ldconfig_cache(err, errlen);
 	return ret;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "netns/sandbox.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "netns/fabric_net.h"
 #include "netns/fsutil.h"
 #include "netns/holder.h"
+#include "netns/host_dirs.h"
 #include "netns/sysfs_view.h"
 
 static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
@@ -30,52 +30,6 @@ static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
-/* Does another fabric's run dir carry the /dev/infiniband marker? */
-static int other_fabric_owns_devib(const char *rundir)
-{
-	char path[4096];
-	struct dirent *de;
-	DIR *d = opendir(VFAB_RUN_ROOT);
-	int found = 0;
-
-	if (!d)
-		return 0;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s", de->d_name) ||
-		    strcmp(path, rundir) == 0)
-			continue;
-		if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s/" VFAB_DEVIB_MARKER,
-			       de->d_name) == 0 &&
-		    access(path, F_OK) == 0)
-			found = 1;
-	}
-	closedir(d);
-	return found;
-}
-
-/*
- * Nodes bind their view on /dev/infiniband, so the host needs that
- * directory. Every fabric up while it exists only because of vfab records
- * the marker; the last one down removes it.
- */
-static int prepare_host_devib(const char *rundir)
-{
-	char marker[4096];
-	int record = 0;
-
-	if (vfab_pathf(marker, sizeof(marker), "%s/" VFAB_DEVIB_MARKER, rundir))
-		return -ENAMETOOLONG;
-	if (mkdir(VFAB_HOST_DEVIB, 0755) == 0)
-		record = 1;
-	else if (errno != EEXIST)
-		return -errno;
-	else
-		record = other_fabric_owns_devib(rundir);
-	return record ? vfab_write_file(marker, "", 0, 0644) : 0;
-}
-
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen)
 {
 	char nodes[4096];
@@ -89,7 +43,8 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	/* No nodev: the uverbs device nodes of the views live here. */
 	if (mount("vfab-nodes", nodes, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
 		return fail(err, errlen, -errno, "tmpfs on %s", nodes);
-	ret = prepare_host_devib(sb->rundir);
+	/* Nodes bind their view on /dev/infiniband: the host needs the directory. */
+	ret = vfab_host_dir_claim(sb->rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 0755);
 	if (ret)
 		return fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
 	return vfab_net_fabric_create(sb->fabric, sb->cfg->mtu, err, errlen);

@@ -16,6 +16,7 @@
 #include "netns/fabric_net.h"
 #include "netns/fsutil.h"
 #include "netns/holder.h"
+#include "netns/host_dirs.h"
 
 #define MAX_NODES (VFAB_MAX_NODES + 8)
 #define TERM_GRACE_MS 500
@@ -173,34 +174,6 @@ static int kill_node_processes(const struct node_set *s)
 	return -EBUSY;
 }
 
-static int remove_host_devib(const char *rundir)
-{
-	char marker[4096], path[4096];
-	struct dirent *de;
-	DIR *d;
-	int others = 0;
-
-	if (vfab_pathf(marker, sizeof(marker), "%s/" VFAB_DEVIB_MARKER, rundir) ||
-	    access(marker, F_OK))
-		return 0;
-	/* Another fabric's nodes still mount on it: removing it would detach them. */
-	d = opendir(VFAB_RUN_ROOT);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s", de->d_name) == 0 &&
-		    strcmp(path, rundir) != 0)
-			others = 1;
-	}
-	if (d)
-		closedir(d);
-	if (others)
-		return 0;
-	if (rmdir(VFAB_HOST_DEVIB) && errno != ENOENT && errno != ENOTEMPTY)
-		return -errno;
-	return 0;
-}
-
 /* The tmpfs holding the node views (vfab_sandbox_prepare); gone with it. */
 static int unmount_views(const char *rundir)
 {
@@ -246,7 +219,7 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	note(err, errlen, &first, ret == -ENOENT ? 0 : ret, "unlink the region of %s", fabric);
 	ret = unmount_views(rundir);
 	note(err, errlen, &first, ret, "unmount the views under %s", rundir);
-	ret = remove_host_devib(rundir);
+	ret = vfab_host_dir_release(rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER);
 	note(err, errlen, &first, ret, "remove " VFAB_HOST_DEVIB);
 	ret = vfab_rm_rf(rundir);
 	note(err, errlen, &first, ret, "remove %s", rundir);

@@ -151,7 +151,8 @@ struct vabi_context_ops {
 	struct ibv_td *(*alloc_td)(struct ibv_context *context, struct ibv_td_init_attr *init_attr);
 	void (*async_event)(struct ibv_context *context, struct ibv_async_event *event);
 	int (*attach_counters_point_flow)(struct ibv_counters *counters,
-					  struct ibv_counter_attach_attr *attr, struct ibv_flow *flow);
+					  struct ibv_counter_attach_attr *attr,
+					  struct ibv_flow *flow);
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
@@ -170,7 +171,7 @@ struct vabi_context_ops {
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(
-		struct ibv_context *context, struct ibv_rwq_ind_table_init_attr *init_attr);
+	    struct ibv_context *context, struct ibv_rwq_ind_table_init_attr *init_attr);
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
 	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
 					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Device limits, ConnectX-6 like where the region allows it. */
 #define VFAB_MAX_QP_WR 32768
@@ -35,6 +36,8 @@ struct vfab_qp;
 struct vfab_rmap {
 	struct vfab_rmap *next;
 	char path[256];
+	dev_t dev; /* the region file mapped */
+	ino_t ino;
 	struct vfab_region *r;
 	int refcnt;
 	/* This process's QPs by slot index: poll_cq retires send WQEs with it. */

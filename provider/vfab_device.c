@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,14 +42,21 @@ uint64_t vfab_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * A fabric that went down and came up again has a new region file under the
+ * same path: only a mapping of the same file is shared.
+ */
 static struct vfab_rmap *rmap_get(const char *path)
 {
 	struct vfab_rmap *m;
+	struct stat st;
 	int rc;
 
+	if (stat(path, &st) < 0)
+		return NULL;
 	pthread_mutex_lock(&map_lock);
 	for (m = maps; m; m = m->next) {
-		if (!strcmp(m->path, path)) {
+		if (!strcmp(m->path, path) && m->dev == st.st_dev && m->ino == st.st_ino) {
 			m->refcnt++;
 			goto out;
 		}
@@ -64,6 +72,8 @@ static struct vfab_rmap *rmap_get(const char *path)
 		m = NULL;
 		goto out;
 	}
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
 	m->refcnt = 1;
 	m->next = maps;
 	maps = m;

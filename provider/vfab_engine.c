@@ -66,6 +66,17 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A forked child has no engine thread and none of its parent's QPs; it
+ * starts afresh if it opens a device of its own.
+ */
+static void engine_atfork_child(void)
+{
+	pthread_mutex_init(&eng_lock, NULL);
+	eng_list = NULL;
+	eng_started = false;
+}
+
 /* Caller holds eng_lock. */
 static void start_engine(void)
 {
@@ -73,8 +84,14 @@ static void start_engine(void)
 	pthread_attr_t ta;
 	pthread_t t;
 
+	static bool atfork_set;
+
 	if (eng_started)
 		return;
+	if (!atfork_set) {
+		pthread_atfork(NULL, NULL, engine_atfork_child);
+		atfork_set = true;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&eng_wake, &ca);

@@ -17,6 +17,7 @@
 #   VFAB_BENCH_MAX_DOWN_MS vfab down < this                     (default 2000)
 # The fabric is always taken down on exit.
 set -euo pipefail
+export LC_ALL=C # numbers with a decimal point, whatever the locale
 
 fabric=tbench json="" build=""
 while [ $# -gt 0 ]; do
@@ -128,11 +129,14 @@ calc()
 }
 vfab_bw=$(calc "$vfab_bw_gbit / 8")
 echo
+row()
+{
+	printf '%-26s %10.2f %10.2f %10.2f %10.2f %10.2f\n' "$1" "$2" "$3" "$4" \
+		"$(calc "$2 / $3")" "$(calc "$2 / $4")"
+}
 printf '%-26s %10s %10s %10s %10s %10s\n' metric vfab "raw pvm" "TCP veth" vfab/raw vfab/TCP
-printf '%-26s %10s %10s %10s %10s %10s\n' "write bw 1 MiB [GB/s]" "$vfab_bw" "$raw_bw" "$tcp_bw" \
-	"$(calc "$vfab_bw / $raw_bw")" "$(calc "$vfab_bw / $tcp_bw")"
-printf '%-26s %10s %10s %10s %10s %10s\n' "write lat 8 B [us]" "$vfab_lat" "$raw_lat" "$tcp_lat" \
-	"$(calc "$vfab_lat / $raw_lat")" "$(calc "$vfab_lat / $tcp_lat")"
+row "write bw 1 MiB [GB/s]" "$vfab_bw" "$raw_bw" "$tcp_bw"
+row "write lat 8 B [us]" "$vfab_lat" "$raw_lat" "$tcp_lat"
 printf '%-26s %10s\n' "vfab up [ms]" "$up_ms" "vfab down [ms]" "$down_ms"
 echo
 

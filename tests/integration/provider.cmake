@@ -5,5 +5,7 @@ add_executable(abi_layout_probe ${CMAKE_CURRENT_LIST_DIR}/abi_layout_probe.c)
 target_include_directories(abi_layout_probe PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(abi_layout_probe PRIVATE vfab_fabric ${IBVERBS_LIB} ${CMAKE_DL_LIBS})
 
-add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c)
+add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_data.c ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_peer.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})

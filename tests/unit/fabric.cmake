@@ -20,3 +20,6 @@ set_tests_properties(test_vfabd PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfab
 # Leaves and the spine, reachability, the link model and the rehearsal configs.
 vfab_unit_test(test_leaves SOURCES unit/test_leaves.c LIBS vfab_config)
 vfab_unit_test(test_reach SOURCES unit/test_reach.c LIBS vfab_config)
+vfab_unit_test(test_link_model SOURCES unit/test_link_model.c LIBS vfab_config)
+vfab_unit_test(test_rehearsal SOURCES unit/test_rehearsal.c LIBS vfab_config)
+target_compile_definitions(test_rehearsal PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SOURCE_DIR}/configs")

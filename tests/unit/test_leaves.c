@@ -242,12 +242,13 @@ static void test_ipv6_defaults(void **state)
 /* The GID table follows the configured order, families mixed. */
 static void test_configured_order(void **state)
 {
-	struct vfab_region *r = fixture_fill("nodes:\n"
-					     "  - id: a\n"
-					     "    netdevs:\n"
-					     "      - name: eth0\n"
-					     "        addresses: [\"fd00:1::1/64\", 198.18.0.1/24]\n",
-					     NULL);
+	struct vfab_region *r =
+	    fixture_fill("nodes:\n"
+			 "  - id: a\n"
+			 "    netdevs:\n"
+			 "      - name: eth0\n"
+			 "        addresses: [\"fd00:1::1/64\", 198.18.0.1/24]\n",
+			 NULL);
 	const struct vfab_port *p = fixture_port(r, 0, 0, NULL);
 
 	(void)state;

@@ -77,7 +77,7 @@ static void test_roce_versions(void **state)
 	v4gid("198.18.0.2", g); /* b, same leaf */
 	expect_reach(r, 0, 0, 3, g, 1, 0, 0);
 	expect_reach(r, 0, 0, 2, g, 1, 0, 0); /* v1 on one segment: fine */
-	v4gid("198.18.1.1", g);		       /* c, other leaf */
+	v4gid("198.18.1.1", g);		      /* c, other leaf */
 	expect_reach(r, 0, 0, 3, g, 2, 0, 1);
 	memset(&out, 0xff, sizeof(out));
 	assert_int_equal(reach(r, 0, 0, 3, g, &out), 0);
@@ -146,11 +146,12 @@ static void test_errors(void **state)
 /* One leaf, no spine: IPv6 subnets the node has no address in are unreachable. */
 static void test_on_link_only(void **state)
 {
-	struct vfab_region *r = fixture_fill("nodes:\n"
-					     "  - {id: a, addresses: [198.18.0.1/24, \"fd00:5::1/64\"]}\n"
-					     "  - {id: b, addresses: [198.18.0.2/24, \"fd00:6::2/64\",\n"
-					     "                        \"fd00:5::2/64\"]}\n",
-					     NULL);
+	struct vfab_region *r =
+	    fixture_fill("nodes:\n"
+			 "  - {id: a, addresses: [198.18.0.1/24, \"fd00:5::1/64\"]}\n"
+			 "  - {id: b, addresses: [198.18.0.2/24, \"fd00:6::2/64\",\n"
+			 "                        \"fd00:5::2/64\"]}\n",
+			 NULL);
 	struct fabric_reach out;
 	uint8_t g[16];
 
@@ -171,19 +172,19 @@ static void test_on_link_only(void **state)
 /* The spine routes a leaf's primary prefix only: replies must find the way back. */
 static void test_secondary_prefix(void **state)
 {
-	struct vfab_region *r =
-	    fixture_fill("nodes:\n"
-			 "  - {id: a, addresses: [198.18.0.1/24, \"fd00:a::1/64\", \"fd00:b::1/64\"]}\n"
-			 "  - {id: c, leaf: 1, addresses: [198.18.1.1/24, \"fd00:c::1/64\",\n"
-			 "                                 \"fd00:d::1/64\"]}\n",
-			 NULL);
+	struct vfab_region *r = fixture_fill(
+	    "nodes:\n"
+	    "  - {id: a, addresses: [198.18.0.1/24, \"fd00:a::1/64\", \"fd00:b::1/64\"]}\n"
+	    "  - {id: c, leaf: 1, addresses: [198.18.1.1/24, \"fd00:c::1/64\",\n"
+	    "                                 \"fd00:d::1/64\"]}\n",
+	    NULL);
 	struct fabric_reach out;
 	uint8_t g[16];
 
 	(void)state;
 	assert_true(r->spine.present);
 	v6gid("fd00:c::1", g);
-	expect_reach(r, 0, 0, 5, g, 1, 0, 1); /* from fd00:a::1 */
+	expect_reach(r, 0, 0, 5, g, 1, 0, 1);			     /* from fd00:a::1 */
 	assert_int_equal(reach(r, 0, 0, 7, g, &out), -EHOSTUNREACH); /* from fd00:b::1 */
 	v6gid("fd00:d::1", g);
 	assert_int_equal(reach(r, 0, 0, 5, g, &out), -EHOSTUNREACH);

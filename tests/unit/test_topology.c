@@ -235,6 +235,47 @@ static void test_multi_hca(void **state)
 	vfab_config_free(&cfg);
 }
 
+/* Run-time address changes republish the table and bump the generation. */
+static void test_port_gids(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_port *p;
+	struct vfab_gid_addr a[16];
+
+	fill_from(r, NULL);
+	p = &r->hcas[0].ports[0];
+	memset(a, 0, sizeof(a));
+	a[0].family = AF_INET6;
+	inet_pton(AF_INET6, "fd00:1::5", a[0].addr);
+	a[0].prefix = 64;
+	a[1].family = AF_INET;
+	inet_pton(AF_INET, "198.18.0.9", a[1].addr);
+	a[1].prefix = 24;
+	assert_int_equal(vfab_topology_port_gids(p, a, 2), 0);
+	assert_int_equal(p->gid_gen, 2);
+	assert_int_equal(p->ngids, 6);
+	assert_int_equal(p->gids[2].raw[0], 0xfd);
+	assert_int_equal(p->gids[5].type, VFAB_GID_ROCE_V2);
+	assert_int_equal(p->gids[5].prefix, 120);
+	assert_int_equal(p->gids[5].raw[15], 9);
+	/* All addresses gone: the default pair stays, the rest is emptied. */
+	assert_int_equal(vfab_topology_port_gids(p, a, 0), 0);
+	assert_int_equal(p->ngids, 2);
+	assert_int_equal(p->gids[3].type, VFAB_GID_EMPTY);
+	assert_int_equal(p->gid_gen, 3);
+	/* More than the table holds: refused, nothing changes. */
+	for (int i = 0; i < 16; i++) {
+		a[i].family = AF_INET;
+		a[i].addr[0] = 198;
+		a[i].addr[1] = 18;
+		a[i].addr[3] = (uint8_t)(i + 1);
+		a[i].prefix = 24;
+	}
+	assert_int_equal(vfab_topology_port_gids(p, a, 16), -ENOSPC);
+	assert_int_equal(p->ngids, 2);
+	assert_int_equal(p->gid_gen, 3);
+}
+
 static void expect_speed(uint32_t gbps, uint8_t width, uint8_t speed, const char *rate)
 {
 	struct vfab_port p = {0};
@@ -291,6 +332,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_default_fabric, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_seed_links, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_multi_hca, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_port_gids, setup, teardown),
 	    cmocka_unit_test(test_speed_encoding),
 	    cmocka_unit_test(test_active_mtu),
 	};
