@@ -279,7 +279,7 @@ struct vfab_mr_slot {
 };
 
 struct vfab_cq_slot {
-	_Atomic uint32_t state;
+	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
 	uint32_t gen;
 	struct vfab_owner owner;
 	uint32_t hca;
@@ -298,7 +298,7 @@ struct vfab_cq_slot {
 };
 
 struct vfab_srq_slot {
-	_Atomic uint32_t state;
+	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
 	uint32_t gen;
 	struct vfab_owner owner;
 	uint32_t hca;
@@ -313,7 +313,7 @@ struct vfab_srq_slot {
 };
 
 struct vfab_qp_slot {
-	_Atomic uint32_t state;
+	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
 	uint32_t qpn; /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
 	struct vfab_owner owner;
 	uint32_t hca;

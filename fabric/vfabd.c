@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vfabd: creates a fabric's shared region from a config, serves the control
- * socket and reaps the objects of processes that died. Runs in the
- * foreground; `vfab up` starts it with setsid and stderr to vfabd.log.
+ * socket, reaps the objects of processes that died, applies runtime control
+ * (link state, shaping, faults), keeps the nodes' sysfs counters live and
+ * answers REPORT. Runs in the foreground; `vfab up` starts it with setsid and
+ * stderr to vfabd.log.
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.
  */
@@ -246,7 +248,9 @@ static int setup(const struct opts *o, struct vfabd *d)
 	int rc;
 
 	d->listen_fd = d->signal_fd = d->timer_fd = -1;
-	rc = d->signal_fd = signal_fd();
+	rc = vfabd_counters_init(d);
+	if (rc >= 0)
+		rc = d->signal_fd = signal_fd();
 	if (rc >= 0) {
 		d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		rc = d->timer_fd < 0 ? -errno : 0;
@@ -262,6 +266,7 @@ static int setup(const struct opts *o, struct vfabd *d)
 		close(d->signal_fd);
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
+	vfabd_counters_free(d);
 	remove_run_files(o->rundir);
 	return rc;
 }
@@ -276,7 +281,10 @@ static int serve(const struct opts *o, struct vfabd *d)
 	if (rc)
 		vfabd_log("event loop failed: %s", strerror(-rc));
 	close(d->listen_fd);
+	/* No paused node or latency spike outlives the daemon that made it. */
+	vfabd_control_release(d);
 	vfabd_close_all(d);
+	vfabd_counters_free(d);
 	remove_run_files(o->rundir);
 	close(d->signal_fd);
 	close(d->timer_fd);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vfabd's event loop: the control socket (one connection per client context,
- * line protocol of docs/DESIGN.md), signals and the reaper tick, all on one
- * poll(). The daemon is never on the data path, so one thread is enough.
+ * line protocol of docs/DESIGN.md), signals, the tick (live counters, the
+ * reaper) and the deadlines of timed faults, all on one poll(). The daemon is
+ * never on the data path, so one thread is enough. Replies are queued per
+ * connection and sent as the peer reads them: a REPORT can be megabytes, and
+ * a slow reader must not stall the loop.
  */
 #include "vfabd.h"
 
@@ -17,6 +20,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#define OUT_MAX (64u << 20) /* a client that reads nothing loses its connection */
 
 void vfabd_log(const char *fmt, ...)
 {
@@ -34,14 +39,98 @@ void vfabd_log(const char *fmt, ...)
 		ts.tv_nsec / 1000000, (int)getpid(), msg);
 }
 
-static void reply(struct vfabd_conn *c, const char *text)
+uint64_t vfabd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Queues bytes for the peer; a connection past OUT_MAX is shut down. */
+static void queue_out(struct vfabd_conn *c, const char *data, size_t n)
+{
+	size_t pending = c->out_len - c->out_off;
+	char *out;
+
+	if (pending + n > OUT_MAX) {
+		shutdown(c->fd, SHUT_RDWR);
+		return;
+	}
+	if (c->out_off) { /* compact: what was sent is gone */
+		memmove(c->out, c->out + c->out_off, pending);
+		c->out_len = pending;
+		c->out_off = 0;
+	}
+	out = realloc(c->out, c->out_len + n);
+	if (!out) {
+		shutdown(c->fd, SHUT_RDWR);
+		return;
+	}
+	memcpy(out + c->out_len, data, n);
+	c->out = out;
+	c->out_len += n;
+}
+
+/* Sends what the socket takes now; false when the connection is broken. */
+static bool flush_out(struct vfabd_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->out_off += (size_t)n;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return true;
+}
+
+void vfabd_reply(struct vfabd_conn *c, const char *text)
+{
+	queue_out(c, text, strlen(text));
+	queue_out(c, "\n", 1);
+}
+
+void vfabd_replyf(struct vfabd_conn *c, const char *fmt, ...)
 {
 	char line[VFABD_LINE_MAX * 2];
-	int n = snprintf(line, sizeof(line), "%s\n", text);
+	va_list ap;
 
-	/* Replies are short; a client that does not read them loses its connection. */
-	if (send(c->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
-		shutdown(c->fd, SHUT_RDWR);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	vfabd_reply(c, line);
+}
+
+void vfabd_reply_err(struct vfabd_conn *c, int rc, const char *fmt, ...)
+{
+	const char *name = strerrorname_np(-rc);
+	char msg[VFABD_LINE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	vfabd_replyf(c, "ERR %s %s", name ? name : "EIO", msg);
+}
+
+void vfabd_reply_body(struct vfabd_conn *c, char *body, size_t n)
+{
+	char head[32];
+
+	snprintf(head, sizeof(head), "OK %zu\n", n);
+	queue_out(c, head, strlen(head));
+	queue_out(c, body, n);
+	free(body);
+}
+
+static void reply(struct vfabd_conn *c, const char *text)
+{
+	vfabd_reply(c, text);
 }
 
 #define COUNT_USED(tbl, max, out)                                                                  \
@@ -74,23 +163,44 @@ static void status(struct vfabd *d, struct vfabd_conn *c)
 	reply(c, line);
 }
 
-static void hello(struct vfabd_conn *c, const char *arg)
+static void hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 {
-	char *end;
+	char *end, *opts = strchr(arg, ' ');
 	long pid;
+	int rc;
 
 	if (c->pid) {
 		reply(c, "ERR HELLO was already sent on this connection");
 		return;
 	}
+	if (opts)
+		*opts++ = '\0';
 	errno = 0;
 	pid = strtol(arg, &end, 10);
 	if (end == arg || *end || errno || pid <= 0 || pid > 0x3fffffff) {
-		reply(c, "ERR usage: HELLO <pid>");
+		reply(c, "ERR usage: HELLO <pid> [hca=<idx> async=<fifo path>]");
+		return;
+	}
+	rc = opts ? vfabd_hello_parse_opts(d->r, c, opts) : 0;
+	if (rc) {
+		vfabd_reply_err(c, rc,
+				"usage: HELLO <pid> [hca=<idx> async=<rundir>/fifo/<name>]: %s",
+				rc == -ENOENT ? "no such HCA"
+				: rc == -EPERM ? "the FIFO must be in the run dir's fifo/"
+					       : "bad options");
 		return;
 	}
 	c->pid = (pid_t)pid;
 	reply(c, "OK");
+}
+
+/* Requests that change the fabric or signal processes need a trusted peer. */
+static bool allowed(struct vfabd_conn *c, const char *what)
+{
+	if (c->privileged)
+		return true;
+	vfabd_reply_err(c, -EPERM, "%s needs root or vfabd's own user", what);
+	return false;
 }
 
 static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
@@ -100,18 +210,32 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 	if (n && line[n - 1] == '\r')
 		line[--n] = '\0';
 	if (!strncmp(line, "HELLO ", 6)) {
-		hello(c, line + 6);
+		hello(d, c, line + 6);
 	} else if (!strcmp(line, "BYE")) {
 		c->bye = true;
 		reply(c, "OK");
 	} else if (!strcmp(line, "STATUS")) {
 		status(d, c);
+	} else if (!strcmp(line, "REPORT")) {
+		vfabd_req_report(d, c);
+	} else if (!strncmp(line, "LINK ", 5)) {
+		if (allowed(c, "LINK"))
+			vfabd_req_link(d, c, line + 5);
+	} else if (!strncmp(line, "SHAPE ", 6)) {
+		if (allowed(c, "SHAPE"))
+			vfabd_req_shape(d, c, line + 6);
+	} else if (!strncmp(line, "FAULT ", 6)) {
+		if (allowed(c, "FAULT"))
+			vfabd_req_fault(d, c, line + 6);
 	} else if (!strcmp(line, "SHUTDOWN")) {
+		if (!allowed(c, "SHUTDOWN"))
+			return;
 		reply(c, "OK");
 		vfabd_log("SHUTDOWN requested");
 		d->stop = true;
 	} else {
-		reply(c, "ERR unknown request (HELLO <pid>, BYE, STATUS, SHUTDOWN)");
+		reply(c, "ERR unknown request (HELLO <pid>, BYE, STATUS, REPORT, LINK, SHAPE, "
+			 "FAULT, SHUTDOWN)");
 	}
 }
 
@@ -134,6 +258,8 @@ static void drop_conn(struct vfabd *d, size_t i)
 			  (int)c->pid, n);
 	}
 	close(c->fd);
+	free(c->async);
+	free(c->out);
 	d->conns[i] = d->conns[--d->nconns];
 }
 
@@ -161,9 +287,20 @@ static bool read_conn(struct vfabd *d, struct vfabd_conn *c)
 		}
 		if (c->len == sizeof(c->buf) - 1) {
 			reply(c, "ERR request line too long");
+			flush_out(c);
 			return false;
 		}
 	}
+}
+
+static bool peer_privileged(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
 }
 
 static void accept_conns(struct vfabd *d)
@@ -184,7 +321,8 @@ static void accept_conns(struct vfabd *d)
 			d->conns = nc;
 			d->cap = cap;
 		}
-		d->conns[d->nconns++] = (struct vfabd_conn){.fd = fd};
+		d->conns[d->nconns++] = (struct vfabd_conn){
+		    .fd = fd, .hca = -1, .privileged = peer_privileged(fd)};
 	}
 }
 
@@ -202,15 +340,18 @@ static void on_tick(struct vfabd *d)
 {
 	uint64_t expirations;
 
-	if (read(d->timer_fd, &expirations, sizeof(expirations)) == (ssize_t)sizeof(expirations))
+	if (read(d->timer_fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations))
+		return;
+	vfabd_counters_tick(d);
+	if (++d->ticks % VFABD_REAP_TICKS == 0)
 		vfabd_reap_dead(d->r);
 }
 
 int vfabd_serve(struct vfabd *d)
 {
 	struct itimerspec its = {
-	    .it_interval = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
-	    .it_value = {.tv_nsec = VFABD_REAP_INTERVAL_MS * 1000000L},
+	    .it_interval = {.tv_nsec = VFABD_TICK_MS * 1000000L},
+	    .it_value = {.tv_nsec = VFABD_TICK_MS * 1000000L},
 	};
 	struct pollfd *pfds = NULL;
 	size_t pcap = 0;
@@ -234,9 +375,13 @@ int vfabd_serve(struct vfabd *d)
 		pfds[0] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
 		pfds[1] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
 		pfds[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
-		for (i = 0; i < nc; i++)
-			pfds[3 + i] = (struct pollfd){.fd = d->conns[i].fd, .events = POLLIN};
-		if (poll(pfds, n, -1) < 0) {
+		for (i = 0; i < nc; i++) {
+			struct vfabd_conn *c = &d->conns[i];
+
+			pfds[3 + i] = (struct pollfd){
+			    .fd = c->fd, .events = POLLIN | (c->out_len ? POLLOUT : 0)};
+		}
+		if (poll(pfds, n, vfabd_faults_due(d)) < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
@@ -248,9 +393,13 @@ int vfabd_serve(struct vfabd *d)
 			on_tick(d);
 		/* Backwards: drop_conn moves the last connection into the hole. */
 		for (i = nc; i-- > 0;) {
-			if (!pfds[3 + i].revents)
-				continue;
-			if (!read_conn(d, &d->conns[i]))
+			struct vfabd_conn *c = &d->conns[i];
+			bool ok = true;
+
+			if (pfds[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
+				ok = read_conn(d, c);
+			/* Replies are sent even for a request that came with the peer's close. */
+			if (!flush_out(c) || !ok)
 				drop_conn(d, i);
 		}
 		if (pfds[0].revents)
@@ -262,8 +411,12 @@ int vfabd_serve(struct vfabd *d)
 
 void vfabd_close_all(struct vfabd *d)
 {
-	for (size_t i = 0; i < d->nconns; i++)
+	for (size_t i = 0; i < d->nconns; i++) {
+		flush_out(&d->conns[i]); /* SHUTDOWN's OK, best effort */
 		close(d->conns[i].fd);
+		free(d->conns[i].async);
+		free(d->conns[i].out);
+	}
 	free(d->conns);
 	d->conns = NULL;
 	d->nconns = d->cap = 0;

@@ -162,6 +162,61 @@ int vfab_etc_view_add_ssh(const char *upper, const char *ssh_config)
 		return ret;
 	if (vfab_pathf(path, sizeof(path), "%s/ssh/ssh_config.d/" VFAB_SSH_CONF_INCLUDE, upper))
 		return -ENAMETOOLONG;
-	return vfab_write_filef(path, "# the fabric's nodes: plain 'ssh node1' works here\nInclude %s\n",
-				ssh_config);
+	return vfab_write_filef(
+	    path, "# the fabric's nodes: plain 'ssh node1' works here\nInclude %s\n", ssh_config);
+}
+
+/* The password field of root's line in a shadow file's text, or NULL. */
+static char *root_password_field(char *text)
+{
+	for (char *line = text; line && *line;) {
+		if (strncmp(line, "root:", 5) == 0)
+			return line + 5;
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return NULL;
+}
+
+int vfab_etc_view_unlock_root_keys(const char *upper, const char *shadow)
+{
+	char path[4096], *text, *field;
+	struct stat st;
+	ssize_t n;
+	int ret;
+
+	if (stat(shadow, &st))
+		return errno == ENOENT ? 0 : -errno;
+	text = malloc((size_t)st.st_size + 2);
+	if (!text)
+		return -ENOMEM;
+	n = vfab_read_file(shadow, text, (size_t)st.st_size + 2);
+	if (n < 0) {
+		free(text);
+		return (int)n;
+	}
+	field = root_password_field(text);
+	if (!field || field[0] != '!') {
+		free(text);
+		return 0;
+	}
+	/* "!hash" or "!" -> "*": still no password login, but no longer "locked". */
+	field[0] = '*';
+	if (field[1] != ':') {
+		char *end = strchr(field, ':');
+
+		if (!end) {
+			free(text);
+			return -EINVAL;
+		}
+		memmove(field + 1, end, strlen(end) + 1);
+	}
+	ret = vfab_pathf(path, sizeof(path), "%s/shadow", upper);
+	if (ret == 0)
+		ret = vfab_write_file(path, text, strlen(text), st.st_mode & 07777);
+	if (ret == 0 && (chown(path, st.st_uid, st.st_gid) || chmod(path, st.st_mode & 07777)))
+		ret = -errno;
+	free(text);
+	return ret;
 }

@@ -34,4 +34,15 @@ int vfab_etc_view_add_libdirs(const char *upper, const char *const *dirs, unsign
 /* ssh/ssh_config.d/vfab.conf including the fabric's generated ssh config. */
 int vfab_etc_view_add_ssh(const char *upper, const char *ssh_config);
 
+/*
+ * sshd without PAM refuses every login, keys included, to an account whose
+ * password field starts with '!' (a locked root, as on many installs). The
+ * node's shadow then says '*' for root instead: key logins work in the
+ * node, password logins stay impossible, the host's file is untouched.
+ * `shadow` is the host's (/etc/shadow). Writes <upper>/shadow only when
+ * needed. 0 or -errno.
+ */
+#define VFAB_HOST_SHADOW "/etc/shadow"
+int vfab_etc_view_unlock_root_keys(const char *upper, const char *shadow);
+
 #endif /* VFAB_NETNS_ETC_VIEW_H */

@@ -56,14 +56,13 @@ int vfab_host_dir_claim(const char *rundir, const char *path, const char *marker
 	return record ? vfab_write_file(mark, "", 0, 0644) : 0;
 }
 
-int vfab_host_dir_release(const char *rundir, const char *path, const char *marker)
+int vfab_host_dir_release(const char *rundir, const char *path, const char *marker, int any_fabric)
 {
 	char mark[4096];
 
 	if (vfab_pathf(mark, sizeof(mark), "%s/%s", rundir, marker) || access(mark, F_OK))
 		return 0;
-	/* Another fabric still uses it (a mount point of its nodes, its sshds). */
-	if (other_fabrics(rundir, NULL))
+	if (other_fabrics(rundir, any_fabric ? NULL : marker))
 		return 0;
 	if (rmdir(path) && errno != ENOENT && errno != ENOTEMPTY)
 		return -errno;

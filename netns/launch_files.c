@@ -118,7 +118,8 @@ int vfab_ssh_client_config_write(const char *rundir, const struct vfab_config *c
 
 		if (vfab_node_main_addr(n, addr, sizeof(addr)))
 			continue;
-		/* Everything per host: included from a node's ssh_config, it touches no other host. */
+		/* Everything per host: included from a node's ssh_config, it touches no other host.
+		 */
 		add(&t,
 		    "Host %s %s%s %s\n"
 		    "\tHostName %s\n"

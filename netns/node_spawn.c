@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,11 +62,18 @@ static void set_stdio(int out_fd)
 
 static __attribute__((noreturn)) void child_main(const char *rundir, const char *node,
 						 char *const argv[],
-						 const struct vfab_spawn_opts *opts, int report_fd)
+						 const struct vfab_spawn_opts *opts, int report_fd,
+						 pid_t parent)
 {
 	int ret;
 
 	reset_signals();
+	if (opts->death_signal) {
+		prctl(PR_SET_PDEATHSIG, opts->death_signal, 0, 0, 0);
+		/* The parent may have died before the line above. */
+		if (getppid() != parent)
+			_exit(128 + opts->death_signal);
+	}
 	if (opts->new_pgrp)
 		setpgid(0, 0);
 	set_stdio(opts->out_fd);
@@ -114,8 +122,8 @@ int vfab_node_spawn(const char *rundir, const char *node, char *const argv[],
 		    const struct vfab_spawn_opts *opts, pid_t *pid, const char **failed)
 {
 	static const struct vfab_spawn_opts defaults = {.out_fd = -1};
+	pid_t child, self = getpid();
 	int fds[2], ret;
-	pid_t child;
 
 	if (!argv || !argv[0])
 		return -EINVAL;
@@ -134,7 +142,7 @@ int vfab_node_spawn(const char *rundir, const char *node, char *const argv[],
 	}
 	if (child == 0) {
 		close(fds[0]);
-		child_main(rundir, node, argv, opts, fds[1]);
+		child_main(rundir, node, argv, opts, fds[1], self);
 	}
 	/* Both sides set the group: whoever runs first, a signal finds it. */
 	if (opts->new_pgrp)

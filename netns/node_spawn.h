@@ -10,9 +10,10 @@
 #include <sys/types.h>
 
 struct vfab_spawn_opts {
-	int out_fd;	       /* stdout and stderr of the program; -1: /dev/null */
-	int new_pgrp;	       /* own process group (led by the child) */
-	char *const *env_add;  /* "NAME=value" entries set on top of ours; NULL-terminated */
+	int out_fd;	      /* stdout and stderr of the program; -1: /dev/null */
+	int new_pgrp;	      /* own process group (led by the child) */
+	char *const *env_add; /* "NAME=value" entries set on top of ours; NULL-terminated */
+	int death_signal;     /* sent to the program when the caller dies; 0: none */
 };
 
 /*

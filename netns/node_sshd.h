@@ -23,16 +23,15 @@
  * host key and the client key (<rundir>/ssh/), authorized_keys, the client
  * ssh_config, and makes sure /run/sshd exists. 0 or -errno with `err`.
  */
-int vfab_ssh_prepare(const char *rundir, const struct vfab_config *cfg, char *err,
-		     size_t errlen);
+int vfab_ssh_prepare(const char *rundir, const struct vfab_config *cfg, char *err, size_t errlen);
 
 /*
  * Start the sshd of node `node` (config index) inside the node, once its
  * network is up, and wait until it listens (its pid file appears). 0 or
  * -errno with `err` (the tail of the sshd's log when it gave up).
  */
-int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint32_t node,
-			char *err, size_t errlen);
+int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint32_t node, char *err,
+			size_t errlen);
 
 /* Was the fabric brought up with sshd in its nodes? */
 int vfab_ssh_enabled(const char *rundir);

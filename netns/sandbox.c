@@ -2,11 +2,14 @@
 #include "netns/sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fabric/topology.h"
@@ -14,6 +17,9 @@
 #include "netns/fabric_net.h"
 #include "netns/fsutil.h"
 #include "netns/holder.h"
+#include "netns/launch_files.h"
+#include "netns/node_spawn.h"
+#include "netns/node_sshd.h"
 #include "netns/host_dirs.h"
 #include "netns/sysfs_view.h"
 
@@ -27,6 +33,29 @@ static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	return ret;
+}
+
+static int write_libdirs(const struct vfab_sandbox *sb)
+{
+	char path[4096];
+	size_t cap = 1, used = 0;
+	char *buf;
+	int ret;
+
+	if (sb->nlibdirs == 0)
+		return 0;
+	for (unsigned i = 0; i < sb->nlibdirs; i++)
+		cap += strlen(sb->libdirs[i]) + 1;
+	if (vfab_pathf(path, sizeof(path), "%s/" VFAB_LIBDIRS_FILE, sb->rundir))
+		return -ENAMETOOLONG;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (unsigned i = 0; i < sb->nlibdirs; i++)
+		used += (size_t)snprintf(buf + used, cap - used, "%s\n", sb->libdirs[i]);
+	ret = vfab_write_file(path, buf, used, 0644);
+	free(buf);
 	return ret;
 }
 
@@ -47,7 +76,17 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	ret = vfab_host_dir_claim(sb->rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 0755);
 	if (ret)
 		return fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
-	return vfab_net_fabric_create(sb->fabric, sb->cfg->mtu, err, errlen);
+	ret = vfab_net_fabric_create(sb->fabric, sb->cfg->mtu, err, errlen);
+	if (ret)
+		return ret;
+	ret = vfab_launch_files_write(sb->rundir, sb->cfg);
+	if (ret)
+		return fail(err, errlen, ret, "write the hostfile and hosts list in %s",
+			    sb->rundir);
+	ret = write_libdirs(sb);
+	if (ret)
+		return fail(err, errlen, ret, "write %s/" VFAB_LIBDIRS_FILE, sb->rundir);
+	return sb->ssh ? vfab_ssh_prepare(sb->rundir, sb->cfg, err, errlen) : 0;
 }
 
 static const struct vfab_cfg_node *config_node(const struct vfab_config *cfg, const char *id,
@@ -88,6 +127,63 @@ static int build_net_spec(const struct vfab_sandbox *sb, uint32_t cfg_index,
 	return 0;
 }
 
+static int write_etc_view(const struct vfab_sandbox *sb, uint32_t cfg_index, const char *upper)
+{
+	char ssh_config[4096];
+	int ret = vfab_etc_view_write(upper, sb->cfg, cfg_index, sb->libdir, sb->preload_lib);
+
+	if (ret == 0 && sb->nlibdirs)
+		ret = vfab_etc_view_add_libdirs(upper, sb->libdirs, sb->nlibdirs);
+	if (ret == 0 && sb->ssh) {
+		if (vfab_pathf(ssh_config, sizeof(ssh_config), "%s/" VFAB_SSH_CONFIG, sb->rundir))
+			return -ENAMETOOLONG;
+		ret = vfab_etc_view_add_ssh(upper, ssh_config);
+		if (ret == 0)
+			ret = vfab_etc_view_unlock_root_keys(upper, VFAB_HOST_SHADOW);
+	}
+	return ret;
+}
+
+static const char *find_ldconfig(void)
+{
+	static const char *const candidates[] = {"/sbin/ldconfig", "/usr/sbin/ldconfig",
+						 "/usr/local/sbin/ldconfig"};
+
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
+		if (access(candidates[i], X_OK) == 0)
+			return candidates[i];
+	return "ldconfig";
+}
+
+/*
+ * The node's own ld.so.cache, with the libdirs in it: ldconfig inside the
+ * node writes through the node's /etc overlay. -X: the directories are the
+ * user's, their links are left as they are.
+ */
+static int node_ldconfig(const struct vfab_sandbox *sb, const char *id, const char *nd, char *err,
+			 size_t errlen)
+{
+	char *argv[] = {(char *)find_ldconfig(), "-X", NULL};
+	char log[4096], out[400] = "";
+	const char *failed = "run";
+	int fd, ret, status = 0;
+
+	if (vfab_pathf(log, sizeof(log), "%s/ldconfig.log", nd))
+		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "create %s", log);
+	ret = vfab_node_run(sb->rundir, id, argv, fd, &status, &failed);
+	close(fd);
+	if (ret)
+		return fail(err, errlen, ret, "ldconfig in node %s: %s", id, failed);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	vfab_read_file(log, out, sizeof(out));
+	return fail(err, errlen, -EIO, "ldconfig in node %s failed (status 0x%x): %s", id,
+		    (unsigned)status, out);
+}
+
 int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,
 			 size_t errlen)
 {
@@ -112,7 +208,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 		return fail(err, errlen, ret, "write the sysfs view of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-upper", nd))
 		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
-	ret = vfab_etc_view_write(path, sb->cfg, cfg_index, sb->libdir, sb->preload_lib);
+	ret = write_etc_view(sb, cfg_index, path);
 	if (ret)
 		return fail(err, errlen, ret, "write the /etc view of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-work", nd))
@@ -131,5 +227,10 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	ret = vfab_net_bind_ns(sb->fabric, rn->id, *holder);
 	if (ret)
 		return fail(err, errlen, ret, "publish the namespace of node %s", rn->id);
-	return vfab_net_node_setup(sb->fabric, &net, err, errlen);
+	ret = vfab_net_node_setup(sb->fabric, &net, err, errlen);
+	if (ret == 0 && sb->nlibdirs)
+		ret = node_ldconfig(sb, rn->id, nd, err, errlen);
+	if (ret == 0 && sb->ssh)
+		ret = vfab_ssh_node_start(sb->rundir, sb->cfg, cfg_index, err, errlen);
+	return ret;
 }

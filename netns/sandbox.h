@@ -25,20 +25,28 @@ struct vfab_sandbox {
 	struct vfab_region *region; /* filled by vfabd (ready) */
 	const char *libdir;	    /* absolute: holds libvfab-rdmav34.so */
 	const char *preload_lib;    /* absolute path of libvfab-preload.so */
+	const char *const *libdirs; /* absolute; the nodes' ld.so.cache covers them */
+	unsigned nlibdirs;
+	int ssh; /* an sshd per node (node_sshd.h) */
 };
+
+/* <rundir>/libdirs: the --libdir directories of `up`, one per line. */
+#define VFAB_LIBDIRS_FILE "libdirs"
 
 /*
  * Fabric-wide preparation: a tmpfs on <rundir>/nodes for the views (they are
  * thousands of small files per HCA: on a disk file system creating them takes
  * seconds), the host's /dev/infiniband mount point (created, and recorded,
- * only if missing) and the fabric namespace with its bridge.
+ * only if missing), the fabric namespace with its bridge, the launcher files
+ * (launch_files.h), <rundir>/libdirs and, with `ssh`, the keys and configs.
  */
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen);
 
 /*
  * One node (index into the region's nodes[]): writes its sysfs, /dev and
  * /etc views, starts its holder, publishes its namespace and builds its
- * network. The holder pid goes into the region too.
+ * network. The holder pid goes into the region too. Then, inside the node,
+ * ldconfig when there are libdirs and sshd with `ssh`.
  */
 int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,
 			 size_t errlen);

@@ -17,6 +17,7 @@
 #include "netns/fsutil.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
+#include "netns/node_sshd.h"
 
 #define MAX_NODES (VFAB_MAX_NODES + 8)
 #define TERM_GRACE_MS 500
@@ -219,8 +220,11 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	note(err, errlen, &first, ret == -ENOENT ? 0 : ret, "unlink the region of %s", fabric);
 	ret = unmount_views(rundir);
 	note(err, errlen, &first, ret, "unmount the views under %s", rundir);
-	ret = vfab_host_dir_release(rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER);
+	ret = vfab_host_dir_release(rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 1);
 	note(err, errlen, &first, ret, "remove " VFAB_HOST_DEVIB);
+	/* The nodes' sshds, if any, died with the other node processes above. */
+	ret = vfab_host_dir_release(rundir, VFAB_RUN_SSHD, VFAB_RUN_SSHD_MARKER, 0);
+	note(err, errlen, &first, ret, "remove " VFAB_RUN_SSHD);
 	ret = vfab_rm_rf(rundir);
 	note(err, errlen, &first, ret, "remove %s", rundir);
 	/* Only when no other fabric lives there. */

@@ -8,6 +8,7 @@
 #ifndef VFAB_PROVIDER_H
 #define VFAB_PROVIDER_H
 
+#include "fabric/link_model.h"
 #include "fabric/region.h"
 #include "provider/verbs_abi.h"
 #include "provider/vfab_device.h"
@@ -115,6 +116,21 @@ struct vfab_ah {
 };
 
 /*
+ * Where a work request stands in the requester's send queue. A QP's queue
+ * is always: WRs whose ACK is due (ACKED), WRs on the wire of a shaped path
+ * (FLIGHT), then at most one WR that waits for a timer or has failed, with
+ * the WRs posted after it (QUEUED) behind it, all in posting order.
+ */
+enum vfab_stage {
+	VFAB_ST_QUEUED,	      /* not sent: behind a waiting or failed WR */
+	VFAB_ST_FLIGHT,	      /* booked on the link model; delivered at due_ns */
+	VFAB_ST_ACKED,	      /* delivered; completes at due_ns (its ACK) */
+	VFAB_ST_WAIT_RNR,     /* RNR NAK: resent at due_ns */
+	VFAB_ST_WAIT_TIMEOUT, /* no answer: the ACK timer expires at due_ns */
+	VFAB_ST_FAILED,	      /* completes with status once the WRs before it have */
+};
+
+/*
  * A send work request as the requester keeps it: converted from ibv_send_wr
  * or built by the ibv_wr_* API, inline data already copied.
  */
@@ -135,26 +151,25 @@ struct vfab_swqe {
 	uint32_t num_sge;
 	uint32_t inline_len;
 	bool is_inline;
-	/* Waiting state: why, retries left, and when the next attempt is due. */
-	uint8_t wait; /* enum vfab_wait */
+	/* Progress through the fabric. */
+	uint8_t stage; /* enum vfab_stage */
 	uint8_t retries_left;
 	uint8_t rnr_left;
+	uint32_t status;   /* VFAB_ST_FAILED: the completion status */
+	uint32_t byte_len; /* for the completion */
+	uint32_t psn, npkts;
 	uint64_t due_ns;
+	uint64_t ack_ns; /* FLIGHT: when the ACK comes back after delivery */
 	struct ibv_sge sge[VFAB_MAX_SGE];
 	uint8_t inline_data[VFAB_MAX_INLINE];
-};
-
-enum vfab_wait {
-	VFAB_WAIT_NONE,
-	VFAB_WAIT_TIMEOUT, /* no answer: the transport timer runs */
-	VFAB_WAIT_RNR,	   /* RNR NAK: the responder's RNR timer runs */
 };
 
 /* Where an RC QP sends, as resolved from its RTR attributes. */
 struct vfab_dest {
 	bool valid;
 	uint32_t hca, port, slot, qpn;
-	uint32_t port_gen, src_gen; /* GID table generations it was resolved with */
+	uint32_t port_gen, src_gen;  /* GID table generations it was resolved with */
+	struct fabric_path fwd, rev; /* link-model hops there and back */
 };
 
 struct vfab_qp {
@@ -179,7 +194,11 @@ struct vfab_qp {
 	_Atomic uint32_t sq_retired; /* advanced by poll_cq */
 	uint32_t mtu_bytes;
 	struct vfab_dest dest;
-	struct vfab_swqe *pend_head, *pend_tail; /* WRs that must wait, in order */
+	uint64_t rng; /* loss draws */
+	/* Send queue of WRs not complete yet (enum vfab_stage), and spares. */
+	struct vfab_swqe *pend_head, *pend_tail;
+	struct vfab_swqe *spare;
+	uint32_t nspare;
 
 	/* Receive side producers of this process. */
 	pthread_mutex_t rq_lock;
@@ -322,20 +341,44 @@ void vfab_qp_sync_state(struct vfab_qp *qp);
 void vfab_qp_ex_init(struct vfab_qp *qp);
 void vfab_qp_ex_fini(struct vfab_qp *qp);
 
-/* ---- vfab_req.c: requester ---- */
+/* ---- vfab_req.c: posting ---- */
 int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-/* Validates and queues one WQE (sq_lock held); 0 or an errno value. */
-int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe);
+/* What post_send refuses outright (sq_lock held): 0 or an errno value. */
 int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe);
-/* Runs the waiting WRs that are due; returns when the next one is due (0: none). */
-void vfab_req_progress(struct vfab_qp *qp);
-/* Completes every waiting WR with WR_FLUSH_ERR (sq_lock held). */
-void vfab_req_flush_pending(struct vfab_qp *qp);
+/* Starts a validated WR (sq_lock held); 0 or an errno value. */
+int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe);
 void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe, enum ibv_wc_status status,
 		       uint32_t byte_len);
+
+/* ---- vfab_attempt.c: one WR on the wire ---- */
+enum vfab_outcome {
+	VFAB_OUT_ACKED,	  /* delivered: completes at wqe->due_ns */
+	VFAB_OUT_FLIGHT,  /* booked: delivered at wqe->due_ns */
+	VFAB_OUT_BLOCKED, /* waits for a timer until wqe->due_ns */
+	VFAB_OUT_FAILED,  /* wqe->status is its error completion */
+};
+/* Sends the WR (or again, after a wait); sets stage, due_ns and friends. */
+enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+/* A FLIGHT WR reaches its destination at now. */
+enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+
+/* ---- vfab_sq.c: the send queue of WRs not complete yet ---- */
+int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);
+/* Whether new WRs must queue behind a waiting or failed one. */
+bool vfab_sq_blocked(const struct vfab_qp *qp);
+/* Runs what is due (sq_lock held); returns when the next event is due, 0: none. */
+uint64_t vfab_sq_progress(struct vfab_qp *qp);
+void vfab_req_progress(struct vfab_qp *qp);	/* the same, taking sq_lock, rescheduling */
+bool vfab_req_try_progress(struct vfab_qp *qp); /* false: sq_lock was taken */
+/* Completes every queued WR with WR_FLUSH_ERR (sq_lock held). */
+void vfab_req_flush_pending(struct vfab_qp *qp);
+/* Frees the queue without completions (RESET, destroy). */
+void vfab_sq_drop(struct vfab_qp *qp);
 
 /* ---- vfab_engine.c ---- */
 void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns);
 void vfab_engine_cancel(struct vfab_qp *qp);
+/* From poll_cq: runs due timed work of this process if any (never blocks). */
+void vfab_engine_poll(void);
 
 #endif /* VFAB_PROVIDER_H */

@@ -44,6 +44,8 @@ int vfab_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct vfab_cqe e;
 	int i;
 
+	/* A polling thread is the promptest place to deliver what is due. */
+	vfab_engine_poll();
 	pthread_spin_lock(&cq->poll_lock);
 	for (i = 0; i < n && take_entry(cq, &e); i++) {
 		struct ibv_wc *w = &wc[i];
@@ -97,6 +99,7 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	vfab_engine_poll();
 	pthread_spin_lock(&cq->poll_lock);
 	rc = ex_load(cq);
 	/* On ENOENT the caller does not call end_poll. */

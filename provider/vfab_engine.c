@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The per-process progress thread. Most work requests complete inside
- * post_send; the engine only resumes those that wait for an IB timer (RNR
- * or transport retry). It is started on first need and sleeps until the
- * earliest due time of the QPs listed with it.
+ * The per-process progress thread. On an unshaped fabric most work requests
+ * complete inside post_send; the engine resumes those that wait for an IB
+ * timer (RNR, ACK timeout) and delivers and completes messages of shaped
+ * links when the link model says. It is started on first need and sleeps
+ * until the earliest due time of the QPs listed with it; a thread that
+ * polls a CQ lends a hand (vfab_engine_poll), which is what keeps delays of
+ * a few microseconds accurate when the application is busy polling anyway.
  */
 #include "provider/vfab.h"
 
+#include <sched.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -14,6 +19,9 @@ static pthread_cond_t eng_wake; /* new work or an earlier due time */
 static pthread_cond_t eng_idle; /* a QP's progress call returned */
 static struct vfab_qp *eng_list;
 static bool eng_started;
+/* Read without the lock by pollers: how many QPs wait, and the earliest due. */
+static _Atomic uint32_t eng_nlisted;
+static _Atomic uint64_t eng_earliest = UINT64_MAX;
 
 static void list_del(struct vfab_qp *qp)
 {
@@ -25,43 +33,73 @@ static void list_del(struct vfab_qp *qp)
 		qp->eng_next->eng_prev = qp->eng_prev;
 	qp->eng_next = qp->eng_prev = NULL;
 	qp->eng_listed = false;
+	atomic_fetch_sub(&eng_nlisted, 1);
 }
 
-static void deadline(uint64_t ns, struct timespec *ts)
+/* The listed QP due first; eng_lock held. Refreshes eng_earliest. */
+static struct vfab_qp *earliest(void)
 {
-	ts->tv_sec = (time_t)(ns / 1000000000ull);
-	ts->tv_nsec = (long)(ns % 1000000000ull);
+	struct vfab_qp *qp, *next = NULL;
+
+	for (qp = eng_list; qp; qp = qp->eng_next)
+		if (!next || qp->eng_due_ns < next->eng_due_ns)
+			next = qp;
+	atomic_store(&eng_earliest, next ? next->eng_due_ns : UINT64_MAX);
+	return next;
+}
+
+/*
+ * Runs one due QP; eng_lock held on entry and on return. A poller only
+ * tries: its thread may hold the QP's lock (between wr_start and wr_complete).
+ */
+static void run(struct vfab_qp *qp, bool poller)
+{
+	uint64_t due = qp->eng_due_ns;
+
+	/* Progress lists the QP again itself if it still has work. */
+	list_del(qp);
+	qp->eng_busy++;
+	pthread_mutex_unlock(&eng_lock);
+	if (!poller)
+		vfab_req_progress(qp);
+	else if (!vfab_req_try_progress(qp))
+		vfab_engine_schedule(qp, due);
+	pthread_mutex_lock(&eng_lock);
+	qp->eng_busy--;
+	pthread_cond_broadcast(&eng_idle);
 }
 
 static void *engine_main(void *arg)
 {
+	struct sched_param sp = {.sched_priority = 1};
+
 	(void)arg;
+	/* Wake-ups within microseconds of the due time, not the default 50 us. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	/*
+	 * The lowest real-time priority makes a wake-up preempt the busy-polling
+	 * application at once; the engine only ever sleeps or does short work.
+	 * Without the privilege it stays an ordinary thread.
+	 */
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		vfab_dbg("engine thread stays SCHED_OTHER: timed deliveries may be late");
 	pthread_mutex_lock(&eng_lock);
 	for (;;) {
-		struct vfab_qp *qp, *next = NULL;
+		struct vfab_qp *next = earliest();
 		uint64_t now = vfab_now_ns();
 		struct timespec ts;
 
-		for (qp = eng_list; qp; qp = qp->eng_next)
-			if (!next || qp->eng_due_ns < next->eng_due_ns)
-				next = qp;
 		if (!next) {
 			pthread_cond_wait(&eng_wake, &eng_lock);
 			continue;
 		}
-		if (next->eng_due_ns > now) {
-			deadline(next->eng_due_ns, &ts);
-			pthread_cond_timedwait(&eng_wake, &eng_lock, &ts);
+		if (next->eng_due_ns <= now) {
+			run(next, false);
 			continue;
 		}
-		/* Progress reschedules the QP itself if it still has waiting WRs. */
-		list_del(next);
-		next->eng_busy++;
-		pthread_mutex_unlock(&eng_lock);
-		vfab_req_progress(next);
-		pthread_mutex_lock(&eng_lock);
-		next->eng_busy--;
-		pthread_cond_broadcast(&eng_idle);
+		ts.tv_sec = (time_t)(next->eng_due_ns / 1000000000ull);
+		ts.tv_nsec = (long)(next->eng_due_ns % 1000000000ull);
+		pthread_cond_timedwait(&eng_wake, &eng_lock, &ts);
 	}
 	return NULL;
 }
@@ -75,16 +113,17 @@ static void engine_atfork_child(void)
 	pthread_mutex_init(&eng_lock, NULL);
 	eng_list = NULL;
 	eng_started = false;
+	atomic_store(&eng_nlisted, 0);
+	atomic_store(&eng_earliest, UINT64_MAX);
 }
 
 /* Caller holds eng_lock. */
 static void start_engine(void)
 {
+	static bool atfork_set;
 	pthread_condattr_t ca;
 	pthread_attr_t ta;
 	pthread_t t;
-
-	static bool atfork_set;
 
 	if (eng_started)
 		return;
@@ -102,7 +141,7 @@ static void start_engine(void)
 	if (pthread_create(&t, &ta, engine_main, NULL) == 0)
 		eng_started = true;
 	else
-		vfab_dbg("cannot start the progress thread: waiting WRs stall");
+		vfab_dbg("cannot start the progress thread: only polling moves timed work");
 	pthread_attr_destroy(&ta);
 }
 
@@ -118,11 +157,30 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 		eng_list = qp;
 		qp->eng_listed = true;
 		qp->eng_due_ns = due_ns;
+		atomic_fetch_add(&eng_nlisted, 1);
 	} else if (due_ns < qp->eng_due_ns) {
 		qp->eng_due_ns = due_ns;
 	}
+	if (due_ns < atomic_load(&eng_earliest))
+		atomic_store(&eng_earliest, due_ns);
 	if (eng_started)
 		pthread_cond_signal(&eng_wake);
+	pthread_mutex_unlock(&eng_lock);
+}
+
+void vfab_engine_poll(void)
+{
+	struct vfab_qp *next;
+
+	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed) ||
+	    vfab_now_ns() < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
+		return;
+	/* Never wait for the engine: it is probably doing this very work. */
+	if (pthread_mutex_trylock(&eng_lock))
+		return;
+	next = earliest();
+	if (next && next->eng_due_ns <= vfab_now_ns())
+		run(next, true);
 	pthread_mutex_unlock(&eng_lock);
 }
 

@@ -134,6 +134,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	qp->s = &ctx->r->qps[slot];
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
+	qp->rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	fill_slot(qp, a);
@@ -230,16 +231,11 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);
 	struct vfab_context *ctx = qp->ctx;
-	struct vfab_swqe *w;
 
 	vfab_engine_cancel(qp);
 	pthread_mutex_lock(&qp->sq_lock);
-	/* Destroying is not an error: waiting WRs vanish without completions. */
-	while ((w = qp->pend_head)) {
-		qp->pend_head = w->next;
-		free(w);
-	}
-	qp->pend_tail = NULL;
+	/* Destroying is not an error: queued WRs vanish without completions. */
+	vfab_sq_drop(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 
 	atomic_store(&ctx->map->qps[qp->slot], NULL);

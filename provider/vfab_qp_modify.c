@@ -139,13 +139,8 @@ static void apply_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mas
 static void enter_reset(struct vfab_qp *qp)
 {
 	struct vfab_qp_slot *s = qp->s;
-	struct vfab_swqe *w;
 
-	while ((w = qp->pend_head)) {
-		qp->pend_head = w->next;
-		free(w);
-	}
-	qp->pend_tail = NULL;
+	vfab_sq_drop(qp);
 	qp->sq_posted = 0;
 	atomic_store(&qp->sq_retired, 0);
 	qp->sq_psn = 0;

@@ -30,24 +30,11 @@ static void count_port(struct vfab_port *p, bool tx, uint64_t bytes, uint32_t pa
 	atomic_fetch_add_explicit(pkts, packets, memory_order_relaxed);
 }
 
-static void count_link(struct vfab_region *r, uint32_t idx, uint64_t bytes)
+void vfab_count_ports(struct vfab_region *r, uint32_t from_hca, uint32_t from_port, uint32_t to_hca,
+		      uint32_t to_port, uint64_t bytes, uint32_t packets)
 {
-	if (idx >= VFAB_MAX_LINKS || !r->links[idx].in_use)
-		return;
-	atomic_fetch_add_explicit(&r->links[idx].bytes, bytes, memory_order_relaxed);
-	atomic_fetch_add_explicit(&r->links[idx].msgs, 1, memory_order_relaxed);
-}
-
-void vfab_count_traffic(struct vfab_region *r, uint32_t from_hca, uint32_t from_port,
-			uint32_t to_hca, uint32_t to_port, uint64_t bytes, uint32_t packets)
-{
-	struct vfab_port *from = &r->hcas[from_hca].ports[from_port - 1];
-	struct vfab_port *to = &r->hcas[to_hca].ports[to_port - 1];
-
-	count_port(from, true, bytes, packets);
-	count_port(to, false, bytes, packets);
-	count_link(r, from->link_up, bytes);
-	count_link(r, to->link_down, bytes);
+	count_port(&r->hcas[from_hca].ports[from_port - 1], true, bytes, packets);
+	count_port(&r->hcas[to_hca].ports[to_port - 1], false, bytes, packets);
 }
 
 static struct vfab_port *dst_port(const struct vfab_msg *m)

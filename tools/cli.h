@@ -8,6 +8,7 @@
 #define VFAB_TOOLS_CLI_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,6 +34,34 @@ int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_exec(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_shell(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_run(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_ssh(struct vfab_cli *cli, int argc, char **argv);
+/* Runtime control and observability (cmd_link.c ... cmd_report.c). */
+int vfab_cmd_link(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_shape(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_fault(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_stats(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv);
+/*
+ * Shared by link, shape and fault (cmd_link.c): --help/--fabric parsing
+ * (returns the first operand's index, or -1 with *exit_code set), and one
+ * vfabd request whose reply becomes the output and exit code.
+ */
+int vfab_ops_options(struct vfab_cli *cli, int argc, char **argv, void (*usage_fn)(FILE *),
+		     int *exit_code);
+int vfab_ops_request(const struct vfab_cli *cli, const char *verb, const char *line);
+
+/*
+ * cli_node.c, for verbs working inside nodes. Each prints its own message
+ * and returns the exit code to use (VFAB_EXIT_OK when all is well).
+ */
+/* The fabric is up and has `node`. */
+int vfab_cli_check_node(const struct vfab_cli *cli, const char *verb, const char *node);
+/* vfab_cli_check_node, then this (single-threaded) process joins the node. */
+int vfab_cli_enter(const struct vfab_cli *cli, const char *verb, const char *node);
+struct vfab_config;
+/* The config the fabric was brought up with (its run dir copy); free it after. */
+int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vfab_config *cfg);
 
 /*
  * Everything `down` does, also used by `up` to roll back: stop vfabd

@@ -6,9 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
-#include "netns/node_enter.h"
-#include "netns/sandbox.h"
 #include "tools/cli.h"
 
 /* Exit codes of a command that could not be started, as shells use them. */
@@ -63,35 +60,6 @@ static int parse(struct vfab_cli *cli, int argc, char **argv, void (*usage)(FILE
 	return optind;
 }
 
-/* Join the node; on failure the exit code to use, with the reason printed. */
-static int enter(const struct vfab_cli *cli, const char *verb, const char *node)
-{
-	char dir[PATH_MAX];
-	int ret;
-
-	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
-		fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
-		return VFAB_EXIT_FAIL;
-	}
-	if (vfab_pathf(dir, sizeof(dir), "%s/nodes/%s", cli->rundir, node) || strchr(node, '/') ||
-	    access(dir, F_OK)) {
-		fprintf(stderr, "vfab %s: fabric %s has no node '%s'\n", verb, cli->fabric, node);
-		return VFAB_EXIT_USAGE;
-	}
-	ret = vfab_node_enter(cli->rundir, node);
-	if (ret == -ESRCH || ret == -ENOENT) {
-		fprintf(stderr,
-			"vfab %s: the holder of node %s is gone; restart the fabric (down, up)\n",
-			verb, node);
-		return VFAB_EXIT_FAIL;
-	}
-	if (ret) {
-		fprintf(stderr, "vfab %s: cannot enter node %s: %s\n", verb, node, strerror(-ret));
-		return VFAB_EXIT_FAIL;
-	}
-	return VFAB_EXIT_OK;
-}
-
 static int run(const char *verb, char **cmd)
 {
 	execvp(cmd[0], cmd);
@@ -114,7 +82,7 @@ int vfab_cmd_exec(struct vfab_cli *cli, int argc, char **argv)
 		exec_usage(stderr);
 		return VFAB_EXIT_USAGE;
 	}
-	ret = enter(cli, "exec", node);
+	ret = vfab_cli_enter(cli, "exec", node);
 	if (ret)
 		return ret;
 	return run("exec", argv + i);
@@ -133,7 +101,7 @@ int vfab_cmd_shell(struct vfab_cli *cli, int argc, char **argv)
 		shell_usage(stderr);
 		return VFAB_EXIT_USAGE;
 	}
-	ret = enter(cli, "shell", argv[i]);
+	ret = vfab_cli_enter(cli, "shell", argv[i]);
 	if (ret)
 		return ret;
 	cmd[0] = (char *)(shell && *shell ? shell : "/bin/bash");

@@ -10,6 +10,8 @@
 #include "netns/fabric_net.h"
 #include "netns/fsutil.h"
 #include "netns/holder.h"
+#include "netns/launch_files.h"
+#include "netns/node_sshd.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 
@@ -20,7 +22,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: vfab [--fabric NAME] status [--json]\n"
 		   "Shows the fabric: vfabd (pid, alive, its STATUS counters), and per node\n"
 		   "its holder pid, eth0 addresses and HCAs with the index of their IPv4\n"
-		   "RoCE v2 GID. --json prints one JSON object instead.\n"
+		   "RoCE v2 GID, the --libdir directories and, for fabrics up with --ssh,\n"
+		   "each node's sshd. --json prints one JSON object instead.\n"
 		   "Exit: 0 up and healthy, 1 not up or degraded, 2 usage error.\n");
 }
 
@@ -39,6 +42,7 @@ struct node_status {
 	char id[VFAB_NAME_MAX];
 	pid_t holder;
 	int holder_alive;
+	pid_t sshd; /* alive sshd of a fabric with --ssh, else 0 */
 	char addrs[512];
 	int region_index; /* -1: not in the region */
 };
@@ -50,6 +54,8 @@ struct fabric_status {
 	int nnodes;
 	struct node_status nodes[VFAB_MAX_NODES];
 	int healthy;
+	int ssh;
+	char libdirs[4096]; /* <rundir>/libdirs: one per line */
 };
 
 static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, const char *id,
@@ -68,6 +74,11 @@ static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, co
 		vfab_net_node_addrs(cli->fabric, id, "eth0", ns->addrs, sizeof(ns->addrs));
 	if (!ns->holder_alive)
 		fs->healthy = 0;
+	if (fs->ssh) {
+		ns->sshd = vfab_sshd_pid(cli->rundir, id);
+		if (!ns->sshd)
+			fs->healthy = 0;
+	}
 }
 
 static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
@@ -76,6 +87,10 @@ static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
 
 	memset(fs, 0, sizeof(*fs));
 	fs->healthy = 1;
+	fs->ssh = vfab_ssh_enabled(cli->rundir);
+	if (vfab_pathf(path, sizeof(path), "%s/" VFAB_LIBDIRS_FILE, cli->rundir) ||
+	    vfab_read_file(path, fs->libdirs, sizeof(fs->libdirs)) < 0)
+		fs->libdirs[0] = '\0';
 	fs->vfabd = vfab_vfabd_pid(cli);
 	if (vfab_vfabd_request(cli, "STATUS", fs->vfabd_json, sizeof(fs->vfabd_json),
 			       STATUS_ANSWER_MS) <= 0 ||
@@ -104,6 +119,15 @@ static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
 	}
 }
 
+static void print_libdirs_text(const char *list)
+{
+	char buf[4096], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *d = strtok_r(buf, "\n", &save); d; d = strtok_r(NULL, "\n", &save))
+		printf("  libdir  %s\n", d);
+}
+
 static void print_text(const struct vfab_cli *cli, const struct fabric_status *fs)
 {
 	printf("fabric %s: %s\n", cli->fabric, fs->healthy ? "up" : "DEGRADED");
@@ -113,6 +137,9 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 		       fs->vfabd_json[0] ? fs->vfabd_json : "not answering");
 	else
 		printf("  vfabd   not running\n");
+	print_libdirs_text(fs->libdirs);
+	if (fs->ssh)
+		printf("  ssh     sshd in every node: %s/" VFAB_SSH_CONFIG "\n", cli->rundir);
 	printf("  %-15s %-16s %-22s %s\n", "NODE", "HOLDER", "ETH0", "HCAS");
 	for (int i = 0; i < fs->nnodes; i++) {
 		const struct node_status *ns = &fs->nodes[i];
@@ -124,6 +151,10 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 		else
 			snprintf(holder, sizeof(holder), "none");
 		printf("  %-15s %-16s %-22s", ns->id, holder, ns->addrs[0] ? ns->addrs : "-");
+		if (fs->ssh && ns->sshd)
+			printf(" sshd %d", (int)ns->sshd);
+		else if (fs->ssh)
+			printf(" sshd DEAD");
 		if (fs->r && ns->region_index >= 0) {
 			const struct vfab_node *n = &fs->r->nodes[ns->region_index];
 
@@ -153,14 +184,15 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
-static void json_addrs(const char *list)
+/* A JSON array of the items of `list` separated by any of `seps`. */
+static void json_list(const char *list, const char *seps)
 {
-	char buf[512], *save = NULL;
+	char buf[4096], *save = NULL;
 	int first = 1;
 
 	snprintf(buf, sizeof(buf), "%s", list);
 	putchar('[');
-	for (char *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+	for (char *a = strtok_r(buf, seps, &save); a; a = strtok_r(NULL, seps, &save)) {
 		printf("%s", first ? "" : ",");
 		json_str(a);
 		first = 0;
@@ -196,6 +228,9 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 	json_str(cli->rundir);
 	printf(",\"vfabd\":{\"pid\":%d,\"alive\":%s,\"status\":%s}", (int)fs->vfabd,
 	       fs->vfabd ? "true" : "false", fs->vfabd_json[0] ? fs->vfabd_json : "null");
+	printf(",\"libdirs\":");
+	json_list(fs->libdirs, "\n");
+	printf(",\"ssh\":%s", fs->ssh ? "true" : "false");
 	printf(",\"nodes\":[");
 	for (int i = 0; i < fs->nnodes; i++) {
 		const struct node_status *ns = &fs->nodes[i];
@@ -204,7 +239,9 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 		json_str(ns->id);
 		printf(",\"holder_pid\":%d,\"holder_alive\":%s,\"eth0\":", (int)ns->holder,
 		       ns->holder_alive ? "true" : "false");
-		json_addrs(ns->addrs);
+		json_list(ns->addrs, ",");
+		if (fs->ssh)
+			printf(",\"sshd_pid\":%d", (int)ns->sshd);
 		printf(",\"hcas\":");
 		if (fs->r && ns->region_index >= 0)
 			json_hcas(fs->r, &fs->r->nodes[ns->region_index]);

@@ -12,19 +12,63 @@
 #include "fabric/config.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
+#include "netns/launch_files.h"
 #include "netns/fsutil.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 
 #define VFABD_READY_TIMEOUT_MS 10000
+#define MAX_LIBDIRS 16
+
+/* What `up` was asked for beyond the config. */
+struct up_opts {
+	const char *libdirs[MAX_LIBDIRS];
+	char libdir_buf[MAX_LIBDIRS][PATH_MAX];
+	unsigned nlibdirs;
+	int ssh;
+};
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfab [--fabric NAME] up [CONFIG]\n"
-		   "Brings a fabric up: parses CONFIG (default: the built-in 2-node fabric),\n"
-		   "starts vfabd, builds every node (namespaces, eth0, HCA views) and prints\n"
-		   "a summary. Nothing is left behind when it fails.\n"
-		   "Exit: 0 up, 1 runtime failure (rolled back), 2 usage or config error.\n");
+	fprintf(f,
+		"usage: vfab [--fabric NAME] up [--libdir DIR]... [--ssh] [CONFIG]\n"
+		"Brings a fabric up: parses CONFIG (default: the built-in 2-node fabric),\n"
+		"starts vfabd, builds every node (namespaces, eth0, HCA views) and prints\n"
+		"a summary. Nothing is left behind when it fails. The run dir gets\n"
+		"'hostfile' (DeepSpeed: 'node0 slots=1') and 'hosts' (one node per line).\n"
+		"  --libdir DIR  libraries the host lacks (e.g. rdma-core unpacked with\n"
+		"                dpkg -x): listed in every node's /etc/ld.so.conf.d and\n"
+		"                its own ld.so.cache, so programs in the nodes find them\n"
+		"                without LD_LIBRARY_PATH. Repeatable (up to %d).\n"
+		"  --ssh         an sshd in every node on port 22 of its addresses, root\n"
+		"                login with a key generated for the fabric; the run dir\n"
+		"                gets 'ssh_config'; in the nodes 'ssh node1' works as is\n"
+		"                (pdsh, DeepSpeed hostfiles); from the host: 'vfab ssh'.\n"
+		"                Needs openssh-server.\n"
+		"Exit: 0 up, 1 runtime failure (rolled back), 2 usage or config error.\n",
+		MAX_LIBDIRS);
+}
+
+static int add_libdir(struct up_opts *o, const char *dir)
+{
+	struct stat st;
+	char *p;
+
+	if (o->nlibdirs >= MAX_LIBDIRS) {
+		fprintf(stderr, "vfab up: --libdir: at most %d directories\n", MAX_LIBDIRS);
+		return -E2BIG;
+	}
+	p = o->libdir_buf[o->nlibdirs];
+	if (!realpath(dir, p) || stat(p, &st)) {
+		fprintf(stderr, "vfab up: --libdir %s: %s\n", dir, strerror(errno));
+		return -ENOENT;
+	}
+	if (!S_ISDIR(st.st_mode) || strchr(p, '\n')) {
+		fprintf(stderr, "vfab up: --libdir %s: not a directory\n", dir);
+		return -ENOTDIR;
+	}
+	o->libdirs[o->nlibdirs++] = p;
+	return 0;
 }
 
 /* Checks of our own on top of the parser's: names this CLI reserves. */
@@ -88,8 +132,11 @@ static void lib_paths(const struct vfab_cli *cli, char *libdir, size_t len, char
 }
 
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
-			  struct vfab_region *r, pid_t vfabd, long long ms)
+			  const struct up_opts *o, struct vfab_region *r, pid_t vfabd, long long ms)
 {
+	const char *fopt = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "";
+	const char *fname = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "";
+
 	printf("fabric %s up in %lld ms: %u node(s), vfabd pid %d, run dir %s\n", cli->fabric, ms,
 	       r->nnodes, (int)vfabd, cli->rundir);
 	for (uint32_t i = 0; i < r->nnodes; i++) {
@@ -120,9 +167,15 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		}
 		printf("\n");
 	}
-	printf("next: vfab%s%s exec %s -- ibv_devinfo\n",
-	       strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "",
-	       strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "",
+	for (unsigned i = 0; i < o->nlibdirs; i++)
+		printf("  libdir %s (in every node's ld.so.cache)\n", o->libdirs[i]);
+	printf("  launchers: %s/" VFAB_HOSTFILE ", %s/" VFAB_HOSTS_LIST "; vfab%s%s run -- CMD\n",
+	       cli->rundir, cli->rundir, fopt, fname);
+	if (o->ssh)
+		printf("  sshd in every node; vfab%s%s ssh %s, or inside a node: ssh %s\n", fopt,
+		       fname, r->nnodes ? r->nodes[r->nnodes - 1].id : "node1",
+		       r->nnodes ? r->nodes[r->nnodes - 1].id : "node1");
+	printf("next: vfab%s%s exec %s -- ibv_devinfo\n", fopt, fname,
 	       r->nnodes ? r->nodes[0].id : "node0");
 }
 
@@ -138,7 +191,8 @@ static int interrupted(void)
 }
 
 static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, const char *path,
-		    pid_t *vfabd, struct vfab_region **region, char *err, size_t errlen)
+		    const struct up_opts *o, pid_t *vfabd, struct vfab_region **region, char *err,
+		    size_t errlen)
 {
 	char libdir[PATH_MAX], preload[PATH_MAX], rpath[256];
 	struct vfab_sandbox sb;
@@ -172,7 +226,10 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 				   .cfg = cfg,
 				   .region = *region,
 				   .libdir = libdir,
-				   .preload_lib = preload};
+				   .preload_lib = preload,
+				   .libdirs = o->libdirs,
+				   .nlibdirs = o->nlibdirs,
+				   .ssh = o->ssh};
 	ret = vfab_sandbox_prepare(&sb, err, errlen);
 	for (uint32_t i = 0; ret == 0 && i < (*region)->nnodes; i++) {
 		pid_t holder;
@@ -188,7 +245,10 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
 					     {"fabric", required_argument, NULL, 'f'},
+					     {"libdir", required_argument, NULL, 'L'},
+					     {"ssh", no_argument, NULL, 's'},
 					     {NULL, 0, NULL, 0}};
+	static struct up_opts o;
 	char err[4096] = "", cfgpath[PATH_MAX];
 	const char *path = NULL;
 	struct vfab_region *region = NULL;
@@ -198,8 +258,10 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	pid_t vfabd = 0;
 	int ch, ret;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
+	/* 0: glibc starts over, so options may also follow CONFIG (no '+' here). */
+	optind = 0;
+	memset(&o, 0, sizeof(o));
+	while ((ch = getopt_long(argc, argv, "hf:L:s", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			usage(stdout);
@@ -207,6 +269,13 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 		case 'f':
 			if (vfab_cli_set_fabric(cli, optarg))
 				return VFAB_EXIT_USAGE;
+			break;
+		case 'L':
+			if (add_libdir(&o, optarg))
+				return VFAB_EXIT_USAGE;
+			break;
+		case 's':
+			o.ssh = 1;
 			break;
 		default:
 			usage(stderr);
@@ -252,9 +321,9 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &old);
 
-	ret = bring_up(cli, &cfg, path, &vfabd, &region, err, sizeof(err));
+	ret = bring_up(cli, &cfg, path, &o, &vfabd, &region, err, sizeof(err));
 	if (ret == 0)
-		print_summary(cli, &cfg, region, vfabd, vfab_now_ms() - t0);
+		print_summary(cli, &cfg, &o, region, vfabd, vfab_now_ms() - t0);
 	if (region)
 		vfab_region_close(region);
 	if (ret) {

@@ -21,6 +21,13 @@ static const struct {
     {"status", vfab_cmd_status, "status [--json]       vfabd, nodes, addresses, HCAs"},
     {"exec", vfab_cmd_exec, "exec NODE -- CMD...   run CMD inside NODE"},
     {"shell", vfab_cmd_shell, "shell NODE            interactive shell inside NODE"},
+    {"run", vfab_cmd_run, "run -- CMD...         CMD in every node at once, output prefixed"},
+    {"ssh", vfab_cmd_ssh, "ssh NODE [CMD...]     ssh into NODE (fabrics up with --ssh)"},
+    {"link", vfab_cmd_link, "link N/HCA down|up    take an HCA port down or bring it up"},
+    {"shape", vfab_cmd_shape, "shape LINK bw= lat=   change a link's rate, latency, loss"},
+    {"fault", vfab_cmd_fault, "fault KIND NODE|LINK  kill, pause, resume a node; latency spikes"},
+    {"stats", vfab_cmd_stats, "stats [--interval S]  per-link throughput, queueing, drops"},
+    {"report", vfab_cmd_report, "report [--json]       links, ports, QPs and faults so far"},
 };
 
 static void usage(FILE *f)
@@ -31,9 +38,9 @@ static void usage(FILE *f)
 		   "verbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %s\n", verbs[i].summary);
-	fprintf(f,
-		"'vfab VERB --help' describes each verb.\n"
-		"Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec: CMD's status).\n");
+	fprintf(f, "'vfab VERB --help' describes each verb.\n"
+		   "Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec, run, ssh: the\n"
+		   "command's status).\n");
 }
 
 int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)

@@ -14,8 +14,9 @@ VFAB_BUILD_DIR=${VFAB_BUILD_DIR:-$VFAB_REPO/build}
 VFAB_BIN=$VFAB_BUILD_DIR/bin
 VFAB=$VFAB_BIN/vfab
 VFAB_FABRIC=${VFAB_FABRIC:-tint}
-NODE0_IP=198.18.0.1
-NODE1_IP=198.18.0.2
+# Addresses of the default fabric, used by the scripts that source this file.
+# shellcheck disable=SC2034
+NODE0_IP=198.18.0.1 NODE1_IP=198.18.0.2
 
 VFAB_SERVER_PIDS=()
 VFAB_TMP=$(mktemp -d "/tmp/vfab-test-$(basename "$0" .sh).XXXXXX")
@@ -45,11 +46,11 @@ trap vfab_cleanup EXIT
 # may fork the command rather than exec it), TERM first, then KILL.
 kill_tree()
 {
-	local pid=$1 kids i
+	local pid=$1 kids
 	kill -0 "$pid" 2>/dev/null || return 0
 	kids=$(pgrep -P "$pid" || true)
 	kill "$pid" $kids 2>/dev/null || true
-	for i in $(seq 20); do
+	for _ in $(seq 20); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -83,8 +84,8 @@ start_server()
 # that the server's verbs set-up went through.
 wait_listen()
 {
-	local node=$1 port=$2 secs=${3:-20} i
-	for i in $(seq $((secs * 10))); do
+	local node=$1 port=$2 secs=${3:-20}
+	for _ in $(seq $((secs * 10))); do
 		if [ -n "$(vx "$node" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
 			return 0
 		fi
@@ -100,8 +101,8 @@ wait_listen()
 # (then it is killed).
 wait_pid()
 {
-	local pid=$1 secs=$2 i rc
-	for i in $(seq $((secs * 10))); do
+	local pid=$1 secs=$2 rc
+	for _ in $(seq $((secs * 10))); do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			rc=0
 			wait "$pid" || rc=$?

@@ -348,8 +348,8 @@ static void test_etc_view(void **state)
 
 		assert_true(vfab_read_file(path, hosts, sizeof(hosts)) > 0);
 		assert_non_null(strstr(hosts, "127.0.0.1\tlocalhost\n"));
-		assert_non_null(strstr(hosts, "198.18.0.1\tnode0\n"));
-		assert_non_null(strstr(hosts, "198.18.0.2\tnode1\n"));
+		assert_non_null(strstr(hosts, "198.18.0.1\tnode0 node0.vfab\n"));
+		assert_non_null(strstr(hosts, "198.18.0.2\tnode1 node1.vfab\n"));
 	}
 	/* The host's drivers are hidden: opaque dir, or whiteouts where xattrs fail. */
 	snprintf(path, sizeof(path), "%s/libibverbs.d", upper);
@@ -364,6 +364,50 @@ static void test_etc_view(void **state)
 	snprintf(path, sizeof(path), "%s\n", lib);
 	expect_file(upper, "ld.so.preload", path);
 	expect_file(upper, "hostname", "node0\n");
+}
+
+static void test_etc_view_libdirs_and_ssh(void **state)
+{
+	struct fixture *f = *state;
+	const char *dirs[] = {"/opt/rdma/usr/lib/x86_64-linux-gnu", "/opt/other"};
+	const char *bad[] = {"relative/lib"};
+	char upper[128];
+
+	snprintf(upper, sizeof(upper), "%s/etc-upper", f->dir);
+	assert_int_equal(vfab_etc_view_add_libdirs(upper, dirs, 2), 0);
+	expect_file(upper, "ld.so.conf.d/" VFAB_LIBDIRS_CONF,
+		    "# vfab up --libdir: libraries carried for this node\n"
+		    "/opt/rdma/usr/lib/x86_64-linux-gnu\n/opt/other\n");
+	/* ld.so.conf wants absolute directories. */
+	assert_int_equal(vfab_etc_view_add_libdirs(upper, bad, 1), -EINVAL);
+	assert_int_equal(vfab_etc_view_add_ssh(upper, "/run/vfab/tview/ssh_config"), 0);
+	expect_file(upper, "ssh/ssh_config.d/" VFAB_SSH_CONF_INCLUDE,
+		    "# the fabric's nodes: plain 'ssh node1' works here\n"
+		    "Include /run/vfab/tview/ssh_config\n");
+}
+
+static void test_etc_view_unlocks_root_for_keys(void **state)
+{
+	struct fixture *f = *state;
+	char upper[128], shadow[128], path[256];
+
+	snprintf(upper, sizeof(upper), "%s/etc-upper", f->dir);
+	snprintf(shadow, sizeof(shadow), "%s/shadow.host", f->dir);
+	assert_int_equal(vfab_mkdir_p(upper, 0755), 0);
+	snprintf(path, sizeof(path), "%s/shadow", upper);
+	/* Not locked: the node keeps the host's file. */
+	assert_int_equal(vfab_write_filef(shadow, "daemon:*:1:0::::\nroot:*:19000:0:99999:7:::\n"),
+			 0);
+	assert_int_equal(vfab_etc_view_unlock_root_keys(upper, shadow), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	/* Locked ("!" + hash): '*' in the node, every other line as it was. */
+	assert_int_equal(vfab_write_filef(shadow,
+					  "daemon:*:1:0::::\nroot:!$y$j9T$abc:19000:0:99999:"
+					  "7:::\nsshd:!:19000::::::\n"),
+			 0);
+	assert_int_equal(vfab_etc_view_unlock_root_keys(upper, shadow), 0);
+	expect_file(upper, "shadow",
+		    "daemon:*:1:0::::\nroot:*:19000:0:99999:7:::\nsshd:!:19000::::::\n");
 }
 
 static void test_host_end_names(void **state)
@@ -395,6 +439,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_verbs_class_and_dev, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_multi_hca_ports, setup_multi, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_etc_view_libdirs_and_ssh, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_etc_view_unlocks_root_for_keys, setup_default,
+					    teardown),
 	    cmocka_unit_test(test_host_end_names),
 	};
 

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One work request on the wire: the HCA's local checks, the destination, the
+ * link model (fabric/link_model.h) that says when the message arrives, and
+ * the delivery itself (the responder's half, vfab_resp.c). On an unshaped
+ * path the message arrives at once and is delivered inside post_send; on a
+ * shaped one it is booked now and delivered when the model says, by the send
+ * queue (vfab_sq.c). Nothing here completes a WR: the outcome says what the
+ * send queue has to do with it.
+ */
+#include "provider/vfab_mr_check.h"
+#include "provider/vfab_resp.h"
+
+#include <string.h>
+
+/* Retry interval when the local ACK timeout is 0, which IB defines as infinite. */
+#define INFINITE_TIMEOUT_RETRY_NS 100000000ull
+#define RNR_RETRY_FOREVER 7
+
+/* The IB RNR timer encodings (min_rnr_timer), in units of 10 us. */
+static const uint32_t rnr_timer_10us[32] = {
+    65536, 1,	 2,    3,    4,	   6,	  8,	 12,	16,    24,    32,
+    48,	   64,	 96,   128,  192,  256,	  384,	 512,	768,   1024,  1536,
+    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+static uint64_t rnr_ns(uint32_t timer)
+{
+	return (uint64_t)rnr_timer_10us[timer & 31] * 10000ull;
+}
+
+/* Local ACK timeout: 4.096 us * 2^timeout. */
+static uint64_t ack_timeout_ns(uint32_t timeout)
+{
+	return timeout ? 4096ull << timeout : INFINITE_TIMEOUT_RETRY_NS;
+}
+
+static bool is_atomic(uint32_t op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool reads_into_local(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || is_atomic(op);
+}
+
+static enum vfab_outcome failed(struct vfab_swqe *w, enum ibv_wc_status status)
+{
+	w->stage = VFAB_ST_FAILED;
+	w->status = status;
+	return VFAB_OUT_FAILED;
+}
+
+/* The local segments, checked against this HCA's keys. */
+static enum ibv_wc_status gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
+				 unsigned int *n, uint64_t *len)
+{
+	struct vfab_context *ctx = qp->ctx;
+	uint32_t need = reads_into_local(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	uint32_t i;
+
+	*n = 0;
+	*len = 0;
+	if (w->is_inline) {
+		if (w->inline_len) {
+			iov[0].iov_base = (void *)w->inline_data;
+			iov[0].iov_len = w->inline_len;
+			*n = 1;
+		}
+		*len = w->inline_len;
+		return IBV_WC_SUCCESS;
+	}
+	for (i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		uint64_t va;
+
+		if (!s->length)
+			continue;
+		st = vfab_mr_check_local(vfab_mr_lookup(ctx->r, s->lkey), s->lkey, ctx->hca_idx,
+					 (uint32_t)qp->pd->slot, s->addr, s->length, need, &va);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		iov[*n].iov_base = (void *)(uintptr_t)va;
+		iov[*n].iov_len = s->length;
+		(*n)++;
+		*len += s->length;
+	}
+	if (is_atomic(w->opcode))
+		st = vfab_atomic_check_local(*len);
+	else if (*len > VFAB_MAX_MSG_SZ)
+		st = IBV_WC_LOC_LEN_ERR;
+	return st;
+}
+
+static bool port_active(struct vfab_region *r, uint32_t hca, uint32_t port)
+{
+	return atomic_load(&r->hcas[hca].ports[port - 1].state) == IBV_PORT_ACTIVE;
+}
+
+/* The connected QP, from the cache while no GID table or slot changed under it. */
+static struct vfab_qp_slot *resolve_dest(struct vfab_qp *qp)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_region *r = ctx->r;
+	struct vfab_dest *dc = &qp->dest;
+	const struct vfab_port *sp = &ctx->hca->ports[qp->s->port - 1];
+	struct vfab_qp_slot *d;
+	struct vfab_route rt;
+
+	if (dc->valid) {
+		d = &r->qps[dc->slot];
+		if (atomic_load_explicit(&d->state, memory_order_acquire) == VFAB_SLOT_USED &&
+		    d->qpn == dc->qpn && d->hca == dc->hca &&
+		    atomic_load(&r->hcas[dc->hca].ports[dc->port - 1].gid_gen) == dc->port_gen &&
+		    atomic_load(&sp->gid_gen) == dc->src_gen)
+			return d;
+		dc->valid = false;
+	}
+	if (vfab_route_resolve(r, ctx->hca_idx, qp->s->port, qp->attr.ah_attr.grh.sgid_index,
+			       qp->attr.ah_attr.grh.dgid.raw, &rt))
+		return NULL;
+	d = vfab_qp_lookup(r, rt.hca, qp->attr.dest_qp_num);
+	if (!d || fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
+	    fabric_path_resolve(r, rt.hca, rt.port, ctx->hca_idx, qp->s->port, &dc->rev))
+		return NULL;
+	dc->hca = rt.hca;
+	dc->port = rt.port;
+	dc->port_gen = rt.port_gen;
+	dc->src_gen = atomic_load(&sp->gid_gen);
+	dc->slot = (uint32_t)(d - r->qps);
+	dc->qpn = d->qpn;
+	dc->valid = true;
+	return d;
+}
+
+static uint32_t packets(uint64_t len, uint32_t mtu)
+{
+	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
+}
+
+/* Nothing came back: the ACK timer runs; the send queue retries or gives up. */
+static enum vfab_outcome no_answer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+{
+	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
+
+	atomic_fetch_add_explicit(&p->cnt.local_ack_timeout_err, 1, memory_order_relaxed);
+	qp->sq_psn = w->psn; /* go back to this WR */
+	w->stage = VFAB_ST_WAIT_TIMEOUT;
+	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
+	return VFAB_OUT_BLOCKED;
+}
+
+/*
+ * When the message arrives and when its ACK is back. A READ's data and an
+ * atomic's result travel the reverse path after the request.
+ */
+static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint64_t now)
+{
+	struct vfab_region *r = qp->ctx->r;
+	struct fabric_booking req, resp;
+
+	if (reads_into_local(w->opcode)) {
+		fabric_path_book(r, &qp->dest.fwd, now, is_atomic(w->opcode) ? len : 0, true, &req);
+		fabric_path_book(r, &qp->dest.rev, req.deliver_ns, len, true, &resp);
+		w->due_ns = w->opcode == IBV_WR_RDMA_READ ? resp.deliver_ns : req.deliver_ns;
+		w->ack_ns = resp.deliver_ns;
+		return;
+	}
+	fabric_path_book(r, &qp->dest.fwd, now, len, true, &req);
+	w->due_ns = req.deliver_ns;
+	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->dest.rev);
+}
+
+/* The responder's half, at now; the ACK (if any) is due at w->ack_ns. */
+static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
+				     const struct iovec *iov, unsigned int n, uint64_t len)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_resp res;
+	struct vfab_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.d = resolve_dest(qp);
+	if (!m.d || !port_active(ctx->r, ctx->hca_idx, qp->s->port) ||
+	    !port_active(ctx->r, qp->dest.hca, qp->dest.port))
+		return no_answer(qp, w, now);
+	m.r = ctx->r;
+	m.wqe = w;
+	m.self_pid = ctx->owner.pid;
+	m.src_hca = ctx->hca_idx;
+	m.src_port = qp->s->port;
+	m.src_qpn = qp->qpn;
+	m.liov = iov;
+	m.nliov = n;
+	m.len = len;
+	m.psn = w->psn;
+	m.npkts = w->npkts;
+	m.dst_hca = qp->dest.hca;
+	m.dst_port = qp->dest.port;
+	vfab_resp_rc(&m, &res);
+
+	switch (res.kind) {
+	case VFAB_RESP_ACK:
+		if (is_atomic(w->opcode))
+			memcpy(iov[0].iov_base, &res.atomic_orig, sizeof(res.atomic_orig));
+		if (reads_into_local(w->opcode)) {
+			vfab_count_ports(m.r, m.src_hca, m.src_port, m.dst_hca, m.dst_port, 0, 1);
+			vfab_count_ports(m.r, m.dst_hca, m.dst_port, m.src_hca, m.src_port, len,
+					 w->npkts);
+		} else {
+			vfab_count_ports(m.r, m.src_hca, m.src_port, m.dst_hca, m.dst_port, len,
+					 w->npkts);
+		}
+		w->stage = VFAB_ST_ACKED;
+		w->due_ns = w->ack_ns > now ? w->ack_ns : now;
+		return VFAB_OUT_ACKED;
+	case VFAB_RESP_RNR:
+		qp->sq_psn = w->psn;
+		if (w->rnr_left == 0) {
+			atomic_fetch_add_explicit(
+			    &ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err, 1,
+			    memory_order_relaxed);
+			return failed(w, IBV_WC_RNR_RETRY_EXC_ERR);
+		}
+		if (w->rnr_left != RNR_RETRY_FOREVER)
+			w->rnr_left--;
+		w->stage = VFAB_ST_WAIT_RNR;
+		w->due_ns = now + rnr_ns(res.rnr_timer);
+		return VFAB_OUT_BLOCKED;
+	case VFAB_RESP_NAK:
+		return failed(w, res.status);
+	default:
+		return no_answer(qp, w, now);
+	}
+}
+
+static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+{
+	struct vfab_region *r = qp->ctx->r;
+	struct iovec iov[VFAB_MAX_SGE + 1];
+	enum ibv_wc_status st;
+	unsigned int n;
+	uint64_t len;
+
+	st = gather(qp, w, iov, &n, &len);
+	if (st != IBV_WC_SUCCESS)
+		return failed(w, st);
+	w->byte_len = (uint32_t)len;
+	w->psn = qp->sq_psn;
+	w->npkts = is_atomic(w->opcode) ? 1 : packets(len, qp->mtu_bytes);
+	if (!resolve_dest(qp))
+		return no_answer(qp, w, now);
+	/* A lost attempt looks like no answer; its bytes still crossed links. */
+	if (fabric_path_drop(r, &qp->dest.fwd, &qp->rng)) {
+		fabric_path_book(r, &qp->dest.fwd, now, len, true, &(struct fabric_booking){0});
+		return no_answer(qp, w, now);
+	}
+	qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	rc_book(qp, w, len, now);
+	if (w->due_ns > now) {
+		w->stage = VFAB_ST_FLIGHT;
+		return VFAB_OUT_FLIGHT;
+	}
+	return rc_transfer(qp, w, now, iov, n, len);
+}
+
+/* Where a UD send through its AH lands now; false when nowhere. */
+static bool ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h, uint32_t *p,
+		     uint8_t *type, struct fabric_path *path)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_region *r = ctx->r;
+
+	return vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index) &&
+	       !vfab_ah_route(w->ah, r, ctx->hca_idx, h, p, type) &&
+	       port_active(r, ctx->hca_idx, w->ah->port) && port_active(r, *h, *p) &&
+	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
+}
+
+static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, const struct iovec *iov,
+			unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint8_t type)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
+	if (m.d) {
+		m.r = ctx->r;
+		m.wqe = w;
+		m.self_pid = ctx->owner.pid;
+		m.src_hca = ctx->hca_idx;
+		m.src_port = w->ah->port;
+		m.src_qpn = qp->qpn;
+		m.src_qkey = qp->attr.qkey;
+		m.liov = iov;
+		m.nliov = n;
+		m.len = len;
+		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
+		m.dgid = w->ah->dgid;
+		m.sgid_type = type;
+		m.traffic_class = w->ah->traffic_class;
+		m.hop_limit = w->ah->hop_limit;
+		m.flow_label = w->ah->flow_label;
+		m.dst_hca = h;
+		m.dst_port = p;
+		vfab_resp_ud(&m);
+	}
+	vfab_count_ports(ctx->r, ctx->hca_idx, w->ah->port, h, p, len, 1);
+}
+
+/* UD has no ACK: once sent, the WR succeeds whatever happens to the datagram. */
+static enum vfab_outcome ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
+				    bool booked)
+{
+	struct iovec iov[VFAB_MAX_SGE + 1];
+	struct fabric_booking b;
+	struct fabric_path path;
+	enum ibv_wc_status st;
+	unsigned int n;
+	uint64_t len;
+	uint32_t h, p;
+	uint8_t type;
+
+	st = gather(qp, w, iov, &n, &len);
+	if (st == IBV_WC_SUCCESS && len > qp->mtu_bytes)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS)
+		return failed(w, st);
+	w->byte_len = (uint32_t)len;
+	w->stage = VFAB_ST_ACKED;
+	w->due_ns = now;
+	if (!ud_route(qp, w, &h, &p, &type, &path))
+		return VFAB_OUT_ACKED;
+	if (!booked) {
+		if (fabric_path_drop(qp->ctx->r, &path, &qp->rng))
+			return VFAB_OUT_ACKED;
+		fabric_path_book(qp->ctx->r, &path, now, len, true, &b);
+		if (b.deliver_ns > now) {
+			w->stage = VFAB_ST_FLIGHT;
+			w->due_ns = b.deliver_ns;
+			return VFAB_OUT_FLIGHT;
+		}
+	}
+	ud_transfer(qp, w, iov, n, len, h, p, type);
+	return VFAB_OUT_ACKED;
+}
+
+enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+{
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+		return ud_attempt(qp, w, now, false);
+	return rc_attempt(qp, w, now);
+}
+
+enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+{
+	struct iovec iov[VFAB_MAX_SGE + 1];
+	enum ibv_wc_status st;
+	unsigned int n;
+	uint64_t len;
+
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+		return ud_attempt(qp, w, now, true);
+	/* The buffers are read (or written) now, as the HCA's DMA would. */
+	st = gather(qp, w, iov, &n, &len);
+	if (st != IBV_WC_SUCCESS)
+		return failed(w, st);
+	return rc_transfer(qp, w, now, iov, n, len);
+}

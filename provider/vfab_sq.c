@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester's send queue: work requests posted but not complete yet,
+ * in posting order (see enum vfab_stage). Messages on a shaped path are
+ * delivered when the link model says and complete when their ACK is back;
+ * a WR that waits for an RNR or ACK timer holds back every later one (RC
+ * order), and those later ones that were already on the wire go back to
+ * queued and are sent again after it (go-back-N, as an HCA resends from the
+ * NAKed PSN). Completions are posted strictly in order. Everything here runs
+ * under the QP's sq_lock, from post_send, poll_cq or the engine thread.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPARES_KEPT 64
+
+static struct vfab_swqe *take(struct vfab_qp *qp)
+{
+	struct vfab_swqe *w = qp->spare;
+
+	if (!w)
+		return malloc(sizeof(*w));
+	qp->spare = w->next;
+	qp->nspare--;
+	return w;
+}
+
+static void give_back(struct vfab_qp *qp, struct vfab_swqe *w)
+{
+	if (qp->nspare >= SPARES_KEPT) {
+		free(w);
+		return;
+	}
+	w->next = qp->spare;
+	qp->spare = w;
+	qp->nspare++;
+}
+
+int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	struct vfab_swqe *c = take(qp);
+
+	if (!c)
+		return ENOMEM;
+	memcpy(c, w, sizeof(*c));
+	c->next = NULL;
+	if (qp->pend_tail)
+		qp->pend_tail->next = c;
+	else
+		qp->pend_head = c;
+	qp->pend_tail = c;
+	return 0;
+}
+
+bool vfab_sq_blocked(const struct vfab_qp *qp)
+{
+	const struct vfab_swqe *t = qp->pend_tail;
+
+	return t && t->stage != VFAB_ST_ACKED && t->stage != VFAB_ST_FLIGHT;
+}
+
+static struct vfab_swqe *pop_head(struct vfab_qp *qp)
+{
+	struct vfab_swqe *w = qp->pend_head;
+
+	if (w) {
+		qp->pend_head = w->next;
+		if (!qp->pend_head)
+			qp->pend_tail = NULL;
+	}
+	return w;
+}
+
+void vfab_req_flush_pending(struct vfab_qp *qp)
+{
+	struct vfab_swqe *w;
+
+	while ((w = pop_head(qp))) {
+		vfab_req_complete(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		give_back(qp, w);
+	}
+}
+
+void vfab_sq_drop(struct vfab_qp *qp)
+{
+	struct vfab_swqe *w;
+
+	while ((w = pop_head(qp)))
+		free(w);
+	while ((w = qp->spare)) {
+		qp->spare = w->next;
+		free(w);
+	}
+	qp->nspare = 0;
+}
+
+/* The WRs after a blocked one were sent for nothing: they go again later. */
+static void go_back(struct vfab_swqe *w)
+{
+	for (w = w->next; w; w = w->next)
+		if (w->stage == VFAB_ST_FLIGHT)
+			w->stage = VFAB_ST_QUEUED;
+}
+
+/* Sends, delivers or resends in order what is due; stops at a blocked WR. */
+static void advance(struct vfab_qp *qp, uint64_t now)
+{
+	struct vfab_swqe *w;
+
+	for (w = qp->pend_head; w; w = w->next) {
+		enum vfab_outcome out;
+
+		switch (w->stage) {
+		case VFAB_ST_ACKED:
+			continue;
+		case VFAB_ST_FAILED:
+			return;
+		case VFAB_ST_FLIGHT:
+			if (w->due_ns > now)
+				return;
+			out = vfab_deliver(qp, w, now);
+			break;
+		case VFAB_ST_WAIT_TIMEOUT:
+			if (w->due_ns > now)
+				return;
+			/* The ACK timer of the last attempt expired (timeout 0: never gives up). */
+			if (qp->attr.timeout) {
+				if (!w->retries_left) {
+					w->stage = VFAB_ST_FAILED;
+					w->status = IBV_WC_RETRY_EXC_ERR;
+					return;
+				}
+				w->retries_left--;
+			}
+			out = vfab_attempt(qp, w, now);
+			break;
+		case VFAB_ST_WAIT_RNR:
+			if (w->due_ns > now)
+				return;
+			out = vfab_attempt(qp, w, now);
+			break;
+		default: /* QUEUED: everything before it is on its way again */
+			out = vfab_attempt(qp, w, now);
+			break;
+		}
+		if (out == VFAB_OUT_BLOCKED) {
+			go_back(w);
+			return;
+		}
+		if (out == VFAB_OUT_FAILED)
+			return;
+	}
+}
+
+/* When the next thing happens to this queue; 0 when nothing is pending. */
+static uint64_t next_due(const struct vfab_qp *qp)
+{
+	const struct vfab_swqe *w;
+	uint64_t due = 0;
+
+	for (w = qp->pend_head; w; w = w->next) {
+		if (w->stage == VFAB_ST_QUEUED || w->stage == VFAB_ST_FAILED)
+			break;
+		if (!due || w->due_ns < due)
+			due = w->due_ns;
+		/* Later deliveries and retries cannot come before the first one. */
+		if (w->stage != VFAB_ST_ACKED)
+			break;
+	}
+	return due;
+}
+
+uint64_t vfab_sq_progress(struct vfab_qp *qp)
+{
+	uint64_t now = vfab_now_ns();
+	struct vfab_swqe *w;
+
+	vfab_qp_sync_state(qp);
+	if (qp->state == IBV_QPS_ERR) {
+		vfab_req_flush_pending(qp);
+		return 0;
+	}
+	advance(qp, now);
+	while ((w = qp->pend_head)) {
+		if (w->stage == VFAB_ST_ACKED && w->due_ns <= now) {
+			pop_head(qp);
+			vfab_req_complete(qp, w, IBV_WC_SUCCESS, w->byte_len);
+			give_back(qp, w);
+		} else if (w->stage == VFAB_ST_FAILED) {
+			/* Every WR before it has completed: now the QP breaks. */
+			pop_head(qp);
+			vfab_req_complete(qp, w, (enum ibv_wc_status)w->status, 0);
+			give_back(qp, w);
+			vfab_qp_enter_error(qp);
+			return 0;
+		} else {
+			break;
+		}
+	}
+	return next_due(qp);
+}
+
+static void progress_locked(struct vfab_qp *qp)
+{
+	uint64_t due = vfab_sq_progress(qp);
+
+	if (due)
+		vfab_engine_schedule(qp, due);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+void vfab_req_progress(struct vfab_qp *qp)
+{
+	pthread_mutex_lock(&qp->sq_lock);
+	progress_locked(qp);
+}
+
+bool vfab_req_try_progress(struct vfab_qp *qp)
+{
+	if (pthread_mutex_trylock(&qp->sq_lock))
+		return false;
+	progress_locked(qp);
+	return true;
+}

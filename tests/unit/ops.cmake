@@ -1,0 +1,12 @@
+# Runtime control, faults and observability of vfabd (LINK, SHAPE, FAULT,
+# live counters, REPORT against docs/REPORT_SCHEMA.md), on real daemons with
+# private run dirs.
+vfab_unit_test(test_vfabd_ops SOURCES unit/test_vfabd_ops.c LIBS vfab_fabric)
+add_dependencies(test_vfabd_ops vfabd)
+set_tests_properties(test_vfabd_ops PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
+
+vfab_unit_test(test_vfabd_report SOURCES unit/test_vfabd_report.c LIBS vfab_fabric vfab_json)
+target_compile_definitions(test_vfabd_report PRIVATE
+  VFAB_REPORT_SCHEMA="${PROJECT_SOURCE_DIR}/docs/REPORT_SCHEMA.md")
+add_dependencies(test_vfabd_report vfabd)
+set_tests_properties(test_vfabd_report PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")

@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfabd's runtime control against a real daemon: LINK (region state, the
+ * node's sysfs view replaced rather than written through, async events to
+ * the FIFOs registered by HELLO), SHAPE, latency spikes, live counters,
+ * FAULT pause/resume/kill on a process in a network namespace of its own,
+ * and the refusal of unprivileged peers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/unit/vfabd_fixture.h"
+
+#define PORT_DIR "nodes/node0/class/infiniband/mlx5_0/ports/1"
+
+static int setup(void **state)
+{
+	(void)state;
+	return fx_start("ops");
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	fx_cleanup();
+	return 0;
+}
+
+static void path_in_run(char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", fx_rundir, rel);
+}
+
+static void write_file(const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	path_in_run(path, sizeof(path), rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void read_file(const char *rel, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	size_t n;
+
+	path_in_run(path, sizeof(path), rel);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+static void mkdirs(const char *rel)
+{
+	char path[PATH_MAX];
+
+	path_in_run(path, sizeof(path), rel);
+	for (char *p = path + strlen(fx_rundir) + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*p = '/';
+	}
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+/* An entry that is a hard link of another, as the empty GID slots of a real view are. */
+static void hard_link(const char *existing_rel, const char *rel)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	path_in_run(a, sizeof(a), existing_rel);
+	path_in_run(b, sizeof(b), rel);
+	assert_int_equal(link(a, b), 0);
+}
+
+/* A minimal view of node0's port: the files vfabd rewrites. */
+static void make_port_view(void)
+{
+	mkdirs(PORT_DIR "/counters");
+	mkdirs(PORT_DIR "/hw_counters");
+	write_file(PORT_DIR "/shared_active", "4: ACTIVE\n");
+	hard_link(PORT_DIR "/shared_active", PORT_DIR "/state");
+	write_file(PORT_DIR "/phys_state", "5: LinkUp\n");
+	write_file(PORT_DIR "/rate", "200 Gb/sec (4X HDR)\n");
+	write_file(PORT_DIR "/counters/symbol_error", "0\n");
+	hard_link(PORT_DIR "/counters/symbol_error", PORT_DIR "/counters/port_xmit_data");
+	write_file(PORT_DIR "/counters/port_rcv_data", "0\n");
+	write_file(PORT_DIR "/hw_counters/out_of_sequence", "0\n");
+}
+
+struct ev {
+	uint64_t element;
+	uint32_t type;
+	uint32_t reserved;
+};
+
+/* Reads one async event record, waiting up to a second. */
+static bool read_event(int fd, struct ev *e)
+{
+	for (int i = 0; i < 100; i++) {
+		ssize_t n = read(fd, e, sizeof(*e));
+
+		if (n == (ssize_t)sizeof(*e))
+			return true;
+		fx_sleep_ms(10);
+	}
+	return false;
+}
+
+static int open_fifo(const char *name, char *path, size_t len)
+{
+	char dir[256];
+	int fd;
+
+	path_in_run(dir, sizeof(dir), "fifo");
+	assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	snprintf(path, len, "%s/%s", dir, name);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	fd = open(path, O_RDONLY | O_NONBLOCK);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void test_link_down_up(void **state)
+{
+	struct vfab_region *r = fx_region();
+	char path[PATH_MAX], line[PATH_MAX + 64], reply[512], text[64];
+	int fifo, ctl, other;
+	struct ev e;
+
+	(void)state;
+	assert_non_null(r);
+	make_port_view();
+	fifo = open_fifo("4242.7", path, sizeof(path));
+	/* A context of node0's mlx5_0 (hca 0) and one of node1's (hca 1). */
+	ctl = vfab_ctl_connect(fx_rundir);
+	assert_true(ctl >= 0);
+	snprintf(line, sizeof(line), "HELLO %d hca=0 async=%s", (int)getpid(), path);
+	assert_true(vfab_ctl_request(ctl, line, reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	other = vfab_ctl_connect(fx_rundir);
+	snprintf(line, sizeof(line), "HELLO %d hca=1 async=%s", (int)getpid(), path);
+	assert_true(vfab_ctl_request(other, line, reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+
+	assert_true(fx_request("LINK node0/mlx5_0 down", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_int_equal(atomic_load(&r->hcas[0].ports[0].state), 1);
+	assert_int_equal(atomic_load(&r->hcas[1].ports[0].state), 4);
+	read_file(PORT_DIR "/state", text, sizeof(text));
+	assert_string_equal(text, "1: DOWN\n");
+	read_file(PORT_DIR "/phys_state", text, sizeof(text));
+	assert_string_equal(text, "3: Disabled\n");
+	/* Replaced, not written through: the entry it shared an inode with is intact. */
+	read_file(PORT_DIR "/shared_active", text, sizeof(text));
+	assert_string_equal(text, "4: ACTIVE\n");
+	/* Exactly one event: only hca 0's context hears about hca 0. */
+	assert_true(read_event(fifo, &e));
+	assert_int_equal(e.element, 1);
+	assert_int_equal(e.type, 10); /* IBV_EVENT_PORT_ERR */
+	assert_int_equal(e.reserved, 0);
+	assert_int_equal(read(fifo, &e, sizeof(e)), -1);
+
+	/* Down again: no transition, no event. */
+	assert_true(fx_request("LINK node0/mlx5_0/1 down", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	fx_sleep_ms(50);
+	assert_int_equal(read(fifo, &e, sizeof(e)), -1);
+
+	assert_true(fx_request("LINK node0/mlx5_0/1 up", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_int_equal(atomic_load(&r->hcas[0].ports[0].state), 4);
+	read_file(PORT_DIR "/state", text, sizeof(text));
+	assert_string_equal(text, "4: ACTIVE\n");
+	read_file(PORT_DIR "/phys_state", text, sizeof(text));
+	assert_string_equal(text, "5: LinkUp\n");
+	assert_true(read_event(fifo, &e));
+	assert_int_equal(e.element, 1);
+	assert_int_equal(e.type, 9); /* IBV_EVENT_PORT_ACTIVE */
+
+	/* The down counts in link_downed, refreshed by the tick. */
+	for (int i = 0; i < 100; i++) {
+		read_file(PORT_DIR "/counters/link_downed", text, sizeof(text));
+		if (!strcmp(text, "1\n"))
+			break;
+		fx_sleep_ms(20);
+	}
+	assert_string_equal(text, "1\n");
+
+	/* Refusals: unknown port, bad direction, unknown node. */
+	assert_true(fx_request("LINK node0/mlx5_0/2 down", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	assert_true(fx_request("LINK node0/mlx5_0 sideways", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	assert_true(fx_request("LINK node9/mlx5_0 down", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	close(other);
+	close(ctl);
+	close(fifo);
+	vfab_region_close(r);
+}
+
+static void test_hello_options(void **state)
+{
+	char line[PATH_MAX + 64], reply[256];
+	int fd;
+
+	(void)state;
+	fd = vfab_ctl_connect(fx_rundir);
+	assert_true(fd >= 0);
+	/* Outside <rundir>/fifo/: vfabd (root) must not write where a client says. */
+	assert_true(vfab_ctl_request(fd, "HELLO 5 hca=0 async=/etc/passwd", reply,
+				     sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EPERM ", 10);
+	snprintf(line, sizeof(line), "HELLO 5 hca=0 async=%s/fifo/../vfabd.pid", fx_rundir);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EPERM ", 10);
+	snprintf(line, sizeof(line), "HELLO 5 hca=99 async=%s/fifo/5.1", fx_rundir);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	assert_true(vfab_ctl_request(fd, "HELLO 5 hca=0", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	/* The plain form still works, and the connection is now registered. */
+	assert_true(vfab_ctl_request(fd, "HELLO 5", reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	assert_true(vfab_ctl_request(fd, "BYE", reply, sizeof(reply)) > 0);
+	close(fd);
+}
+
+static void test_shape(void **state)
+{
+	struct vfab_region *r = fx_region();
+	const struct vfab_port *p0;
+	char reply[512], text[64];
+	uint32_t up, down, loop;
+
+	(void)state;
+	assert_non_null(r);
+	make_port_view();
+	p0 = &r->hcas[0].ports[0];
+	up = p0->link_up;
+	down = p0->link_down;
+	loop = r->nodes[0].loopback;
+	assert_true(fx_request("SHAPE node0/mlx5_0 bw=25 lat=3.5 loss=0.01", reply,
+			       sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	for (uint32_t l = up; l == up || l == down; l = l == up ? down : UINT32_MAX) {
+		assert_int_equal(r->links[l].rate_bps, 25000000000ull);
+		assert_int_equal(r->links[l].latency_ns, 3500);
+		assert_int_equal(r->links[l].loss_ppm, 10000);
+	}
+	assert_int_equal(p0->speed_mbps, 25000);
+	read_file(PORT_DIR "/rate", text, sizeof(text));
+	assert_string_equal(text, "25 Gb/sec (1X EDR)\n");
+	/* node1 is untouched. */
+	assert_int_equal(r->links[r->hcas[1].ports[0].link_up].rate_bps, 0);
+
+	/* A named link: only it, and the port keeps its rate. */
+	assert_true(fx_request("SHAPE node0/loopback lat=7", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_int_equal(r->links[loop].latency_ns, 7000);
+	assert_true(fx_request("SHAPE node0/mlx5_0/1/up bw=100", reply, sizeof(reply)) > 0);
+	assert_int_equal(r->links[up].rate_bps, 100000000000ull);
+	assert_int_equal(r->links[down].rate_bps, 25000000000ull);
+	assert_int_equal(p0->speed_mbps, 25000);
+	/* bw=0 unshapes the link; the port keeps advertising its rate. */
+	assert_true(fx_request("SHAPE node0/mlx5_0 bw=0", reply, sizeof(reply)) > 0);
+	assert_int_equal(r->links[up].rate_bps, 0);
+	assert_int_equal(p0->speed_mbps, 25000);
+
+	assert_true(fx_request("SHAPE nolink lat=1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	assert_true(fx_request("SHAPE node0/mlx5_0 speed=1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	assert_true(fx_request("SHAPE node0/mlx5_0 loss=2", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	assert_true(fx_request("SHAPE node0/mlx5_0", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	vfab_region_close(r);
+}
+
+static void test_spike(void **state)
+{
+	struct vfab_region *r = fx_region();
+	char reply[512];
+	uint32_t up, down;
+
+	(void)state;
+	assert_non_null(r);
+	up = r->hcas[1].ports[0].link_up;
+	down = r->hcas[1].ports[0].link_down;
+	assert_true(fx_request("SHAPE node1/mlx5_0 lat=2", reply, sizeof(reply)) > 0);
+	assert_true(fx_request("FAULT spike node1/mlx5_0 lat=100 for=0.4", reply,
+			       sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_int_equal(r->links[up].latency_ns, 102000);
+	assert_int_equal(r->links[down].latency_ns, 102000);
+	/* A shape during the spike sets the base; the spike stays on top of it. */
+	assert_true(fx_request("SHAPE node1/mlx5_0/1/up lat=5", reply, sizeof(reply)) > 0);
+	assert_int_equal(r->links[up].latency_ns, 105000);
+	fx_sleep_ms(700);
+	assert_int_equal(r->links[up].latency_ns, 5000);
+	assert_int_equal(r->links[down].latency_ns, 2000);
+
+	assert_true(fx_request("FAULT spike node1/mlx5_0 lat=100", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	assert_true(fx_request("FAULT spike nowhere lat=1 for=1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	vfab_region_close(r);
+}
+
+static void test_counters_live(void **state)
+{
+	struct vfab_region *r = fx_region();
+	struct vfab_port_counters *c;
+	char text[64], want[64];
+	int i;
+
+	(void)state;
+	assert_non_null(r);
+	make_port_view();
+	c = &r->hcas[0].ports[0].cnt;
+	atomic_fetch_add(&c->xmit_data_words, 123456);
+	atomic_fetch_add(&c->out_of_sequence, 3);
+	/* Within a second (ticks are 250 ms). */
+	for (i = 0; i < 50; i++) {
+		read_file(PORT_DIR "/counters/port_xmit_data", text, sizeof(text));
+		if (!strcmp(text, "123456\n"))
+			break;
+		fx_sleep_ms(20);
+	}
+	assert_true(i < 50);
+	read_file(PORT_DIR "/hw_counters/out_of_sequence", text, sizeof(text));
+	assert_string_equal(text, "3\n");
+	/* port_xmit_data was a hard link of symbol_error: replaced, not written through. */
+	read_file(PORT_DIR "/counters/symbol_error", text, sizeof(text));
+	assert_string_equal(text, "0\n");
+	/* Unchanged counters are left alone. */
+	read_file(PORT_DIR "/counters/port_rcv_data", text, sizeof(text));
+	assert_string_equal(text, "0\n");
+	atomic_fetch_add(&c->xmit_data_words, 1);
+	snprintf(want, sizeof(want), "%llu\n", (unsigned long long)atomic_load(&c->xmit_data_words));
+	for (i = 0; i < 50; i++) {
+		read_file(PORT_DIR "/counters/port_xmit_data", text, sizeof(text));
+		if (!strcmp(text, want))
+			break;
+		fx_sleep_ms(20);
+	}
+	assert_string_equal(text, want);
+	vfab_region_close(r);
+}
+
+/* /proc/PID/stat state letter, or 0 when the process is gone. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static bool wait_state(pid_t pid, char want, bool equal)
+{
+	for (int i = 0; i < 200; i++) {
+		char s = proc_state(pid);
+
+		if (equal ? s == want : s != want)
+			return true;
+		fx_sleep_ms(10);
+	}
+	return false;
+}
+
+/*
+ * A stand-in for node0: a holder in a network namespace of its own with one
+ * worker process; the holder reaps the worker, the pipe reports its pid.
+ */
+static pid_t start_node(pid_t *worker)
+{
+	int p[2];
+	pid_t holder;
+
+	assert_int_equal(pipe(p), 0);
+	holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		pid_t w;
+
+		close(p[0]);
+		if (unshare(CLONE_NEWNET))
+			_exit(3);
+		w = fork();
+		if (w == 0) {
+			for (;;)
+				pause();
+		}
+		if (write(p[1], &w, sizeof(w)) != sizeof(w))
+			_exit(1);
+		for (;;)
+			if (wait(NULL) < 0 && errno == ECHILD)
+				pause();
+	}
+	close(p[1]);
+	if (read(p[0], worker, sizeof(*worker)) != sizeof(*worker))
+		*worker = -1;
+	close(p[0]);
+	return holder;
+}
+
+static void test_fault_pause_kill(void **state)
+{
+	struct vfab_region *r = fx_region();
+	pid_t holder, worker;
+	char reply[512];
+
+	(void)state;
+	assert_non_null(r);
+	/* Without a namespace the node has no processes to fault. */
+	assert_true(fx_request("FAULT pause node0 1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	holder = start_node(&worker);
+	if (worker < 0) {
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		vfab_region_close(r);
+		skip(); /* no CAP_SYS_ADMIN for a network namespace */
+	}
+	atomic_store(&r->nodes[0].holder_pid, holder);
+
+	assert_true(fx_request("FAULT pause node0 0.5", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_true(wait_state(worker, 'T', true));
+	assert_true(proc_state(holder) != 'T'); /* infrastructure stays */
+	/* Resumed by the timer. */
+	assert_true(wait_state(worker, 'T', false));
+
+	assert_true(fx_request("FAULT pause node0", reply, sizeof(reply)) > 0);
+	assert_true(wait_state(worker, 'T', true));
+	fx_sleep_ms(600);
+	assert_int_equal(proc_state(worker), 'T'); /* no timer: until resume */
+	assert_true(fx_request("FAULT resume node0", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
+	assert_true(wait_state(worker, 'T', false));
+
+	assert_true(fx_request("FAULT kill node0", reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK node0: 1 process(es) killed");
+	/* Gone (reaped by its holder), the holder alive. */
+	assert_true(wait_state(worker, 0, true));
+	assert_true(proc_state(holder) != 0 && proc_state(holder) != 'Z');
+
+	assert_true(fx_request("FAULT kill node7", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	assert_true(fx_request("FAULT explode node0", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	atomic_store(&r->nodes[0].holder_pid, 0);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	vfab_region_close(r);
+}
+
+/* A paused node is continued when vfabd stops: no fault outlives the daemon. */
+static void test_shutdown_resumes(void **state)
+{
+	struct vfab_region *r = fx_region();
+	pid_t holder, worker;
+	char reply[64];
+
+	(void)state;
+	assert_non_null(r);
+	holder = start_node(&worker);
+	if (worker < 0) {
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		vfab_region_close(r);
+		skip();
+	}
+	atomic_store(&r->nodes[0].holder_pid, holder);
+	assert_true(fx_request("FAULT pause node0", reply, sizeof(reply)) > 0);
+	assert_true(wait_state(worker, 'T', true));
+	assert_true(fx_request("SHUTDOWN", reply, sizeof(reply)) > 0);
+	assert_int_equal(waitpid(fx_daemon, NULL, 0), fx_daemon);
+	fx_daemon = 0;
+	assert_true(wait_state(worker, 'T', false));
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	vfab_region_close(r);
+}
+
+static void test_unprivileged_refused(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* needs to become another user */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char reply[256];
+		int ok;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		ok = fx_request("LINK node0/mlx5_0 down", reply, sizeof(reply)) > 0 &&
+		     !strncmp(reply, "ERR EPERM ", 10);
+		ok = ok && fx_request("FAULT kill node0", reply, sizeof(reply)) > 0 &&
+		     !strncmp(reply, "ERR EPERM ", 10);
+		ok = ok && fx_request("SHUTDOWN", reply, sizeof(reply)) > 0 &&
+		     !strncmp(reply, "ERR EPERM ", 10);
+		/* Reading stays open to everybody. */
+		ok = ok && fx_request("STATUS", reply, sizeof(reply)) > 0 && reply[0] == '{';
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 3)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_link_down_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shape, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_spike, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_counters_live, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fault_pause_kill, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shutdown_resumes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unprivileged_refused, setup, teardown),
+	};
+
+	if (!getenv("VFABD")) {
+		fprintf(stderr, "VFABD (path of the vfabd binary) is not set\n");
+		return 1;
+	}
+	atexit(fx_cleanup);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

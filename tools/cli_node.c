@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the verbs that work inside nodes share: joining a node with one
+ * message per failure, and the config the fabric was brought up with.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabric/config.h"
+#include "netns/fsutil.h"
+#include "netns/node_enter.h"
+#include "netns/sandbox.h"
+#include "tools/cli.h"
+
+int vfab_cli_check_node(const struct vfab_cli *cli, const char *verb, const char *node)
+{
+	char dir[PATH_MAX];
+
+	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
+		fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
+		return VFAB_EXIT_FAIL;
+	}
+	if (vfab_pathf(dir, sizeof(dir), "%s/nodes/%s", cli->rundir, node) || strchr(node, '/') ||
+	    node[0] == '.' || access(dir, F_OK)) {
+		fprintf(stderr, "vfab %s: fabric %s has no node '%s'\n", verb, cli->fabric, node);
+		return VFAB_EXIT_USAGE;
+	}
+	return VFAB_EXIT_OK;
+}
+
+int vfab_cli_enter(const struct vfab_cli *cli, const char *verb, const char *node)
+{
+	int ret = vfab_cli_check_node(cli, verb, node);
+
+	if (ret)
+		return ret;
+	ret = vfab_node_enter(cli->rundir, node);
+	if (ret == -ESRCH || ret == -ENOENT) {
+		fprintf(stderr,
+			"vfab %s: the holder of node %s is gone; restart the fabric (down, up)\n",
+			verb, node);
+		return VFAB_EXIT_FAIL;
+	}
+	if (ret) {
+		fprintf(stderr, "vfab %s: cannot enter node %s: %s\n", verb, node, strerror(-ret));
+		return VFAB_EXIT_FAIL;
+	}
+	return VFAB_EXIT_OK;
+}
+
+int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vfab_config *cfg)
+{
+	char path[PATH_MAX], err[1024] = "";
+
+	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
+		fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
+		return VFAB_EXIT_FAIL;
+	}
+	if (vfab_pathf(path, sizeof(path), "%s/config.yaml", cli->rundir) ||
+	    vfab_config_load_file(path, cfg, err, sizeof(err))) {
+		fprintf(stderr, "vfab %s: cannot read the config of fabric %s: %s\n", verb,
+			cli->fabric, err[0] ? err : path);
+		return VFAB_EXIT_FAIL;
+	}
+	return VFAB_EXIT_OK;
+}
