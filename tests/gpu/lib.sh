@@ -31,7 +31,7 @@ if [ ! -x "$vfab" ]; then
 	cmake --build "$repo/build" -j"$(nproc)" >/dev/null
 fi
 
-nccl_env=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0 VFAB_GPU=0
+nccl_env=(PYTHONUNBUFFERED=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0 VFAB_GPU=0
 	CUDA_VISIBLE_DEVICES=0)
 
 # run_job NAME NNODES EXTRA_ENV... -- ARGS: torchrun in every node via vfab run

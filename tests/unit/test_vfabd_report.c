@@ -25,10 +25,10 @@
 #define MAX_SECTIONS 8
 
 struct section {
-	char name[32]; /* report, links[], ports[], ports[].counters, qps[], faults[] */
+	char name[64]; /* report, links[], ports[], ports[].counters, qps[], faults[] */
 	int n;
-	char field[MAX_FIELDS][32];
-	char type[MAX_FIELDS][16];
+	char field[MAX_FIELDS][64];
+	char type[MAX_FIELDS][32];
 };
 
 static struct section schema[MAX_SECTIONS];
@@ -158,7 +158,7 @@ static void test_report_schema(void **state)
 	const struct vjson *faults, *e, *ports, *p, *qps, *q, *links, *l;
 	char reply[512], err[128];
 	struct vjson *root;
-	size_t len;
+	size_t len = 0;
 	char *body;
 	int qp;
 

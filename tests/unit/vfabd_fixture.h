@@ -26,7 +26,7 @@
 static char fx_fabric[64], fx_rundir[128];
 static pid_t fx_daemon;
 
-static int fx_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static inline int fx_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
@@ -34,7 +34,7 @@ static int fx_rm_entry(const char *path, const struct stat *st, int flag, struct
 	return remove(path) && errno != ENOENT ? -1 : 0;
 }
 
-static void fx_cleanup(void)
+static inline void fx_cleanup(void)
 {
 	if (fx_daemon > 0) {
 		kill(fx_daemon, SIGKILL);
@@ -49,14 +49,14 @@ static void fx_cleanup(void)
 		nftw(fx_rundir, fx_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void fx_sleep_ms(int ms)
+static inline void fx_sleep_ms(int ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
 
-static int fx_request(const char *line, char *reply, size_t len)
+static inline int fx_request(const char *line, char *reply, size_t len)
 {
 	int fd = vfab_ctl_connect(fx_rundir), rc;
 
@@ -68,7 +68,7 @@ static int fx_request(const char *line, char *reply, size_t len)
 }
 
 /* Starts vfabd; 0 once it answers STATUS, -1 (nothing left behind) otherwise. */
-static int fx_start(const char *tag)
+static inline int fx_start(const char *tag)
 {
 	static unsigned counter;
 	char reply[512];
