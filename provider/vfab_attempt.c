@@ -226,6 +226,7 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 		}
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
+		vfab_dbg("RNR psn %u", w->psn);
 		w->stage = VFAB_ST_WAIT_RNR;
 		w->due_ns = now + rnr_ns(res.rnr_timer);
 		return VFAB_OUT_BLOCKED;

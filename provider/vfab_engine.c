@@ -22,6 +22,14 @@ static bool eng_started;
 /* Read without the lock by pollers: how many QPs wait, and the earliest due. */
 static _Atomic uint32_t eng_nlisted;
 static _Atomic uint64_t eng_earliest = UINT64_MAX;
+/*
+ * When a thread of the application last polled with timed work pending.
+ * While the application polls, it runs the due work itself and the engine
+ * stays out of its way: two threads fighting over a QP's lock cost far more
+ * than either doing the work.
+ */
+static _Atomic uint64_t eng_last_poll_ns;
+#define POLLER_GRACE_NS 20000ull
 
 static void list_del(struct vfab_qp *qp)
 {
@@ -86,19 +94,26 @@ static void *engine_main(void *arg)
 	pthread_mutex_lock(&eng_lock);
 	for (;;) {
 		struct vfab_qp *next = earliest();
-		uint64_t now = vfab_now_ns();
+		uint64_t now = vfab_now_ns(), wake;
 		struct timespec ts;
 
 		if (!next) {
 			pthread_cond_wait(&eng_wake, &eng_lock);
 			continue;
 		}
-		if (next->eng_due_ns <= now) {
+		if (next->eng_due_ns <= now &&
+		    now - atomic_load_explicit(&eng_last_poll_ns, memory_order_relaxed) >
+			POLLER_GRACE_NS) {
 			run(next, false);
 			continue;
 		}
-		ts.tv_sec = (time_t)(next->eng_due_ns / 1000000000ull);
-		ts.tv_nsec = (long)(next->eng_due_ns % 1000000000ull);
+		/* Due but an application thread is polling: look again after the grace. */
+		if (next->eng_due_ns <= now)
+			wake = atomic_load(&eng_last_poll_ns) + POLLER_GRACE_NS;
+		else
+			wake = next->eng_due_ns;
+		ts.tv_sec = (time_t)(wake / 1000000000ull);
+		ts.tv_nsec = (long)(wake % 1000000000ull);
 		pthread_cond_timedwait(&eng_wake, &eng_lock, &ts);
 	}
 	return NULL;
@@ -161,19 +176,25 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 	} else if (due_ns < qp->eng_due_ns) {
 		qp->eng_due_ns = due_ns;
 	}
-	if (due_ns < atomic_load(&eng_earliest))
+	/* The engine sleeps until the earliest due time: wake it only for an earlier one. */
+	if (due_ns < atomic_load(&eng_earliest)) {
 		atomic_store(&eng_earliest, due_ns);
-	if (eng_started)
-		pthread_cond_signal(&eng_wake);
+		if (eng_started)
+			pthread_cond_signal(&eng_wake);
+	}
 	pthread_mutex_unlock(&eng_lock);
 }
 
 void vfab_engine_poll(void)
 {
 	struct vfab_qp *next;
+	uint64_t now;
 
-	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed) ||
-	    vfab_now_ns() < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
+	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed))
+		return;
+	now = vfab_now_ns();
+	atomic_store_explicit(&eng_last_poll_ns, now, memory_order_relaxed);
+	if (now < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
 		return;
 	/* Never wait for the engine: it is probably doing this very work. */
 	if (pthread_mutex_trylock(&eng_lock))

@@ -50,7 +50,24 @@ vfab_integration_test(int_verbs_errors 600 ${_vfab_it}/node_checks.sh verbs_erro
 
 vfab_integration_test(int_cleanup 240 ${_vfab_it}/cleanup.sh)
 
-# Last: the longest, and the one whose failures are triaged by hand.
+# Last: the longest, and the one whose failures are triaged by hand. It waits
+# for every other integration test, those of other fragments included (hence
+# the deferred call, made once all of tests/ has been read).
 vfab_integration_test(int_pyverbs 1200 ${_vfab_it}/pyverbs.sh)
-list(REMOVE_ITEM _vfab_it_tests int_pyverbs)
-set_tests_properties(int_pyverbs PROPERTIES DEPENDS "${_vfab_it_tests}")
+function(_vfab_pyverbs_runs_last)
+  get_property(_all DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+  set(_before "")
+  foreach(_t IN LISTS _all)
+    get_test_property(${_t} LABELS _labels)
+    if("integration" IN_LIST _labels AND NOT _t MATCHES "^(int_pyverbs|fabric_down)$")
+      list(APPEND _before ${_t})
+    endif()
+  endforeach()
+  set_tests_properties(int_pyverbs PROPERTIES DEPENDS "${_before}")
+endfunction()
+if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
+  cmake_language(DEFER CALL _vfab_pyverbs_runs_last)
+else()
+  list(REMOVE_ITEM _vfab_it_tests int_pyverbs)
+  set_tests_properties(int_pyverbs PROPERTIES DEPENDS "${_vfab_it_tests}")
+endif()
