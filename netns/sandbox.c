@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fabric/topology.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
 #include "netns/fsutil.h"
@@ -76,7 +75,7 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	ret = vfab_host_dir_claim(sb->rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 0755);
 	if (ret)
 		return fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
-	ret = vfab_net_fabric_create(sb->fabric, sb->cfg->mtu, err, errlen);
+	ret = vfab_net_fabric_create(sb->fabric, sb->region, err, errlen);
 	if (ret)
 		return ret;
 	ret = vfab_launch_files_write(sb->rundir, sb->cfg);
@@ -99,32 +98,6 @@ static const struct vfab_cfg_node *config_node(const struct vfab_config *cfg, co
 		}
 	}
 	return NULL;
-}
-
-static int build_net_spec(const struct vfab_sandbox *sb, uint32_t cfg_index,
-			  const struct vfab_cfg_node *cn, struct vfab_net_node *out)
-{
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	out->id = cn->id;
-	for (uint32_t k = 0; k < cn->nnetdevs && k < VFAB_NET_MAX_IFACES; k++) {
-		struct vfab_net_iface *ifc = &out->iface[out->niface++];
-
-		snprintf(ifc->name, sizeof(ifc->name), "%s", cn->netdevs[k].name);
-		ret = vfab_net_host_end_name(ifc->host_end, sizeof(ifc->host_end), cn->id,
-					     cfg_index, k);
-		if (ret)
-			return ret;
-		/* The same MAC the region's GIDs were derived from. */
-		ret = vfab_topology_netdev_mac(sb->fabric, sb->cfg, cfg_index, ifc->name, ifc->mac);
-		if (ret)
-			return ret;
-		ifc->mtu = sb->cfg->mtu;
-		ifc->naddrs = cn->netdevs[k].naddrs;
-		ifc->addrs = cn->netdevs[k].addrs;
-	}
-	return 0;
 }
 
 static int write_etc_view(const struct vfab_sandbox *sb, uint32_t cfg_index, const char *upper)
@@ -216,7 +189,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	ret = vfab_mkdir_p(path, 0755);
 	if (ret)
 		return fail(err, errlen, ret, "mkdir %s", path);
-	ret = build_net_spec(sb, cfg_index, cn, &net);
+	ret = vfab_net_plan_node(sb->region, node, cn, cfg_index, &net);
 	if (ret)
 		return fail(err, errlen, ret, "netdevs of node %s", rn->id);
 

@@ -197,6 +197,7 @@ struct vfab_qp {
 	uint64_t rng; /* loss draws */
 	/* Send queue of WRs not complete yet (enum vfab_stage), and spares. */
 	struct vfab_swqe *pend_head, *pend_tail;
+	struct vfab_swqe *pend_cursor; /* first WR not ACKED yet, NULL if none */
 	struct vfab_swqe *spare;
 	uint32_t nspare;
 
@@ -357,7 +358,11 @@ enum vfab_outcome {
 	VFAB_OUT_BLOCKED, /* waits for a timer until wqe->due_ns */
 	VFAB_OUT_FAILED,  /* wqe->status is its error completion */
 };
-/* Sends the WR (or again, after a wait); sets stage, due_ns and friends. */
+/*
+ * Sends the WR (or again, after a wait); sets stage, due_ns and friends.
+ * now 0: the clock is read only when needed (a shaped path, a timer); a WR
+ * delivered at once then gets due_ns 0.
+ */
 enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
 /* A FLIGHT WR reaches its destination at now. */
 enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
@@ -368,6 +373,8 @@ int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);
 bool vfab_sq_blocked(const struct vfab_qp *qp);
 /* Runs what is due (sq_lock held); returns when the next event is due, 0: none. */
 uint64_t vfab_sq_progress(struct vfab_qp *qp);
+/* When the next event of the queue is due, 0 when nothing is pending. */
+uint64_t vfab_sq_next_due(const struct vfab_qp *qp);
 void vfab_req_progress(struct vfab_qp *qp);	/* the same, taking sq_lock, rescheduling */
 bool vfab_req_try_progress(struct vfab_qp *qp); /* false: sq_lock was taken */
 /* Completes every queued WR with WR_FLUSH_ERR (sq_lock held). */

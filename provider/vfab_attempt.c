@@ -145,6 +145,8 @@ static enum vfab_outcome no_answer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 {
 	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
 
+	if (!now)
+		now = vfab_now_ns();
 	atomic_fetch_add_explicit(&p->cnt.local_ack_timeout_err, 1, memory_order_relaxed);
 	qp->sq_psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
@@ -226,9 +228,8 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 		}
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
-		vfab_dbg("RNR psn %u", w->psn);
 		w->stage = VFAB_ST_WAIT_RNR;
-		w->due_ns = now + rnr_ns(res.rnr_timer);
+		w->due_ns = (now ? now : vfab_now_ns()) + rnr_ns(res.rnr_timer);
 		return VFAB_OUT_BLOCKED;
 	case VFAB_RESP_NAK:
 		return failed(w, res.status);
@@ -242,6 +243,7 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 	struct vfab_region *r = qp->ctx->r;
 	struct iovec iov[VFAB_MAX_SGE + 1];
 	enum ibv_wc_status st;
+	bool shaped;
 	unsigned int n;
 	uint64_t len;
 
@@ -259,8 +261,12 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 		return no_answer(qp, w, now);
 	}
 	qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	/* Only a shaped path needs the time: an unshaped one delivers at once. */
+	shaped = fabric_path_shaped(r, &qp->dest.fwd) || fabric_path_shaped(r, &qp->dest.rev);
+	if (shaped && !now)
+		now = vfab_now_ns();
 	rc_book(qp, w, len, now);
-	if (w->due_ns > now) {
+	if (shaped && w->due_ns > now) {
 		w->stage = VFAB_ST_FLIGHT;
 		return VFAB_OUT_FLIGHT;
 	}
@@ -336,10 +342,14 @@ static enum vfab_outcome ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 	if (!ud_route(qp, w, &h, &p, &type, &path))
 		return VFAB_OUT_ACKED;
 	if (!booked) {
+		bool shaped = fabric_path_shaped(qp->ctx->r, &path);
+
 		if (fabric_path_drop(qp->ctx->r, &path, &qp->rng))
 			return VFAB_OUT_ACKED;
+		if (shaped && !now)
+			now = vfab_now_ns();
 		fabric_path_book(qp->ctx->r, &path, now, len, true, &b);
-		if (b.deliver_ns > now) {
+		if (shaped && b.deliver_ns > now) {
 			w->stage = VFAB_ST_FLIGHT;
 			w->due_ns = b.deliver_ns;
 			return VFAB_OUT_FLIGHT;

@@ -52,7 +52,9 @@ static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_at
 		return EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
 		return EINVAL;
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+	/* Blocking multicast loopback is moot without multicast: accepted for UD. */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
+	    (a->qp_type != IBV_QPT_UD || a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
 		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP;

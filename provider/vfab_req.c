@@ -7,11 +7,9 @@
  * goes to the send queue (vfab_sq.c), which the engine thread and poll_cq
  * move on.
  */
-#include "provider/vfab_mr_check.h"
-#include "provider/vfab_resp.h"
+#include "provider/vfab.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
@@ -114,8 +112,9 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w)
 			qp->sq_posted--;
 		return rc;
 	}
-	now = vfab_now_ns();
-	out = vfab_attempt(qp, w, now);
+	/* Time 0: read the clock only if the path is shaped or the WR must wait. */
+	out = vfab_attempt(qp, w, 0);
+	now = w->due_ns ? vfab_now_ns() : 0;
 	/* The common case: delivered and acknowledged at once, nothing before it. */
 	if (!qp->pend_head && out == VFAB_OUT_ACKED && w->due_ns <= now) {
 		vfab_req_complete(qp, w, IBV_WC_SUCCESS, w->byte_len);
@@ -132,7 +131,7 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w)
 		vfab_qp_enter_error(qp);
 		return 0;
 	}
-	due = vfab_sq_progress(qp);
+	due = vfab_sq_next_due(qp);
 	if (due)
 		vfab_engine_schedule(qp, due);
 	return 0;

@@ -52,6 +52,8 @@ int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *w)
 	else
 		qp->pend_head = c;
 	qp->pend_tail = c;
+	if (!qp->pend_cursor && c->stage != VFAB_ST_ACKED)
+		qp->pend_cursor = c;
 	return 0;
 }
 
@@ -70,6 +72,8 @@ static struct vfab_swqe *pop_head(struct vfab_qp *qp)
 		qp->pend_head = w->next;
 		if (!qp->pend_head)
 			qp->pend_tail = NULL;
+		if (qp->pend_cursor == w)
+			qp->pend_cursor = w->next;
 	}
 	return w;
 }
@@ -90,6 +94,7 @@ void vfab_sq_drop(struct vfab_qp *qp)
 
 	while ((w = pop_head(qp)))
 		free(w);
+	qp->pend_cursor = NULL;
 	while ((w = qp->spare)) {
 		qp->spare = w->next;
 		free(w);
@@ -105,16 +110,21 @@ static void go_back(struct vfab_swqe *w)
 			w->stage = VFAB_ST_QUEUED;
 }
 
-/* Sends, delivers or resends in order what is due; stops at a blocked WR. */
+/*
+ * Sends, delivers or resends in order what is due, from the first WR not
+ * acknowledged yet; stops at a blocked WR.
+ */
 static void advance(struct vfab_qp *qp, uint64_t now)
 {
 	struct vfab_swqe *w;
 
-	for (w = qp->pend_head; w; w = w->next) {
+	for (w = qp->pend_cursor; w; w = w->next) {
 		enum vfab_outcome out;
 
 		switch (w->stage) {
 		case VFAB_ST_ACKED:
+			if (qp->pend_cursor == w)
+				qp->pend_cursor = w->next;
 			continue;
 		case VFAB_ST_FAILED:
 			return;
@@ -152,24 +162,27 @@ static void advance(struct vfab_qp *qp, uint64_t now)
 		}
 		if (out == VFAB_OUT_FAILED)
 			return;
+		if (out == VFAB_OUT_ACKED && qp->pend_cursor == w)
+			qp->pend_cursor = w->next;
 	}
 }
 
-/* When the next thing happens to this queue; 0 when nothing is pending. */
-static uint64_t next_due(const struct vfab_qp *qp)
+/*
+ * The next event: the first ACK (acknowledged WRs complete in order, their
+ * ACKs come in order) or the first delivery or timer of the rest. A queued
+ * WR waits for the one before it; a failed one for the ACKs before it.
+ */
+uint64_t vfab_sq_next_due(const struct vfab_qp *qp)
 {
-	const struct vfab_swqe *w;
+	const struct vfab_swqe *h = qp->pend_head, *c = qp->pend_cursor;
 	uint64_t due = 0;
 
-	for (w = qp->pend_head; w; w = w->next) {
-		if (w->stage == VFAB_ST_QUEUED || w->stage == VFAB_ST_FAILED)
-			break;
-		if (!due || w->due_ns < due)
-			due = w->due_ns;
-		/* Later deliveries and retries cannot come before the first one. */
-		if (w->stage != VFAB_ST_ACKED)
-			break;
-	}
+	if (h && h->stage == VFAB_ST_ACKED)
+		due = h->due_ns;
+	if (c && c->stage == VFAB_ST_QUEUED)
+		return 1; /* nothing holds it back: send it as soon as possible */
+	if (c && c->stage != VFAB_ST_FAILED && (!due || c->due_ns < due))
+		due = c->due_ns;
 	return due;
 }
 
@@ -177,6 +190,9 @@ uint64_t vfab_sq_progress(struct vfab_qp *qp)
 {
 	uint64_t now = vfab_now_ns();
 	struct vfab_swqe *w;
+
+	if (qp->pend_head && qp->pend_head->due_ns && now > qp->pend_head->due_ns + 1000000)
+		vfab_dbg("late %lu us stage %u type %u n %u cursor %p head %p", (unsigned long)((now - qp->pend_head->due_ns) / 1000), qp->pend_head->stage, qp->vqp.qp.qp_type, 0, (void*)qp->pend_cursor, (void*)qp->pend_head);
 
 	vfab_qp_sync_state(qp);
 	if (qp->state == IBV_QPS_ERR) {
@@ -200,7 +216,7 @@ uint64_t vfab_sq_progress(struct vfab_qp *qp)
 			break;
 		}
 	}
-	return next_due(qp);
+	return vfab_sq_next_due(qp);
 }
 
 static void progress_locked(struct vfab_qp *qp)

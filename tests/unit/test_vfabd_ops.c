@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -406,23 +407,27 @@ static bool wait_state(pid_t pid, char want, bool equal)
 /*
  * A stand-in for node0: a holder in a network namespace of its own with one
  * worker process; the holder reaps the worker, the pipe reports its pid.
+ * Each dies with its parent, so a failed check leaves nothing running (nor
+ * holding the test's output open, which ctest would wait for).
  */
 static pid_t start_node(pid_t *worker)
 {
+	pid_t holder, test = getpid();
 	int p[2];
-	pid_t holder;
 
 	assert_int_equal(pipe(p), 0);
 	holder = fork();
 	assert_true(holder >= 0);
 	if (holder == 0) {
-		pid_t w;
+		pid_t w, me = getpid();
 
 		close(p[0]);
-		if (unshare(CLONE_NEWNET))
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != test || unshare(CLONE_NEWNET))
 			_exit(3);
 		w = fork();
 		if (w == 0) {
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != me)
+				_exit(3);
 			for (;;)
 				pause();
 		}
@@ -439,6 +444,14 @@ static pid_t start_node(pid_t *worker)
 	return holder;
 }
 
+static void stop_node(pid_t holder, pid_t worker)
+{
+	if (worker > 0)
+		kill(worker, SIGKILL);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+}
+
 static void test_fault_pause_kill(void **state)
 {
 	struct vfab_region *r = fx_region();
@@ -452,8 +465,7 @@ static void test_fault_pause_kill(void **state)
 	assert_memory_equal(reply, "ERR ENOENT ", 11);
 	holder = start_node(&worker);
 	if (worker < 0) {
-		kill(holder, SIGKILL);
-		waitpid(holder, NULL, 0);
+		stop_node(holder, worker);
 		vfab_region_close(r);
 		skip(); /* no CAP_SYS_ADMIN for a network namespace */
 	}
@@ -485,8 +497,7 @@ static void test_fault_pause_kill(void **state)
 	assert_true(fx_request("FAULT explode node0", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
 	atomic_store(&r->nodes[0].holder_pid, 0);
-	kill(holder, SIGKILL);
-	waitpid(holder, NULL, 0);
+	stop_node(holder, worker);
 	vfab_region_close(r);
 }
 
@@ -501,8 +512,7 @@ static void test_shutdown_resumes(void **state)
 	assert_non_null(r);
 	holder = start_node(&worker);
 	if (worker < 0) {
-		kill(holder, SIGKILL);
-		waitpid(holder, NULL, 0);
+		stop_node(holder, worker);
 		vfab_region_close(r);
 		skip();
 	}
@@ -513,8 +523,7 @@ static void test_shutdown_resumes(void **state)
 	assert_int_equal(waitpid(fx_daemon, NULL, 0), fx_daemon);
 	fx_daemon = 0;
 	assert_true(wait_state(worker, 'T', false));
-	kill(holder, SIGKILL);
-	waitpid(holder, NULL, 0);
+	stop_node(holder, worker);
 	vfab_region_close(r);
 }
 

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The primitives the fabric's network is built from: libnl-route requests
+ * (links, addresses, routes) and /proc/sys/net settings. Each acts on the
+ * network namespace the caller is in when it opens the socket or the file,
+ * so callers enter a fabric or node namespace first (vfab_netns_run); none
+ * of this may ever run in the host's own namespace.
+ */
+#ifndef VFAB_NETNS_NETCFG_H
+#define VFAB_NETNS_NETCFG_H
+
+#include <stdint.h>
+
+struct nl_sock;
+
+/* libnl's error code (negative or not) as -errno. */
+int vfab_nl_errno(int nlerr);
+
+/* A NETLINK_ROUTE socket bound to the current network namespace. */
+int vfab_nl_open(struct nl_sock **sk);
+
+/* ifindex of `name` (> 0), or -errno (-ENODEV when there is none). */
+int vfab_nl_ifindex(struct nl_sock *sk, const char *name);
+
+int vfab_nl_link_up(struct nl_sock *sk, const char *name);
+
+/*
+ * A bridge, up, with an MTU that stays what it was given: set after creation
+ * (not just at creation) so that the kernel does not lower it to the smallest
+ * member's MTU when veths join.
+ */
+int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu);
+
+/*
+ * addr/prefix on ifindex (family AF_INET: 4 bytes, AF_INET6: 16). IPv6
+ * addresses skip DAD: they become GIDs and gateways that must work at once.
+ */
+int vfab_nl_addr_add(struct nl_sock *sk, int ifindex, int family, const uint8_t *addr,
+		     unsigned prefix);
+
+/* dst/prefix via gw on ifindex, main table, static. */
+int vfab_nl_route_add(struct nl_sock *sk, int ifindex, int family, const uint8_t *dst,
+		      unsigned prefix, const uint8_t *gw);
+
+/*
+ * Writes /proc/sys/net/<key> ("ipv4/ip_forward") of the current namespace.
+ * A key the kernel lacks (no IPv6, an older kernel) is not an error.
+ */
+int vfab_net_sysctl(const char *key, const char *value);
+
+#endif /* VFAB_NETNS_NETCFG_H */

@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# shaping.sh [--quick] [--json FILE] [--build DIR] [--fabric NAME]
+#
+# The shaping benchmark (issue 3 §3): puts what the link model is configured
+# to do next to what applications measure through it, in one run. Each check
+# brings up a fabric (named NAME, default tshape) from a config generated
+# into the temp dir, runs perftest or lossy_verify between its nodes through
+# `vfab exec`, and takes it down again. Checks:
+#   bw        ib_write_bw 1 MiB, 2 nodes, links at 10/25/50/100/200/400 Gb/s;
+#             rates above 80 % of the copy ceiling (pvm_ceiling, measured
+#             first) are skipped: the host could not move them at all.  ±5 %
+#   lat       ib_write_lat 8 B t_typical (half the round trip) against the
+#             one-way path time the model gives for latency_us 2/10/50: the
+#             hops' latencies read back from `vfab report --json` plus the
+#             8 bytes' serialization.                              ±(1 us + 5 %)
+#   fair      incast: node0 and node1 write to node2 at once over 50 Gb/s
+#             ports; each flow gets half of node2's downlink.     each ±10 %
+#   oversub   2 leaves x 4 nodes, oversubscription 2: node0..3 (leaf0) write
+#             to node4..7 (leaf1); the sum equals leaf0's uplink.        ±10 %
+#             SKIPPED (not passed) while the nodes cannot reach each other
+#             across the spine over IP (perftest exchanges QP data by TCP).
+#   loss      25 Gb/s links losing 1 % and 5 % of message attempts: the lost
+#             fraction (binomial ±4 sigma), every loss retransmitted and
+#             counted in hw_counters/local_ack_timeout_err, goodput as the
+#             model predicts with 128 and with 1 message in flight (±5 %),
+#             and lossy_verify's patterned writes, sends and reads intact.
+# --quick shortens every measurement (about half the time); --json writes
+# every row and the ceiling to FILE. Prints the table
+#   check | configured | measured | ratio | margin | verdict
+# then the notes (how each expectation is derived, why a row was skipped).
+# Exit: 0 when no check failed (skipped ones do not fail), 1 when one did or
+# a measurement could not be made, 2 on bad arguments. The fabric is always
+# taken down on exit.
+set -euo pipefail
+export LC_ALL=C # numbers with a decimal point, whatever the locale
+
+quick=0 json="" build="" fabric=tshape
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 && shift ;;
+	--json) json=${2:?--json needs a file} && shift 2 ;;
+	--build) build=${2:?--build needs a directory} && shift 2 ;;
+	--fabric) fabric=${2:?--fabric needs a name} && shift 2 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 0 ;;
+	*) echo "shaping.sh: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
+	esac
+done
+export VFAB_FABRIC=$fabric
+[ -z "$build" ] || export VFAB_BUILD_DIR=$build
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/shaping_lib.sh"
+
+for prog in pvm_ceiling lossy_verify; do
+	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
+done
+command -v ib_write_bw >/dev/null || fail "perftest (ib_write_bw) is not installed"
+
+if [ "$quick" = 1 ]; then
+	bw_secs=1 fair_secs=2 lat_iters=2000 verify_bytes=$((8 << 20)) verify_sends=500
+	ceil_args=(--runs 2 --seconds 0.5 --iters 20000)
+else
+	bw_secs=2 fair_secs=4 lat_iters=10000 verify_bytes=$((32 << 20)) verify_sends=2000
+	ceil_args=(--runs 3 --seconds 1 --iters 50000)
+fi
+MSG=1048576
+PERF=(-d mlx5_0 -x 3 -F)
+
+trap shaping_exit EXIT
+shaping_take_down_stale
+
+# --- copy ceiling: what the host can move at all between two processes ----
+note "copy ceiling (pvm_ceiling)"
+"$VFAB_BIN/pvm_ceiling" "${ceil_args[@]}" >"$VFAB_TMP/pvm.out" 2>&1 ||
+	{ show "$VFAB_TMP/pvm.out"; fail "pvm_ceiling failed"; }
+ceiling=$(sed -n 's/^bw_gbit_per_s=//p' "$VFAB_TMP/pvm.out")
+num_between "${ceiling:-x}" 0 inf || fail "pvm_ceiling printed no bandwidth"
+rate_limit=$(calc "0.8 * $ceiling")
+row "copy ceiling (process_vm_writev)" "-" "$(fmt "$ceiling") Gb/s" "-" "-" INFO
+note_add "rates above 80 % of the copy ceiling ($(fmt "$rate_limit") Gb/s) are skipped"
+
+# --- bandwidth ----------------------------------------------------------------
+port=18700
+for rate in 10 25 50 100 200 400; do
+	name="ib_write_bw @ $rate Gb/s"
+	if awk "BEGIN { exit !($rate > $rate_limit) }"; then
+		row "$name" "$rate.00 Gb/s" "-" "-" "+/-5 %" SKIP
+		note_add "$name: above 80 % of the copy ceiling $(fmt "$ceiling") Gb/s"
+		continue
+	fi
+	note "$name"
+	fabric_up "$(gen_config bw$rate 2 "$rate" 2)"
+	port=$((port + 1))
+	if run_flows bw$rate "$port" "node1 $(node_ip node1) node0" -- \
+		ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" --report_gbits; then
+		got=$(perftest_value "$VFAB_TMP/bw$rate.0.cli" 'BW average[Gb/sec]' 4)
+		judge_rel "$name" "$rate" "${got:-x}" 0.05 Gb/s
+	else
+		row "$name" "$rate.00 Gb/s" "no result" "-" "+/-5 %" FAIL
+	fi
+	fabric_down
+done
+
+# --- latency --------------------------------------------------------------------
+for lat in 2 10 50; do
+	name="ib_write_lat 8 B @ $lat us"
+	note "$name"
+	fabric_up "$(gen_config lat$lat 2 100 "$lat")"
+	report_to "$VFAB_TMP/lat$lat.json"
+	# ib_write_lat reports half the round trip: the mean of both directions.
+	fwd=$(path_oneway_us "$VFAB_TMP/lat$lat.json" 8 node0/mlx5_0/1/up node1/mlx5_0/1/down)
+	rev=$(path_oneway_us "$VFAB_TMP/lat$lat.json" 8 node1/mlx5_0/1/up node0/mlx5_0/1/down)
+	want=$(calc "($fwd + $rev) / 2" 4)
+	port=$((port + 1))
+	if run_flows lat$lat "$port" "node1 $(node_ip node1) node0" -- \
+		ib_write_lat "${PERF[@]}" -s 8 -n "$lat_iters"; then
+		got=$(perftest_value "$VFAB_TMP/lat$lat.0.cli" 't_typical[usec]' 5)
+		judge_lat "$name" "$want" "${got:-x}"
+	else
+		row "$name" "$(fmt "$want") us" "no result" "-" "+/-(1 us + 5 %)" FAIL
+	fi
+	fabric_down
+done
+note_add "latency: expected = mean over both directions of (sum of the hops' latency_ns" \
+	"in the region + the 8 B serialization at the slowest hop); latency_us is split" \
+	"over the sender's up and the receiver's down link"
+
+# --- two flows into one port ---------------------------------------------------
+name="incast: node0 + node1 -> node2 @ 50 Gb/s"
+note "$name"
+fabric_up "$(gen_config incast 3 50 2)"
+ip2=$(node_ip node2)
+port=$((port + 1))
+if run_flows incast "$port" "node2 $ip2 node0" "node2 $ip2 node1" -- \
+	ib_write_bw "${PERF[@]}" -s $MSG -D "$fair_secs" --report_gbits; then
+	for i in 0 1; do
+		got=$(perftest_value "$VFAB_TMP/incast.$i.cli" 'BW average[Gb/sec]' 4)
+		judge_rel "incast: flow node$i -> node2, half of 50" 25 "${got:-x}" 0.10 Gb/s
+	done
+else
+	row "incast: flows node0, node1 -> node2" "25.00 Gb/s" "no result" "-" "+/-10 %" FAIL
+fi
+fabric_down
+note_add "incast: both flows share node2's 50 Gb/s downlink; each is judged against its" \
+	"fair share, half the link (50 % ± 10 % of the share: 22.5..27.5 Gb/s)"
+
+# --- oversubscribed leaves -----------------------------------------------------------
+# Four flows into the uplink of leaf0: ports fast enough to oversubscribe it,
+# slow enough that the host's copies (one core for two busy clients) keep up.
+orate=25
+awk "BEGIN { exit !(4 * $orate / 2 > 0.5 * $ceiling) }" && orate=10
+name="oversub: node0..3 (leaf0) -> node4..7 (leaf1)"
+note "$name, ports $orate Gb/s, oversubscription 2"
+fabric_up "$(gen_config oversub 8 "$orate" 2 0 4 2 1)"
+report_to "$VFAB_TMP/oversub.json"
+uplink=$(calc "$(link_stat "$VFAB_TMP/oversub.json" leaf0/up rate_bps) / 1e9")
+specs=() unreachable=""
+for i in 0 1 2 3; do
+	dst=node$((i + 4))
+	specs+=("$dst $(node_ip "$dst") node$i")
+	if [ -z "$unreachable" ] &&
+		! vx "node$i" ping -c 1 -W 1 "$(node_ip "$dst")" >"$VFAB_TMP/ping.log" 2>&1; then
+		unreachable="node$i -> $dst ($(node_ip "$dst")): $(tr '\n' ' ' <"$VFAB_TMP/ping.log" |
+			sed 's/  */ /g; s/ $//')"
+	fi
+done
+if [ -n "$unreachable" ]; then
+	row "$name" "$uplink Gb/s" "-" "-" "+/-10 %" SKIP
+	note_add "oversub SKIPPED: no IP between the leaves yet, perftest cannot exchange its" \
+		"QP data over TCP: $unreachable"
+else
+	port=$((port + 1))
+	if run_flows oversub "$port" "${specs[@]}" -- \
+		ib_write_bw "${PERF[@]}" -s $MSG -D "$fair_secs" --report_gbits; then
+		sum=0 each=""
+		for i in 0 1 2 3; do
+			got=$(perftest_value "$VFAB_TMP/oversub.$i.cli" 'BW average[Gb/sec]' 4)
+			is_num "${got:-x}" || got=x
+			sum=$(calc "$sum + ${got/x/0}")
+			each="$each node$i:$got"
+		done
+		judge_rel "$name" "$uplink" "$sum" 0.10 Gb/s
+		note_add "oversub: per flow (Gb/s)$each; configured = leaf0/up in the region" \
+			"= 4 ports x $orate Gb/s / 2"
+	else
+		row "$name" "$uplink Gb/s" "no result" "-" "+/-10 %" FAIL
+	fi
+fi
+fabric_down
+
+# --- loss ----------------------------------------------------------------------------------
+LOSS_RATE=25
+T128_U=8  # 4.096 us * 2^8 = 1.05 ms: far below the 128-deep send backlog
+T1_U=10   # 4.096 us * 2^10 = 4.19 ms: what each loss costs a lone message
+up_link=node0/mlx5_0/1/up
+
+# delta R0 R1 FIELD: how much a field of node0's up link grew between two reports.
+delta()
+{
+	calc "$(link_stat "$2" $up_link "$3") - $(link_stat "$1" $up_link "$3")" 0
+}
+
+note "loss 0 %: one message in flight (baseline)"
+fabric_up "$(gen_config loss0 2 $LOSS_RATE 2 0)"
+port=$((port + 1))
+base=x
+if run_flows loss0 "$port" "node1 $(node_ip node1) node0" -- \
+	ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -t 1 -u $T1_U --report_gbits; then
+	base=$(perftest_value "$VFAB_TMP/loss0.0.cli" 'BW average[Gb/sec]' 4)
+fi
+fabric_down
+if is_num "${base:-x}"; then
+	# Time per message with nothing lost: serialization, both latencies, and the
+	# host's own overhead (which the model does not know and so is measured).
+	t0_us=$(calc "$MSG * 8 / ($base * 1000)" 3)
+	row "loss 0 %: 1 in flight (baseline t0)" "$LOSS_RATE.00 Gb/s" "$(fmt "$base") Gb/s" \
+		"$(calc "$base / $LOSS_RATE" 3)" "-" INFO
+	note_add "loss: t0 = $t0_us us per 1 MiB message alone on a lossless 25 Gb/s link" \
+		"($(calc "$MSG * 8 / ($LOSS_RATE * 1000)") us of it serialization)"
+else
+	row "loss 0 %: 1 in flight (baseline t0)" "$LOSS_RATE.00 Gb/s" "no result" "-" "-" FAIL
+fi
+
+for p in 0.01 0.05; do
+	pct=$(calc "$p * 100" 0)
+	name="loss $pct %"
+	note "$name on $LOSS_RATE Gb/s"
+	fabric_up "$(gen_config "loss$pct" 2 $LOSS_RATE 2 "$p")"
+	ip1=$(node_ip node1)
+	c0=$(hw_counter node0 local_ack_timeout_err)
+	report_to "$VFAB_TMP/l$pct.0.json"
+	port=$((port + 1))
+	g128=x
+	if run_flows "l$pct.w128" "$port" "node1 $ip1 node0" -- \
+		ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -u $T128_U --report_gbits; then
+		g128=$(perftest_value "$VFAB_TMP/l$pct.w128.0.cli" 'BW average[Gb/sec]' 4)
+	fi
+	report_to "$VFAB_TMP/l$pct.1.json"
+	port=$((port + 1))
+	g1=x
+	if run_flows "l$pct.w1" "$port" "node1 $ip1 node0" -- \
+		ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -t 1 -u $T1_U --report_gbits; then
+		g1=$(perftest_value "$VFAB_TMP/l$pct.w1.0.cli" 'BW average[Gb/sec]' 4)
+	fi
+	report_to "$VFAB_TMP/l$pct.2.json"
+	port=$((port + 1))
+	vrc=0
+	run_flows "l$pct.verify" "$port" "node1 $ip1 node0" -- "$VFAB_BIN/lossy_verify" \
+		--bytes "$verify_bytes" --sends "$verify_sends" --timeout $T128_U || vrc=$?
+	report_to "$VFAB_TMP/l$pct.3.json"
+	sleep 0.6 # vfabd refreshes the sysfs counters every 250 ms
+	c1=$(hw_counter node0 local_ack_timeout_err)
+	fabric_down
+
+	# The lost fraction over both perftest runs, against a binomial spread.
+	n=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.2.json" msgs)
+	d=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.2.json" drops)
+	phat=$(calc "$d / ($n > 0 ? $n : 1)" 5)
+	sig4=$(calc "4 * sqrt($p * (1 - $p) / ($n > 0 ? $n : 1))" 5)
+	verdict=FAIL
+	awk "BEGIN { x = $phat - $p; exit !($n > 0 && x <= $sig4 && -x <= $sig4) }" && verdict=PASS
+	row "$name: attempts lost ($d of $n)" "$(fmt "$p * 100") %" "$(fmt "$phat * 100") %" \
+		"$(calc "$phat / $p" 3)" "+/-$(fmt "$sig4 * 100") % (4 sigma)" "$verdict"
+
+	# Every loss is a retransmission the port counts (the verify run's too).
+	dall=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.3.json" drops)
+	retx=$(calc "$c1 - $c0" 0)
+	verdict=FAIL
+	[ "$retx" = "$dall" ] && [ "$dall" -gt 0 ] && verdict=PASS
+	row "$name: retransmissions (hw_counters)" "$dall lost" "$retx timeouts" \
+		"$(calc "$retx / ($dall > 0 ? $dall : 1)" 3)" "equal" "$verdict"
+
+	# 128 in flight: the timeout passes while the queue drains, so a loss costs
+	# only the link time of the lost attempt.
+	n1=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" msgs)
+	d1=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" drops)
+	judge_rel "$name: goodput, 128 in flight" \
+		"$(calc "$LOSS_RATE * (1 - $d1 / ($n1 > 0 ? $n1 : 1))" 4)" "${g128:-x}" 0.05 Gb/s
+
+	# 1 in flight: each loss stalls the flow for the whole ACK timeout.
+	if is_num "${t0_us:-x}"; then
+		n2=$(delta "$VFAB_TMP/l$pct.1.json" "$VFAB_TMP/l$pct.2.json" msgs)
+		d2=$(delta "$VFAB_TMP/l$pct.1.json" "$VFAB_TMP/l$pct.2.json" drops)
+		tmo=$(calc "4.096 * 2 ^ $T1_U" 3)
+		judge_rel "$name: goodput, 1 in flight" \
+			"$(calc "$MSG * 8 / 1000 / ($t0_us + $d2 / ($n2 - $d2 > 0 ? $n2 - $d2 : 1) * $tmo)" 4)" \
+			"${g1:-x}" 0.05 Gb/s
+	fi
+
+	vout=$VFAB_TMP/l$pct.verify.0.cli
+	bad=$(awk -F= '/^(write|read)_bad_bytes=/ { s += $2 } END { print s + 0 }' "$vout")
+	sbad=$(awk -F= '/^send_(bad|out_of_order)=/ { s += $2 } END { print s + 0 }' "$vout")
+	if [ "$vrc" = 0 ] && grep -qx 'verdict=ok' "$vout"; then
+		verdict=PASS
+	else
+		verdict=FAIL
+	fi
+	row "$name: data intact (lossy_verify)" "0 bad" "$bad B, $sbad msgs bad" "-" "exact" \
+		"$verdict"
+done
+note_add "loss: a lost attempt is retransmitted after the QP's ACK timeout. With 128 in" \
+	"flight (-u $T128_U: 1.05 ms, hidden behind the 128 x 336 us backlog) each loss costs only" \
+	"its own link time: expected = 25 Gb/s x (1 - lost fraction). With 1 in flight (-t 1," \
+	"-u $T1_U: 4.19 ms) each loss stalls the flow for the timeout: expected = 8 Mib / (t0 +" \
+	"lost/delivered x 4194 us). The lost fractions are those the region counted in each run."
+note_add "loss: lossy_verify writes $((verify_bytes >> 20)) MiB of patterned data in mixed" \
+	"message sizes, sends $verify_sends numbered messages and reads the region back" \
+	"(timeout -u $T128_U); the receiver checks every byte and the order"
+
+print_table
+write_json "$json" "$quick" "$ceiling"
+exit "$SHAPING_FAILED"
