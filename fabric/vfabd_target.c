@@ -82,7 +82,7 @@ int vfabd_parse_links(const struct vfab_region *r, const char *s, uint32_t *link
 	}
 	rc = vfabd_parse_port(r, s, &hca, &port);
 	if (rc)
-		return rc;
+		return -ENOENT; /* neither a link nor a port by that name */
 	first = port ? port : 1;
 	last = port ? port : r->hcas[hca].nports;
 	for (uint32_t p = first; p <= last; p++) {

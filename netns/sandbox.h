@@ -37,8 +37,9 @@ struct vfab_sandbox {
  * Fabric-wide preparation: a tmpfs on <rundir>/nodes for the views (they are
  * thousands of small files per HCA: on a disk file system creating them takes
  * seconds), the host's /dev/infiniband mount point (created, and recorded,
- * only if missing), the fabric namespace with its bridge, the launcher files
- * (launch_files.h), <rundir>/libdirs and, with `ssh`, the keys and configs.
+ * only if missing), the fabric namespace with a bridge per leaf and the spine
+ * router (fabric_net.h), the launcher files (launch_files.h), <rundir>/libdirs
+ * and, with `ssh`, the keys and configs.
  */
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen);
 
@@ -55,9 +56,9 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
  * Tear down every sandbox of a fabric, working from the run dir alone (the
  * daemon may be dead, `up` may have stopped half-way): kill the processes in
  * each node's network namespace (SIGTERM, then SIGKILL after a grace period)
- * and the holders, unpublish the namespaces (the fabric one takes the bridge
- * and veths with it), unlink the region, remove the run dir. Goes on past
- * errors; returns the first one with `err` saying what it was.
+ * and the holders, unpublish the namespaces (the fabric one takes the bridges,
+ * the router and the veths with it), unlink the region, remove the run dir.
+ * Goes on past errors; returns the first one with `err` saying what it was.
  */
 int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, size_t errlen);
 

@@ -213,7 +213,7 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 		ret = vfab_net_unbind_ns(fabric, s->ids[i]);
 		note(err, errlen, &first, ret, "remove the namespace file of node %s", s->ids[i]);
 	}
-	/* The last reference to the fabric namespace: bridge and veths go with it. */
+	/* The last reference to the fabric namespace: bridges, router, veths go with it. */
 	ret = vfab_net_unbind_ns(fabric, VFAB_FABRIC_NS_SUFFIX);
 	note(err, errlen, &first, ret, "remove the fabric namespace file");
 	ret = vfab_region_unlink(fabric);

@@ -29,7 +29,7 @@ static _Atomic uint64_t eng_earliest = UINT64_MAX;
  * than either doing the work.
  */
 static _Atomic uint64_t eng_last_poll_ns;
-#define POLLER_GRACE_NS 0ull
+#define POLLER_GRACE_NS 20000ull
 
 static void list_del(struct vfab_qp *qp)
 {
@@ -197,12 +197,8 @@ void vfab_engine_poll(void)
 	if (now < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
 		return;
 	/* Never wait for the engine: it is probably doing this very work. */
-	if (pthread_mutex_trylock(&eng_lock)) {
-		static int fails;
-		if (++fails % 100000 == 0)
-			vfab_dbg("poll trylock fails %d", fails);
+	if (pthread_mutex_trylock(&eng_lock))
 		return;
-	}
 	next = earliest();
 	if (next && next->eng_due_ns <= vfab_now_ns())
 		run(next, true);

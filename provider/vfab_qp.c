@@ -137,7 +137,19 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
 	qp->rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
-	pthread_mutex_init(&qp->sq_lock, NULL);
+	{
+		pthread_mutexattr_t ma;
+
+		/*
+		 * Adaptive: a busy-polling application that meets the engine in
+		 * its short critical section spins instead of going to sleep and
+		 * losing its CPU for a whole time slice.
+		 */
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&qp->sq_lock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	fill_slot(qp, a);
 

@@ -191,9 +191,6 @@ uint64_t vfab_sq_progress(struct vfab_qp *qp)
 	uint64_t now = vfab_now_ns();
 	struct vfab_swqe *w;
 
-	if (qp->pend_head && qp->pend_head->due_ns && now > qp->pend_head->due_ns + 1000000)
-		vfab_dbg("late %lu us stage %u type %u n %u cursor %p head %p", (unsigned long)((now - qp->pend_head->due_ns) / 1000), qp->pend_head->stage, qp->vqp.qp.qp_type, 0, (void*)qp->pend_cursor, (void*)qp->pend_head);
-
 	vfab_qp_sync_state(qp);
 	if (qp->state == IBV_QPS_ERR) {
 		vfab_req_flush_pending(qp);

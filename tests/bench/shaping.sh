@@ -57,9 +57,11 @@ command -v ib_write_bw >/dev/null || fail "perftest (ib_write_bw) is not install
 
 if [ "$quick" = 1 ]; then
 	bw_secs=1 fair_secs=2 lat_iters=2000 verify_bytes=$((8 << 20)) verify_sends=500
+	iters128=3000 lone_secs=1
 	ceil_args=(--runs 2 --seconds 0.5 --iters 20000)
 else
 	bw_secs=2 fair_secs=4 lat_iters=10000 verify_bytes=$((32 << 20)) verify_sends=2000
+	iters128=6000 lone_secs=2
 	ceil_args=(--runs 3 --seconds 1 --iters 50000)
 fi
 MSG=1048576
@@ -189,8 +191,9 @@ fabric_down
 
 # --- loss ----------------------------------------------------------------------------------
 LOSS_RATE=25
-T128_U=8  # 4.096 us * 2^8 = 1.05 ms: far below the 128-deep send backlog
-T1_U=10   # 4.096 us * 2^10 = 4.19 ms: what each loss costs a lone message
+T128_U=8 # 4.096 us * 2^8 = 1.05 ms: far below the 128-deep send backlog
+T1_U=13  # 4.096 us * 2^13 = 33.6 ms: what each loss costs a lone message, well above
+	 # the host's own jitter in the lossless time per message
 up_link=node0/mlx5_0/1/up
 
 # delta R0 R1 FIELD: how much a field of node0's up link grew between two reports.
@@ -199,26 +202,20 @@ delta()
 	calc "$(link_stat "$2" $up_link "$3") - $(link_stat "$1" $up_link "$3")" 0
 }
 
-note "loss 0 %: one message in flight (baseline)"
-fabric_up "$(gen_config loss0 2 $LOSS_RATE 2 0)"
-port=$((port + 1))
-base=x
-if run_flows loss0 "$port" "node1 $(node_ip node1) node0" -- \
-	ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -t 1 -u $T1_U --report_gbits; then
-	base=$(perftest_value "$VFAB_TMP/loss0.0.cli" 'BW average[Gb/sec]' 4)
-fi
-fabric_down
-if is_num "${base:-x}"; then
-	# Time per message with nothing lost: serialization, both latencies, and the
-	# host's own overhead (which the model does not know and so is measured).
-	t0_us=$(calc "$MSG * 8 / ($base * 1000)" 3)
-	row "loss 0 %: 1 in flight (baseline t0)" "$LOSS_RATE.00 Gb/s" "$(fmt "$base") Gb/s" \
-		"$(calc "$base / $LOSS_RATE" 3)" "-" INFO
-	note_add "loss: t0 = $t0_us us per 1 MiB message alone on a lossless 25 Gb/s link" \
-		"($(calc "$MSG * 8 / ($LOSS_RATE * 1000)") us of it serialization)"
-else
-	row "loss 0 %: 1 in flight (baseline t0)" "$LOSS_RATE.00 Gb/s" "no result" "-" "-" FAIL
-fi
+# write_bw TAG ARGS...: ib_write_bw node0 -> node1 with a fixed number of
+# messages (so that the region's counts cover exactly what perftest timed);
+# leaves its average Gb/s in WBW (x when it failed).
+write_bw()
+{
+	local tag=$1
+	shift
+	port=$((port + 1))
+	WBW=x
+	if run_flows "$tag" "$port" "node1 $ip1 node0" -- \
+		ib_write_bw "${PERF[@]}" -s $MSG --report_gbits "$@"; then
+		WBW=$(perftest_value "$VFAB_TMP/$tag.0.cli" 'BW average[Gb/sec]' 4)
+	fi
+}
 
 for p in 0.01 0.05; do
 	pct=$(calc "$p * 100" 0)
@@ -226,43 +223,48 @@ for p in 0.01 0.05; do
 	note "$name on $LOSS_RATE Gb/s"
 	fabric_up "$(gen_config "loss$pct" 2 $LOSS_RATE 2 "$p")"
 	ip1=$(node_ip node1)
+	# About lone_secs of lone messages at ~0.5 ms each plus p x the timeout.
+	iters1=$(calc "$lone_secs / (0.0005 + $p * 4.096e-6 * 2 ^ $T1_U)" 0)
 	c0=$(hw_counter node0 local_ack_timeout_err)
 	report_to "$VFAB_TMP/l$pct.0.json"
-	port=$((port + 1))
-	g128=x
-	if run_flows "l$pct.w128" "$port" "node1 $ip1 node0" -- \
-		ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -u $T128_U --report_gbits; then
-		g128=$(perftest_value "$VFAB_TMP/l$pct.w128.0.cli" 'BW average[Gb/sec]' 4)
-	fi
+	write_bw "l$pct.w128" -n "$iters128" -u $T128_U
+	g128=$WBW
 	report_to "$VFAB_TMP/l$pct.1.json"
-	port=$((port + 1))
-	g1=x
-	if run_flows "l$pct.w1" "$port" "node1 $ip1 node0" -- \
-		ib_write_bw "${PERF[@]}" -s $MSG -D "$bw_secs" -t 1 -u $T1_U --report_gbits; then
-		g1=$(perftest_value "$VFAB_TMP/l$pct.w1.0.cli" 'BW average[Gb/sec]' 4)
-	fi
+	# The lone message's time without loss, on this fabric and just before the
+	# lossy run: serialization, latencies and the host's own overhead, which
+	# the model does not know and which depends on the host's load.
+	"$VFAB" --fabric "$VFAB_FABRIC" shape $up_link loss=0 >/dev/null || fail "vfab shape failed"
+	write_bw "l$pct.base" -n "$iters1" -t 1 -u $T1_U
+	base=$WBW
+	"$VFAB" --fabric "$VFAB_FABRIC" shape $up_link loss="$p" >/dev/null || fail "vfab shape failed"
 	report_to "$VFAB_TMP/l$pct.2.json"
+	write_bw "l$pct.w1" -n "$iters1" -t 1 -u $T1_U
+	g1=$WBW
+	report_to "$VFAB_TMP/l$pct.3.json"
 	port=$((port + 1))
 	vrc=0
 	run_flows "l$pct.verify" "$port" "node1 $ip1 node0" -- "$VFAB_BIN/lossy_verify" \
 		--bytes "$verify_bytes" --sends "$verify_sends" --timeout $T128_U || vrc=$?
-	report_to "$VFAB_TMP/l$pct.3.json"
+	report_to "$VFAB_TMP/l$pct.4.json"
 	sleep 0.6 # vfabd refreshes the sysfs counters every 250 ms
 	c1=$(hw_counter node0 local_ack_timeout_err)
 	fabric_down
 
-	# The lost fraction over both perftest runs, against a binomial spread.
-	n=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.2.json" msgs)
-	d=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.2.json" drops)
-	phat=$(calc "$d / ($n > 0 ? $n : 1)" 5)
-	sig4=$(calc "4 * sqrt($p * (1 - $p) / ($n > 0 ? $n : 1))" 5)
+	# The lost fraction over both lossy perftest runs, against a binomial spread.
+	n=$(calc "$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" msgs) + \
+		$(delta "$VFAB_TMP/l$pct.2.json" "$VFAB_TMP/l$pct.3.json" msgs)" 0)
+	d=$(calc "$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" drops) + \
+		$(delta "$VFAB_TMP/l$pct.2.json" "$VFAB_TMP/l$pct.3.json" drops)" 0)
+	[ "$n" -gt 0 ] || n=1
+	phat=$(calc "$d / $n" 5)
+	sig4=$(calc "4 * sqrt($p * (1 - $p) / $n)" 5)
 	verdict=FAIL
-	awk "BEGIN { x = $phat - $p; exit !($n > 0 && x <= $sig4 && -x <= $sig4) }" && verdict=PASS
+	awk "BEGIN { x = $phat - $p; exit !(x <= $sig4 && -x <= $sig4) }" && verdict=PASS
 	row "$name: attempts lost ($d of $n)" "$(fmt "$p * 100") %" "$(fmt "$phat * 100") %" \
 		"$(calc "$phat / $p" 3)" "+/-$(fmt "$sig4 * 100") % (4 sigma)" "$verdict"
 
 	# Every loss is a retransmission the port counts (the verify run's too).
-	dall=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.3.json" drops)
+	dall=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.4.json" drops)
 	retx=$(calc "$c1 - $c0" 0)
 	verdict=FAIL
 	[ "$retx" = "$dall" ] && [ "$dall" -gt 0 ] && verdict=PASS
@@ -271,19 +273,28 @@ for p in 0.01 0.05; do
 
 	# 128 in flight: the timeout passes while the queue drains, so a loss costs
 	# only the link time of the lost attempt.
-	n1=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" msgs)
-	d1=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" drops)
+	n128=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" msgs)
+	d128=$(delta "$VFAB_TMP/l$pct.0.json" "$VFAB_TMP/l$pct.1.json" drops)
 	judge_rel "$name: goodput, 128 in flight" \
-		"$(calc "$LOSS_RATE * (1 - $d1 / ($n1 > 0 ? $n1 : 1))" 4)" "${g128:-x}" 0.05 Gb/s
+		"$(calc "$LOSS_RATE * (1 - $d128 / ($n128 > 0 ? $n128 : 1))" 4)" "${g128:-x}" 0.05 Gb/s
 
 	# 1 in flight: each loss stalls the flow for the whole ACK timeout.
-	if is_num "${t0_us:-x}"; then
-		n2=$(delta "$VFAB_TMP/l$pct.1.json" "$VFAB_TMP/l$pct.2.json" msgs)
-		d2=$(delta "$VFAB_TMP/l$pct.1.json" "$VFAB_TMP/l$pct.2.json" drops)
+	if is_num "${base:-x}"; then
+		t0_us=$(calc "$MSG * 8 / ($base * 1000)" 3)
+		# What the model alone gives a lone message: serialization, then the
+		# write's latency and its ACK's; the rest of t0 is the host's overhead.
+		ideal=$(calc "$MSG * 8 / ($LOSS_RATE * 1000) + 2 * 2" 3)
+		row "$name: lossless, 1 in flight (t0)" "$(calc "$MSG * 8 / ($ideal * 1000)") Gb/s" \
+			"$(fmt "$base") Gb/s" "$(calc "$ideal / $t0_us" 3)" "-" INFO
+		d2=$(delta "$VFAB_TMP/l$pct.2.json" "$VFAB_TMP/l$pct.3.json" drops)
 		tmo=$(calc "4.096 * 2 ^ $T1_U" 3)
 		judge_rel "$name: goodput, 1 in flight" \
-			"$(calc "$MSG * 8 / 1000 / ($t0_us + $d2 / ($n2 - $d2 > 0 ? $n2 - $d2 : 1) * $tmo)" 4)" \
+			"$(calc "$MSG * 8 / 1000 / ($t0_us + $d2 / $iters1 * $tmo)" 4)" \
 			"${g1:-x}" 0.05 Gb/s
+		note_add "$name: t0 = $t0_us us per 1 MiB message alone without loss" \
+			"($(fmt "$base") Gb/s), $d2 attempts lost for $iters1 messages with 1 in flight"
+	else
+		row "$name: goodput, 1 in flight" "-" "no baseline" "-" "+/-5 %" FAIL
 	fi
 
 	vout=$VFAB_TMP/l$pct.verify.0.cli
@@ -299,9 +310,10 @@ for p in 0.01 0.05; do
 done
 note_add "loss: a lost attempt is retransmitted after the QP's ACK timeout. With 128 in" \
 	"flight (-u $T128_U: 1.05 ms, hidden behind the 128 x 336 us backlog) each loss costs only" \
-	"its own link time: expected = 25 Gb/s x (1 - lost fraction). With 1 in flight (-t 1," \
-	"-u $T1_U: 4.19 ms) each loss stalls the flow for the timeout: expected = 8 Mib / (t0 +" \
-	"lost/delivered x 4194 us). The lost fractions are those the region counted in each run."
+	"its own link time: expected = 25 Gb/s x (1 - lost/attempts). With 1 in flight (-t 1," \
+	"-u $T1_U: $(calc "4.096 * 2 ^ $T1_U / 1000") ms) each loss stalls the flow for the timeout: expected =" \
+	"8 Mib / (t0 + lost/messages x timeout), t0 measured just before with the link's loss set to 0" \
+	"(vfab shape). Counts are the region's for exactly the messages perftest timed (-n)."
 note_add "loss: lossy_verify writes $((verify_bytes >> 20)) MiB of patterned data in mixed" \
 	"message sizes, sends $verify_sends numbered messages and reads the region back" \
 	"(timeout -u $T128_U); the receiver checks every byte and the order"

@@ -109,6 +109,7 @@ static void make_port_view(void)
 	write_file(PORT_DIR "/counters/symbol_error", "0\n");
 	hard_link(PORT_DIR "/counters/symbol_error", PORT_DIR "/counters/port_xmit_data");
 	write_file(PORT_DIR "/counters/port_rcv_data", "0\n");
+	write_file(PORT_DIR "/counters/link_downed", "0\n");
 	write_file(PORT_DIR "/hw_counters/out_of_sequence", "0\n");
 }
 
@@ -183,13 +184,13 @@ static void test_link_down_up(void **state)
 	assert_int_equal(e.element, 1);
 	assert_int_equal(e.type, 10); /* IBV_EVENT_PORT_ERR */
 	assert_int_equal(e.reserved, 0);
-	assert_int_equal(read(fifo, &e, sizeof(e)), -1);
+	assert_true(read(fifo, &e, sizeof(e)) <= 0); /* nothing more (EOF or EAGAIN) */
 
 	/* Down again: no transition, no event. */
 	assert_true(fx_request("LINK node0/mlx5_0/1 down", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "OK ", 3);
 	fx_sleep_ms(50);
-	assert_int_equal(read(fifo, &e, sizeof(e)), -1);
+	assert_true(read(fifo, &e, sizeof(e)) <= 0); /* nothing more (EOF or EAGAIN) */
 
 	assert_true(fx_request("LINK node0/mlx5_0/1 up", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "OK ", 3);

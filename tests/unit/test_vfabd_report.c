@@ -260,8 +260,8 @@ static void test_reader_refuses(void **state)
 			fail_msg("'%s' parsed", bad[i]);
 		assert_true(err[0] != '\0');
 	}
-	struct vjson *v = vjson_parse("{\"a\":[1,2.5,\"\\u00e9\"],\"b\":18446744073709551615}",
-				      48, err, sizeof(err));
+	const char *good = "{\"a\":[1,2.5,\"\\u00e9\"],\"b\":18446744073709551615}";
+	struct vjson *v = vjson_parse(good, strlen(good), err, sizeof(err));
 
 	assert_non_null(v);
 	assert_int_equal(vjson_get(v, "a")->n, 3);
