@@ -28,7 +28,8 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 	uint32_t size;
 	int slot;
 
-	if (!a->max_wr || a->max_wr > VFAB_MAX_SRQ_WR || a->max_sge > VFAB_MAX_SRQ_SGE) {
+	/* max_wr 0 is legal (mlx5 rounds the queue up), pyverbs relies on it. */
+	if (a->max_wr > VFAB_MAX_SRQ_WR || a->max_sge > VFAB_MAX_SRQ_SGE) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -5,6 +5,7 @@
 #   link down/up  ibv_devinfo says PORT_DOWN/PORT_ACTIVE, sysfs state and
 #                 phys_state follow, ibv_asyncwatch sees PORT_ERR/PORT_ACTIVE
 #   shape         sysfs rate changes; ib_write_bw runs under the new rate
+#   down in use   a port taken down under ib_write_bw: RETRY_EXC_ERR
 #   counters      port_xmit_data/port_rcv_data grow within 1 s of traffic
 #   fault pause   the node's processes are stopped (state T), then resumed
 #   fault kill    they are gone, the node itself still works
@@ -122,6 +123,35 @@ num_between "${bw:-x}" 0 3440 || { show "$cli"; fail "ib_write_bw average ${bw:-
 note "ib_write_bw ${bw} MB/sec at 25 Gb/s; port_xmit_data +$((xmit - xmit0)), port_rcv_data +$((rcv - rcv0)) words"
 "$VFAB" --fabric "$VFAB_FABRIC" shape node0/mlx5_0 bw=0 lat=0 >/dev/null || fail "unshape"
 
+# --- a port going down under traffic: the sender's WRs end in RETRY_EXC_ERR
+srv=$VFAB_TMP/down_server.log cli=$VFAB_TMP/down_client.log
+start_server node1 "$srv" ib_write_bw -d mlx5_0 -x 3 -F -p "$((bw_port + 1))" -D 8
+down_srv=$SERVER_PID
+wait_listen node1 "$((bw_port + 1))" 30 || { show "$srv"; fail "ib_write_bw server did not listen"; }
+"$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- ib_write_bw -d mlx5_0 -x 3 -F -p "$((bw_port + 1))" \
+	-D 8 "$NODE1_IP" >"$cli" 2>&1 &
+down_cli=$!
+VFAB_SERVER_PIDS+=("$down_cli")
+# Connected (the addresses are exchanged), then traffic flows: port_xmit_data grows.
+for i in $(seq 100); do
+	grep -q 'remote address' "$cli" && break
+	sleep 0.1
+done
+xmit0=$(sysfs node0 counters/port_xmit_data)
+for i in $(seq 50); do
+	[ "$(sysfs node0 counters/port_xmit_data)" -gt "$xmit0" ] && break
+	sleep 0.1
+done
+"$VFAB" --fabric "$VFAB_FABRIC" link node1/mlx5_0 down >/dev/null || fail "link node1 down"
+rc=0
+wait_pid "$down_cli" 10 || rc=$?
+wait_pid "$down_srv" 10 || true
+"$VFAB" --fabric "$VFAB_FABRIC" link node1/mlx5_0 up >/dev/null || fail "link node1 up"
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || { show "$cli"; fail "ib_write_bw exited $rc with the peer's port down"; }
+# 12 = IBV_WC_RETRY_EXC_ERR: no answer from the port, as on hardware.
+grep -q 'Failed status 12:' "$cli" || { show "$cli"; fail "no RETRY_EXC_ERR completion with the peer's port down"; }
+note "node1 port down under ib_write_bw: the client failed with status 12 (RETRY_EXC_ERR)"
+
 # --- stats: one JSON table, and the text table
 "$VFAB" --fabric "$VFAB_FABRIC" stats --interval 0.2 --count 1 --json >"$VFAB_TMP/stats.json" ||
 	fail "vfab stats --json exited $?"
@@ -185,6 +215,7 @@ doc = json.load(open(sys.argv[1]))
 want = int(sys.argv[2])
 kinds = [(f["kind"], f["target"], f["params"]) for f in doc["faults"]]
 for need in [("link", "node0/mlx5_0", "down"), ("link", "node0/mlx5_0/1", "up"),
+             ("link", "node1/mlx5_0", "down"), ("link", "node1/mlx5_0", "up"),
              ("shape", "node0/mlx5_0", "bw=25 lat=2"), ("spike", "node1/mlx5_0", "lat=50 for=0.5"),
              ("spike_end", "node1/mlx5_0", "lat=50"), ("pause", "node1", "1"),
              ("resume", "node1", ""), ("kill", "node1", "")]:
