@@ -20,8 +20,8 @@
 
 struct vfabd_conn {
 	int fd;
-	pid_t pid; /* from HELLO; 0 before */
-	bool bye;  /* closed cleanly: its objects were freed by their owner */
+	pid_t pid;	 /* from HELLO; 0 before */
+	bool bye;	 /* closed cleanly: its objects were freed by their owner */
 	bool privileged; /* peer is root or vfabd's own user: may change the fabric */
 	int32_t hca;	 /* HELLO hca=: the context's HCA (region index), -1 none */
 	char *async;	 /* HELLO async=: the context's async event FIFO, NULL none */
@@ -34,10 +34,10 @@ struct vfabd_conn {
 /* One entry of the fault log: every fault, link and shape change. */
 struct vfabd_event {
 	uint64_t unix_ms;
-	char kind[16];	    /* link, shape, kill, pause, resume, spike, spike_end */
-	char target[128];   /* node, node/hca[/port] or link name */
-	char params[128];   /* the request's parameters, e.g. "down", "bw=25 lat=2" */
-	char detail[128];   /* what it did, e.g. "2 context(s) notified" */
+	char kind[16];	  /* link, shape, kill, pause, resume, spike, spike_end */
+	char target[128]; /* node, node/hca[/port] or link name */
+	char params[128]; /* the request's parameters, e.g. "down", "bw=25 lat=2" */
+	char detail[128]; /* what it did, e.g. "2 context(s) notified" */
 };
 
 struct vfabd_proc {
@@ -121,7 +121,7 @@ int vfabd_parse_port(const struct vfab_region *r, const char *s, uint32_t *hca, 
  */
 int vfabd_parse_links(const struct vfab_region *r, const char *s, uint32_t *links, size_t max,
 		      int32_t *port_hca, uint32_t *port_no);
-/* "key=value" with a finite number in [lo, hi]; -EINVAL with a message in err. */
+/* The value of a key=value parameter: a finite number in [lo, hi], else -EINVAL. */
 int vfabd_parse_number(const char *value, double lo, double hi, double *out);
 /* Node index by id; -ENOENT. */
 int vfabd_find_node(const struct vfab_region *r, const char *id);
@@ -155,7 +155,7 @@ int vfabd_faults_due(struct vfabd *d);
 /* vfabd_nodeproc.c: the processes of a node (its network namespace). */
 /*
  * The node's processes except its holder and sshd, into *out (malloc'd).
- * Count or -errno (-ENOENT: the node has no namespace, e.g. not built).
+ * Count or -errno (-ESRCH: the node has no namespace, e.g. not built).
  */
 int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **out);
 /* Is pid still the process recorded (same start time)? */

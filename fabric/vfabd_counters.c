@@ -53,7 +53,8 @@ void vfabd_port_counters(const struct vfabd *d, uint32_t hca, uint32_t port,
 	v[VFABD_CNT_LINK_DOWNED] = d->link_downed[hca][port - 1];
 	v[VFABD_CNT_OUT_OF_SEQUENCE] =
 	    atomic_load_explicit(&c->out_of_sequence, memory_order_relaxed);
-	v[VFABD_CNT_PACKET_SEQ_ERR] = atomic_load_explicit(&c->packet_seq_err, memory_order_relaxed);
+	v[VFABD_CNT_PACKET_SEQ_ERR] =
+	    atomic_load_explicit(&c->packet_seq_err, memory_order_relaxed);
 	v[VFABD_CNT_LOCAL_ACK_TIMEOUT] =
 	    atomic_load_explicit(&c->local_ack_timeout_err, memory_order_relaxed);
 	v[VFABD_CNT_RNR_NAK_RETRY] =
@@ -96,7 +97,8 @@ static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 		if (v[i] == cache->v[i])
 			continue;
 		if (*dir == -1) {
-			*dir = vfabd_view_open(d->r, hca, port, is_hw(i) ? "hw_counters" : "counters");
+			*dir =
+			    vfabd_view_open(d->r, hca, port, is_hw(i) ? "hw_counters" : "counters");
 			if (*dir < 0) {
 				if (*dir != -ENOENT)
 					vfabd_log("counters of HCA %u port %u: %s", hca, port,

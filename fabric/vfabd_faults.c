@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KILL_ROUNDS 10	 /* rescans for children forked while we were killing */
-#define STOP_ROUNDS 5	 /* the same for a pause */
+#define KILL_ROUNDS 10	    /* rescans for children forked while we were killing */
+#define STOP_ROUNDS 5	    /* the same for a pause */
 #define FAULT_MAX_S 86400.0 /* a day: longer is a typo, not an experiment */
 #define SPIKE_MAX_US 1e6
 
@@ -88,8 +88,8 @@ static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
 	free(done);
 	if (n < 0) {
 		vfabd_reply_err(c, n, "node %s: %s", d->r->nodes[node].id,
-				n == -ENOENT ? "it has no network namespace (not built?)"
-					     : strerror(-n));
+				n == -ESRCH ? "it has no network namespace (not built?)"
+					    : strerror(-n));
 		return;
 	}
 	/* Killed processes cannot be continued: the pause is over for them. */
@@ -117,8 +117,8 @@ static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, co
 	n = signal_node(d, node, SIGSTOP, STOP_ROUNDS, &p->procs, &p->nprocs);
 	if (n < 0) {
 		vfabd_reply_err(c, n, "node %s: %s", d->r->nodes[node].id,
-				n == -ENOENT ? "it has no network namespace (not built?)"
-					     : strerror(-n));
+				n == -ESRCH ? "it has no network namespace (not built?)"
+					    : strerror(-n));
 		return;
 	}
 	p->active = true;

@@ -148,7 +148,7 @@ int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **o
 	if (read_small(path, path, sizeof(path)) > 0)
 		holders[1] = (pid_t)strtol(path, NULL, 10);
 	if (!ns.n)
-		return -ENOENT;
+		return -ESRCH;
 	dir = opendir("/proc");
 	if (!dir)
 		return -errno;

@@ -39,8 +39,8 @@ static const char *link_kind(uint32_t kind)
 
 static const char *port_state(uint32_t s)
 {
-	static const char *const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
-					    "ACTIVE_DEFER"};
+	static const char *const names[] = {"NOP",   "DOWN",   "INIT",
+					    "ARMED", "ACTIVE", "ACTIVE_DEFER"};
 
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
 }
@@ -237,7 +237,8 @@ void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c)
 		clients += d->conns[i].pid && !d->conns[i].bye;
 	vjson_text(&b, "{\"schema\":\"" REPORT_SCHEMA "\",\n\"fabric\":");
 	vjson_str(&b, d->fabric);
-	vjson_printf(&b, ",\n\"time\":\"%s\",\n\"unix_ms\":%llu,\n\"vfabd_pid\":%d,\n\"clients\":%u",
+	vjson_printf(&b,
+		     ",\n\"time\":\"%s\",\n\"unix_ms\":%llu,\n\"vfabd_pid\":%d,\n\"clients\":%u",
 		     when, (unsigned long long)now_ms, (int)getpid(), clients);
 	links(&b, d);
 	ports(&b, d);

@@ -170,7 +170,7 @@ static void hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 	int rc;
 
 	if (c->pid) {
-		reply(c, "ERR HELLO was already sent on this connection");
+		vfabd_reply_err(c, -EALREADY, "HELLO was already sent on this connection");
 		return;
 	}
 	if (opts)
@@ -178,14 +178,14 @@ static void hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 	errno = 0;
 	pid = strtol(arg, &end, 10);
 	if (end == arg || *end || errno || pid <= 0 || pid > 0x3fffffff) {
-		reply(c, "ERR usage: HELLO <pid> [hca=<idx> async=<fifo path>]");
+		vfabd_reply_err(c, -EINVAL, "usage: HELLO <pid> [hca=<idx> async=<fifo path>]");
 		return;
 	}
 	rc = opts ? vfabd_hello_parse_opts(d->r, c, opts) : 0;
 	if (rc) {
 		vfabd_reply_err(c, rc,
 				"usage: HELLO <pid> [hca=<idx> async=<rundir>/fifo/<name>]: %s",
-				rc == -ENOENT ? "no such HCA"
+				rc == -ENOENT  ? "no such HCA"
 				: rc == -EPERM ? "the FIFO must be in the run dir's fifo/"
 					       : "bad options");
 		return;
@@ -234,8 +234,9 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 		vfabd_log("SHUTDOWN requested");
 		d->stop = true;
 	} else {
-		reply(c, "ERR unknown request (HELLO <pid>, BYE, STATUS, REPORT, LINK, SHAPE, "
-			 "FAULT, SHUTDOWN)");
+		vfabd_reply_err(c, -EINVAL,
+				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
+				"SHUTDOWN)");
 	}
 }
 
@@ -286,7 +287,7 @@ static bool read_conn(struct vfabd *d, struct vfabd_conn *c)
 			c->buf[c->len] = '\0';
 		}
 		if (c->len == sizeof(c->buf) - 1) {
-			reply(c, "ERR request line too long");
+			vfabd_reply_err(c, -E2BIG, "request line too long");
 			flush_out(c);
 			return false;
 		}
@@ -321,8 +322,8 @@ static void accept_conns(struct vfabd *d)
 			d->conns = nc;
 			d->cap = cap;
 		}
-		d->conns[d->nconns++] = (struct vfabd_conn){
-		    .fd = fd, .hca = -1, .privileged = peer_privileged(fd)};
+		d->conns[d->nconns++] =
+		    (struct vfabd_conn){.fd = fd, .hca = -1, .privileged = peer_privileged(fd)};
 	}
 }
 

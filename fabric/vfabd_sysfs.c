@@ -24,8 +24,8 @@ int vfabd_view_open(const struct vfab_region *r, uint32_t hca, uint32_t port, co
 	if (hca >= VFAB_MAX_HCAS || !r->hcas[hca].in_use || r->hcas[hca].node >= VFAB_MAX_NODES)
 		return -EINVAL;
 	h = &r->hcas[hca];
-	n = snprintf(path, sizeof(path), "%s/nodes/%s/class/infiniband/%s/ports/%u%s%s",
-		     r->rundir, r->nodes[h->node].id, h->name, port, *sub ? "/" : "", sub);
+	n = snprintf(path, sizeof(path), "%s/nodes/%s/class/infiniband/%s/ports/%u%s%s", r->rundir,
+		     r->nodes[h->node].id, h->name, port, *sub ? "/" : "", sub);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

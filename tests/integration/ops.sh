@@ -63,7 +63,7 @@ rc=0; "$VFAB" --fabric "$VFAB_FABRIC-none" report 2>/dev/null || rc=$?
 # --- link down / up, seen by the unmodified tools of node0
 start_server node0 "$VFAB_TMP/asyncwatch.log" ibv_asyncwatch -d mlx5_0
 watch_pid=$SERVER_PID
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	grep -q 'async event FD' "$VFAB_TMP/asyncwatch.log" 2>/dev/null && break
 	sleep 0.1
 done
@@ -132,13 +132,10 @@ wait_listen node1 "$((bw_port + 1))" 30 || { show "$srv"; fail "ib_write_bw serv
 	-D 8 "$NODE1_IP" >"$cli" 2>&1 &
 down_cli=$!
 VFAB_SERVER_PIDS+=("$down_cli")
-# Connected (the addresses are exchanged), then traffic flows: port_xmit_data grows.
-for i in $(seq 100); do
-	grep -q 'remote address' "$cli" && break
-	sleep 0.1
-done
+# Down once the traffic flows (port_xmit_data grows): perftest's own output
+# is block-buffered into the log and says nothing before it exits.
 xmit0=$(sysfs node0 counters/port_xmit_data)
-for i in $(seq 50); do
+for _ in $(seq 100); do
 	[ "$(sysfs node0 counters/port_xmit_data)" -gt "$xmit0" ] && break
 	sleep 0.1
 done
@@ -171,7 +168,7 @@ PY
 # --- pause and resume node1
 start_server node1 "$VFAB_TMP/sleep.log" sleep 120
 sleeper=$SERVER_PID
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	pids=$(node_pids node1)
 	[ -n "$pids" ] && break
 	sleep 0.1
@@ -179,6 +176,11 @@ done
 [ -n "$pids" ] || fail "no process in node1 to pause"
 "$VFAB" --fabric "$VFAB_FABRIC" fault pause node1 1 || fail "vfab fault pause exited $?"
 for pid in $pids; do
+	# SIGSTOP takes effect when the process is next scheduled: give it a moment.
+	for _ in $(seq 20); do
+		[ "$(proc_state "$pid")" = T ] && break
+		sleep 0.02
+	done
 	[ "$(proc_state "$pid")" = T ] || fail "node1 process $pid is '$(proc_state "$pid")' while paused, not T"
 done
 sleep 1.6
@@ -186,11 +188,11 @@ for pid in $pids; do
 	s=$(proc_state "$pid")
 	[ -n "$s" ] && [ "$s" != T ] || fail "node1 process $pid is '$s' after the pause, not running"
 done
-note "fault pause node1 1: $(echo $pids | wc -w) process(es) T, then resumed"
+note "fault pause node1 1: $(wc -w <<<"$pids") process(es) T, then resumed"
 
 # --- kill node1's processes; the node stays usable
 "$VFAB" --fabric "$VFAB_FABRIC" fault kill node1 || fail "vfab fault kill exited $?"
-for i in $(seq 30); do
+for _ in $(seq 30); do
 	[ -z "$(node_pids node1)" ] && break
 	sleep 0.1
 done

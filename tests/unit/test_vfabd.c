@@ -147,14 +147,15 @@ static void test_status_and_protocol(void **state)
 
 	fd = vfab_ctl_connect(rundir);
 	assert_true(fd >= 0);
+	/* Refusals name an errno, so clients can tell usage errors from failures. */
 	assert_true(vfab_ctl_request(fd, "NOPE", reply, sizeof(reply)) > 0);
-	assert_memory_equal(reply, "ERR ", 4);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
 	assert_true(vfab_ctl_request(fd, "HELLO x", reply, sizeof(reply)) > 0);
-	assert_memory_equal(reply, "ERR ", 4);
+	assert_memory_equal(reply, "ERR EINVAL ", 11);
 	assert_true(vfab_ctl_request(fd, "HELLO 1", reply, sizeof(reply)) > 0);
 	assert_string_equal(reply, "OK");
 	assert_true(vfab_ctl_request(fd, "HELLO 1", reply, sizeof(reply)) > 0);
-	assert_memory_equal(reply, "ERR ", 4);
+	assert_memory_equal(reply, "ERR EALREADY ", 13);
 	assert_true(vfab_ctl_request(fd, "STATUS", reply, sizeof(reply)) > 0);
 	assert_non_null(strstr(reply, "\"clients\":1,"));
 	assert_true(vfab_ctl_request(fd, "BYE", reply, sizeof(reply)) > 0);

@@ -234,8 +234,8 @@ static void test_hello_options(void **state)
 	fd = vfab_ctl_connect(fx_rundir);
 	assert_true(fd >= 0);
 	/* Outside <rundir>/fifo/: vfabd (root) must not write where a client says. */
-	assert_true(vfab_ctl_request(fd, "HELLO 5 hca=0 async=/etc/passwd", reply,
-				     sizeof(reply)) > 0);
+	assert_true(vfab_ctl_request(fd, "HELLO 5 hca=0 async=/etc/passwd", reply, sizeof(reply)) >
+		    0);
 	assert_memory_equal(reply, "ERR EPERM ", 10);
 	snprintf(line, sizeof(line), "HELLO 5 hca=0 async=%s/fifo/../vfabd.pid", fx_rundir);
 	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
@@ -266,8 +266,8 @@ static void test_shape(void **state)
 	up = p0->link_up;
 	down = p0->link_down;
 	loop = r->nodes[0].loopback;
-	assert_true(fx_request("SHAPE node0/mlx5_0 bw=25 lat=3.5 loss=0.01", reply,
-			       sizeof(reply)) > 0);
+	assert_true(fx_request("SHAPE node0/mlx5_0 bw=25 lat=3.5 loss=0.01", reply, sizeof(reply)) >
+		    0);
 	assert_memory_equal(reply, "OK ", 3);
 	for (uint32_t l = up; l == up || l == down; l = l == up ? down : UINT32_MAX) {
 		assert_int_equal(r->links[l].rate_bps, 25000000000ull);
@@ -315,8 +315,8 @@ static void test_spike(void **state)
 	up = r->hcas[1].ports[0].link_up;
 	down = r->hcas[1].ports[0].link_down;
 	assert_true(fx_request("SHAPE node1/mlx5_0 lat=2", reply, sizeof(reply)) > 0);
-	assert_true(fx_request("FAULT spike node1/mlx5_0 lat=100 for=0.4", reply,
-			       sizeof(reply)) > 0);
+	assert_true(fx_request("FAULT spike node1/mlx5_0 lat=100 for=0.4", reply, sizeof(reply)) >
+		    0);
 	assert_memory_equal(reply, "OK ", 3);
 	assert_int_equal(r->links[up].latency_ns, 102000);
 	assert_int_equal(r->links[down].latency_ns, 102000);
@@ -364,7 +364,8 @@ static void test_counters_live(void **state)
 	read_file(PORT_DIR "/counters/port_rcv_data", text, sizeof(text));
 	assert_string_equal(text, "0\n");
 	atomic_fetch_add(&c->xmit_data_words, 1);
-	snprintf(want, sizeof(want), "%llu\n", (unsigned long long)atomic_load(&c->xmit_data_words));
+	snprintf(want, sizeof(want), "%llu\n",
+		 (unsigned long long)atomic_load(&c->xmit_data_words));
 	for (i = 0; i < 50; i++) {
 		read_file(PORT_DIR "/counters/port_xmit_data", text, sizeof(text));
 		if (!strcmp(text, want))
@@ -463,7 +464,7 @@ static void test_fault_pause_kill(void **state)
 	assert_non_null(r);
 	/* Without a namespace the node has no processes to fault. */
 	assert_true(fx_request("FAULT pause node0 1", reply, sizeof(reply)) > 0);
-	assert_memory_equal(reply, "ERR ENOENT ", 11);
+	assert_memory_equal(reply, "ERR ESRCH ", 10);
 	holder = start_node(&worker);
 	if (worker < 0) {
 		stop_node(holder, worker);

@@ -167,14 +167,14 @@ static void test_report_schema(void **state)
 	load_schema();
 	assert_true(fx_request("LINK node1/mlx5_0 down", reply, sizeof(reply)) > 0);
 	assert_true(fx_request("SHAPE node0/mlx5_0 bw=50 lat=2", reply, sizeof(reply)) > 0);
-	assert_true(fx_request("FAULT spike node0/loopback lat=10 for=60", reply,
-			       sizeof(reply)) > 0);
+	assert_true(fx_request("FAULT spike node0/loopback lat=10 for=60", reply, sizeof(reply)) >
+		    0);
 	atomic_fetch_add(&r->hcas[0].ports[0].cnt.xmit_data_words, 1000);
 	qp = vfab_qp_alloc(r, &me, 8, 1);
 	assert_true(qp >= 0);
 	r->qps[qp].hca = 1;
 	r->qps[qp].port = 1;
-	r->qps[qp].qp_type = 2; /* IBV_QPT_RC */
+	r->qps[qp].qp_type = 2;		       /* IBV_QPT_RC */
 	atomic_store(&r->qps[qp].qp_state, 3); /* IBV_QPS_RTS */
 
 	body = fx_report(&len);
@@ -248,7 +248,8 @@ static void test_report_schema(void **state)
 static void test_reader_refuses(void **state)
 {
 	static const char *const bad[] = {
-	    "", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "\"x", "{\"a\":1} x", "nul", "[\"\\q\"]",
+	    "",	  "{",	 "{\"a\":}",	"[1,]", "{\"a\" 1}",
+	    "01", "\"x", "{\"a\":1} x", "nul",	"[\"\\q\"]",
 	};
 	char err[128];
 
