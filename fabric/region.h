@@ -375,6 +375,13 @@ struct vfab_region {
 	uint64_t pool_brk; /* bump pointer, relative to pool_off */
 	uint64_t pool_free[VFAB_POOL_CLASSES];
 	uint32_t gen_counter;
+	/*
+	 * Bumped (release) after any link's rate_bps, latency_ns or loss_ppm
+	 * changes: requesters cache per destination whether its path is shaped
+	 * and read the links again only when this moves. Own cache line: read
+	 * on every post, written only by vfabd.
+	 */
+	_Alignas(64) _Atomic uint32_t link_gen;
 };
 
 /* ---- region.c: create / map / allocate ---- */

@@ -29,6 +29,7 @@ void vfabd_link_set_latency(struct vfabd *d, uint32_t link, uint32_t base_ns)
 	uint64_t ns = (uint64_t)base_ns + d->spike_add_ns[link];
 
 	STORE(d->r->links[link].latency_ns, ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns);
+	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
 }
 
 /* Rewrites state and phys_state in the view; a node without a view is fine. */
@@ -217,6 +218,8 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 		if (s.has_loss)
 			STORE(l->loss_ppm, (uint32_t)lround(s.loss * 1e6));
 	}
+	/* Requesters re-read the links they cached as unshaped (region.h). */
+	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
 	if (s.has_bw && s.bw > 0 && port_hca >= 0) {
 		first = port_no ? port_no : 1;
 		last = port_no ? port_no : d->r->hcas[port_hca].nports;
