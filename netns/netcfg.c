@@ -109,13 +109,17 @@ int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu)
 	if (!br)
 		return -ENOMEM;
 	rtnl_link_set_name(br, name);
-	rtnl_link_set_mtu(br, mtu);
+	/*
+	 * Only an MTU change marks a bridge's MTU as the user's (the kernel then
+	 * stops lowering it to its smallest port's): born one byte larger, it
+	 * gets its MTU by a change that is never a no-op.
+	 */
+	rtnl_link_set_mtu(br, mtu + 1);
 	rtnl_link_set_flags(br, IFF_UP);
 	ret = rtnl_link_add(sk, br, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_put(br);
 	if (ret < 0)
 		return vfab_nl_errno(ret);
-	/* An MTU set by a change (not at creation) is the user's: ports keep off it. */
 	change = rtnl_link_alloc();
 	if (!change)
 		return -ENOMEM;

@@ -25,9 +25,8 @@ int vfab_nl_ifindex(struct nl_sock *sk, const char *name);
 int vfab_nl_link_up(struct nl_sock *sk, const char *name);
 
 /*
- * A bridge, up, with an MTU that stays what it was given: set after creation
- * (not just at creation) so that the kernel does not lower it to the smallest
- * member's MTU when veths join.
+ * A bridge, up, whose MTU stays what it was given when ports with a smaller
+ * one join (a leaf's MTU is the largest of its members').
  */
 int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu);
 

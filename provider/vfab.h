@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Device limits, ConnectX-6 like where the region allows it. */
 #define VFAB_MAX_QP_WR 32768
@@ -170,6 +171,13 @@ struct vfab_dest {
 	uint32_t hca, port, slot, qpn;
 	uint32_t port_gen, src_gen;  /* GID table generations it was resolved with */
 	struct fabric_path fwd, rev; /* link-model hops there and back */
+	/*
+	 * Both paths without rate, latency or loss: messages skip the link model
+	 * and only count on the links. Valid while the region's link_gen equals
+	 * link_gen and plain_known holds (cleared when the destination changes).
+	 */
+	bool plain_known, plain;
+	uint32_t link_gen;
 };
 
 struct vfab_qp {
@@ -203,6 +211,11 @@ struct vfab_qp {
 
 	/* Receive side producers of this process. */
 	pthread_mutex_t rq_lock;
+
+	/* post_send converts a list into this, VFAB_CHAIN_MAX WRs at a time. */
+	struct vfab_swqe *post_buf;
+	/* The local segments of a chain (vfab_attempt_writes), VFAB_CHAIN_IOV. */
+	struct iovec *chain_iov;
 
 	/* ibv_wr_* batch between wr_start and wr_complete. */
 	struct vfab_swqe *batch;
@@ -344,10 +357,16 @@ void vfab_qp_ex_fini(struct vfab_qp *qp);
 
 /* ---- vfab_req.c: posting ---- */
 int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-/* What post_send refuses outright (sq_lock held): 0 or an errno value. */
-int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe);
-/* Starts a validated WR (sq_lock held); 0 or an errno value. */
-int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe);
+/*
+ * What post_send refuses outright (sq_lock held): 0 or an errno value.
+ * ahead: WRs of the same post already accepted but not submitted yet.
+ */
+int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe, uint32_t ahead);
+/*
+ * Starts validated WRs in order (sq_lock held); 0 or an errno value, with
+ * *posted the number of WRs that were posted before the one that failed.
+ */
+int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe, uint32_t n, uint32_t *posted);
 void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe, enum ibv_wc_status status,
 		       uint32_t byte_len);
 
@@ -366,6 +385,20 @@ enum vfab_outcome {
 enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
 /* A FLIGHT WR reaches its destination at now. */
 enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+/*
+ * Most WRs one chain delivers with a single copy; NCCL posts up to 8 WRITEs
+ * plus a WRITE with immediate, perftest --post_list as many as asked.
+ */
+#define VFAB_CHAIN_MAX 16
+#define VFAB_CHAIN_IOV (VFAB_CHAIN_MAX * VFAB_MAX_SGE)
+/*
+ * A chain of RDMA WRITEs (the last may carry an immediate) of an RC QP with
+ * nothing queued, on an unshaped path to another process: delivers the
+ * longest prefix that passes every check with one copy and returns its
+ * length; those WRs are ACKED with due_ns 0. The first WR left out has had
+ * no effect anywhere and must be started on its own (vfab_attempt).
+ */
+uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n);
 
 /* ---- vfab_sq.c: the send queue of WRs not complete yet ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);

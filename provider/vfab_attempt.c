@@ -11,7 +11,11 @@
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_resp.h"
 
+#include <limits.h>
 #include <string.h>
+
+/* A chain's segments go to one process_vm_writev. */
+_Static_assert(VFAB_CHAIN_IOV <= IOV_MAX, "a chain must fit one process_vm_writev");
 
 /* Retry interval when the local ACK timeout is 0, which IB defines as infinite. */
 #define INFINITE_TIMEOUT_RETRY_NS 100000000ull
@@ -131,8 +135,50 @@ static struct vfab_qp_slot *resolve_dest(struct vfab_qp *qp)
 	dc->src_gen = atomic_load(&sp->gid_gen);
 	dc->slot = (uint32_t)(d - r->qps);
 	dc->qpn = d->qpn;
+	dc->plain_known = false;
 	dc->valid = true;
 	return d;
+}
+
+static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
+{
+	if (fabric_path_shaped(r, p))
+		return false;
+	for (uint32_t i = 0; i < p->nhops; i++)
+		if (__atomic_load_n(&r->links[p->link[i]].loss_ppm, __ATOMIC_RELAXED))
+			return false;
+	return true;
+}
+
+/*
+ * Whether the resolved destination's paths have neither rate nor latency
+ * nor loss. The links are read again only when vfabd changed one (link_gen):
+ * their lines also hold counters that other processes keep writing.
+ */
+static bool dest_plain(struct vfab_qp *qp)
+{
+	struct vfab_region *r = qp->ctx->r;
+	struct vfab_dest *dc = &qp->dest;
+	uint32_t gen = atomic_load_explicit(&r->link_gen, memory_order_acquire);
+
+	if (!dc->plain_known || dc->link_gen != gen) {
+		dc->plain = path_plain(r, &dc->fwd) && path_plain(r, &dc->rev);
+		dc->link_gen = gen;
+		dc->plain_known = true;
+	}
+	return dc->plain;
+}
+
+/* What the link model would have counted for a message it did not time. */
+static void count_links(struct vfab_region *r, const struct fabric_path *p, uint64_t bytes,
+			uint32_t msgs)
+{
+	for (uint32_t i = 0; i < p->nhops; i++) {
+		struct vfab_link *l = &r->links[p->link[i]];
+
+		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
+		atomic_fetch_add_explicit(&l->msgs, msgs, memory_order_relaxed);
+	}
 }
 
 static uint32_t packets(uint64_t len, uint32_t mtu)
@@ -175,19 +221,29 @@ static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint6
 	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->dest.rev);
 }
 
-/* The responder's half, at now; the ACK (if any) is due at w->ack_ns. */
+/* Both ends of the QP's connection are up: a down port carries nothing. */
+static bool ports_up(struct vfab_qp *qp)
+{
+	struct vfab_context *ctx = qp->ctx;
+
+	return port_active(ctx->r, ctx->hca_idx, qp->s->port) &&
+	       port_active(ctx->r, qp->dest.hca, qp->dest.port);
+}
+
+/*
+ * The responder's half at now, to the destination d that resolve_dest gave
+ * with both ports up; the ACK (if any) is due at w->ack_ns.
+ */
 static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
-				     const struct iovec *iov, unsigned int n, uint64_t len)
+				     struct vfab_qp_slot *d, struct iovec *iov, unsigned int n,
+				     uint64_t len)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_resp res;
 	struct vfab_msg m;
 
 	memset(&m, 0, sizeof(m));
-	m.d = resolve_dest(qp);
-	if (!m.d || !port_active(ctx->r, ctx->hca_idx, qp->s->port) ||
-	    !port_active(ctx->r, qp->dest.hca, qp->dest.port))
-		return no_answer(qp, w, now);
+	m.d = d;
 	m.r = ctx->r;
 	m.wqe = w;
 	m.self_pid = ctx->owner.pid;
@@ -242,6 +298,8 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 {
 	struct vfab_region *r = qp->ctx->r;
 	struct iovec iov[VFAB_MAX_SGE + 1];
+	struct vfab_qp_slot *d;
+	enum vfab_outcome out;
 	enum ibv_wc_status st;
 	bool shaped;
 	unsigned int n;
@@ -253,8 +311,24 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 	w->byte_len = (uint32_t)len;
 	w->psn = qp->sq_psn;
 	w->npkts = is_atomic(w->opcode) ? 1 : packets(len, qp->mtu_bytes);
-	if (!resolve_dest(qp))
+	d = resolve_dest(qp);
+	if (!d)
 		return no_answer(qp, w, now);
+	if (dest_plain(qp)) {
+		/* Nothing to time or lose: deliver now, count the links afterwards. */
+		if (!ports_up(qp))
+			return no_answer(qp, w, now);
+		qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+		w->ack_ns = 0;
+		out = rc_transfer(qp, w, now, d, iov, n, len);
+		if (reads_into_local(w->opcode)) {
+			count_links(r, &qp->dest.fwd, is_atomic(w->opcode) ? len : 0, 1);
+			count_links(r, &qp->dest.rev, len, 1);
+		} else {
+			count_links(r, &qp->dest.fwd, len, 1);
+		}
+		return out;
+	}
 	/* A lost attempt looks like no answer; its bytes still crossed links. */
 	if (fabric_path_drop(r, &qp->dest.fwd, &qp->rng)) {
 		fabric_path_book(r, &qp->dest.fwd, now, len, true, &(struct fabric_booking){0});
@@ -270,7 +344,64 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 		w->stage = VFAB_ST_FLIGHT;
 		return VFAB_OUT_FLIGHT;
 	}
-	return rc_transfer(qp, w, now, iov, n, len);
+	if (!ports_up(qp))
+		return no_answer(qp, w, now);
+	return rc_transfer(qp, w, now, d, iov, n, len);
+}
+
+uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_msg m[VFAB_CHAIN_MAX];
+	struct vfab_qp_slot *d;
+	uint32_t i, k, psn = qp->sq_psn, npkts = 0;
+	unsigned int nl = 0, cnt;
+	uint64_t len, bytes = 0;
+
+	if (n > VFAB_CHAIN_MAX)
+		n = VFAB_CHAIN_MAX;
+	d = resolve_dest(qp);
+	/* Within one process a chain gains nothing: copies are plain memcpy. */
+	if (!d || d->owner.pid == ctx->owner.pid || !dest_plain(qp) || !ports_up(qp))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (gather(qp, &w[i], qp->chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
+			break;
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].r = ctx->r;
+		m[i].wqe = &w[i];
+		m[i].self_pid = ctx->owner.pid;
+		m[i].src_hca = ctx->hca_idx;
+		m[i].src_port = qp->s->port;
+		m[i].src_qpn = qp->qpn;
+		m[i].liov = qp->chain_iov + nl;
+		m[i].nliov = cnt;
+		m[i].len = len;
+		m[i].psn = psn;
+		m[i].npkts = packets(len, qp->mtu_bytes);
+		m[i].d = d;
+		m[i].dst_hca = qp->dest.hca;
+		m[i].dst_port = qp->dest.port;
+		w[i].byte_len = (uint32_t)len;
+		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
+		nl += cnt;
+	}
+	k = i ? vfab_resp_rc_writes(m, i) : 0;
+	for (i = 0; i < k; i++) {
+		w[i].psn = m[i].psn;
+		w[i].npkts = m[i].npkts;
+		w[i].stage = VFAB_ST_ACKED;
+		w[i].due_ns = 0;
+		bytes += m[i].len;
+		npkts += m[i].npkts;
+	}
+	if (k) {
+		qp->sq_psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
+		count_links(ctx->r, &qp->dest.fwd, bytes, k);
+		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->dest.hca, qp->dest.port,
+				 bytes, npkts);
+	}
+	return k;
 }
 
 /* Where a UD send through its AH lands now; false when nowhere. */
@@ -286,7 +417,7 @@ static bool ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h,
 	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
 }
 
-static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, const struct iovec *iov,
+static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
 			unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint8_t type)
 {
 	struct vfab_context *ctx = qp->ctx;
@@ -369,6 +500,7 @@ enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t
 enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
 	struct iovec iov[VFAB_MAX_SGE + 1];
+	struct vfab_qp_slot *d;
 	enum ibv_wc_status st;
 	unsigned int n;
 	uint64_t len;
@@ -379,5 +511,8 @@ enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t
 	st = gather(qp, w, iov, &n, &len);
 	if (st != IBV_WC_SUCCESS)
 		return failed(w, st);
-	return rc_transfer(qp, w, now, iov, n, len);
+	d = resolve_dest(qp);
+	if (!d || !ports_up(qp))
+		return no_answer(qp, w, now);
+	return rc_transfer(qp, w, now, d, iov, n, len);
 }

@@ -95,6 +95,12 @@ static void fill_slot(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	s->async_id = ctx->async_id;
 }
 
+static void qp_free_scratch(struct vfab_qp *qp)
+{
+	free(qp->post_buf);
+	free(qp->chain_iov);
+}
+
 static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
 	struct vfab_qp *qp;
@@ -105,7 +111,14 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	if (rc)
 		goto fail;
 	qp = calloc(1, sizeof(*qp));
-	if (!qp) {
+	if (qp) {
+		qp->post_buf = malloc(VFAB_CHAIN_MAX * sizeof(*qp->post_buf));
+		qp->chain_iov = malloc(VFAB_CHAIN_IOV * sizeof(*qp->chain_iov));
+	}
+	if (!qp || !qp->post_buf || !qp->chain_iov) {
+		if (qp)
+			qp_free_scratch(qp);
+		free(qp);
 		rc = ENOMEM;
 		goto fail;
 	}
@@ -128,6 +141,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 
 	slot = vfab_qp_alloc(ctx->r, &ctx->owner, qp->cap.max_recv_wr, qp->cap.max_recv_sge);
 	if (slot < 0) {
+		qp_free_scratch(qp);
 		free(qp);
 		rc = -slot;
 		goto fail;
@@ -264,6 +278,7 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->users, 1);
 	vfab_qp_ex_fini(qp);
+	qp_free_scratch(qp);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	free(qp);

@@ -79,15 +79,11 @@ static int wr_complete(struct ibv_qp_ex *x)
 	uint32_t i;
 
 	vfab_qp_sync_state(qp);
-	for (i = 0; !rc && i < qp->batch_len; i++)
-		rc = vfab_req_check_post(qp, &qp->batch[i]);
-	if (!rc && qp->batch_len &&
-	    (uint32_t)(qp->sq_posted - atomic_load(&qp->sq_retired)) + qp->batch_len >
-		qp->cap.max_send_wr)
-		rc = ENOMEM;
 	/* All or nothing: an invalid batch rings no doorbell. */
 	for (i = 0; !rc && i < qp->batch_len; i++)
-		rc = vfab_req_submit(qp, &qp->batch[i]);
+		rc = vfab_req_check_post(qp, &qp->batch[i], i);
+	if (!rc && qp->batch_len)
+		rc = vfab_req_submit(qp, qp->batch, qp->batch_len, &i);
 	qp->batch_len = 0;
 	pthread_mutex_unlock(&qp->sq_lock);
 	return rc;

@@ -57,7 +57,7 @@ void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *w, enum ibv_w
 }
 
 /* What post_send refuses outright rather than completing with an error. */
-int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w)
+int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t ahead)
 {
 	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 
@@ -83,24 +83,30 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w)
 	if (w->num_sge > qp->cap.max_send_sge ||
 	    (w->is_inline && w->inline_len > qp->cap.max_inline_data))
 		return ENOMEM;
-	if ((uint32_t)(qp->sq_posted -
+	if ((uint32_t)(qp->sq_posted + ahead -
 		       atomic_load_explicit(&qp->sq_retired, memory_order_acquire)) >=
 	    qp->cap.max_send_wr)
 		return ENOMEM;
 	return 0;
 }
 
-int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w)
+/* The WR takes its place in the send queue. */
+static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 {
-	enum vfab_outcome out;
-	uint64_t now, due;
-	int rc;
-
 	w->sq_index = ++qp->sq_posted;
 	w->retries_left = (uint8_t)qp->attr.retry_cnt;
 	w->rnr_left = (uint8_t)qp->attr.rnr_retry;
 	w->stage = VFAB_ST_QUEUED;
 	w->due_ns = 0;
+}
+
+/* Sends one prepared WR; 0 or an errno value (the WR is then not posted). */
+static int start(struct vfab_qp *qp, struct vfab_swqe *w)
+{
+	enum vfab_outcome out;
+	uint64_t now, due;
+	int rc;
+
 	if (qp->state == IBV_QPS_ERR) {
 		vfab_req_complete(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
 		return 0;
@@ -135,6 +141,63 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w)
 	if (due)
 		vfab_engine_schedule(qp, due);
 	return 0;
+}
+
+/*
+ * How many WRs from w[0] may travel as one chain: RDMA WRITEs of an RC QP
+ * in RTS with nothing queued before them, a WRITE with immediate last.
+ */
+static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t n)
+{
+	uint32_t k;
+
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->pend_head)
+		return 0;
+	for (k = 0; k < n && k < VFAB_CHAIN_MAX; k++) {
+		if (w[k].opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			return k + 1;
+		if (w[k].opcode != IBV_WR_RDMA_WRITE)
+			break;
+	}
+	return k;
+}
+
+/*
+ * A chain of two or more goes with one copy; whatever the chain leaves (a
+ * WR that fails a check, waits or is not a WRITE) starts on its own, so its
+ * outcome is exactly that of a single post.
+ */
+int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_t *posted)
+{
+	uint32_t i = 0, k, done, j;
+	int rc = 0;
+
+	while (i < n && !rc) {
+		k = chain_len(qp, w + i, n - i);
+		if (k < 2) {
+			prepare(qp, &w[i]);
+			rc = start(qp, &w[i]);
+			i += !rc;
+			continue;
+		}
+		for (j = 0; j < k; j++)
+			prepare(qp, &w[i + j]);
+		done = vfab_attempt_writes(qp, w + i, k);
+		for (j = 0; j < done; j++)
+			vfab_req_complete(qp, &w[i + j], IBV_WC_SUCCESS, w[i + j].byte_len);
+		for (j = done; j < k && !rc; j++)
+			rc = start(qp, &w[i + j]);
+		if (rc) {
+			j--;
+			/* Not posted: neither is anything after it (start took back its own). */
+			qp->sq_posted -= k - j - 1;
+			i += j;
+		} else {
+			i += k;
+		}
+	}
+	*posted = i;
+	return rc;
 }
 
 /* ibv_send_wr -> vfab_swqe; inline data is copied now, as the HCA does. */
@@ -195,21 +258,31 @@ static int from_wr(struct vfab_qp *qp, const struct ibv_send_wr *wr, struct vfab
 int vfab_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);
-	struct vfab_swqe w;
-	int rc = 0;
+	struct vfab_swqe *w = qp->post_buf;
+	struct ibv_send_wr *first;
+	uint32_t n, posted;
+	int rc = 0, rc2;
 
 	*bad = NULL;
 	pthread_mutex_lock(&qp->sq_lock);
 	vfab_qp_sync_state(qp);
-	for (; wr; wr = wr->next) {
-		rc = from_wr(qp, wr, &w);
-		if (!rc)
-			rc = vfab_req_check_post(qp, &w);
-		if (!rc)
-			rc = vfab_req_submit(qp, &w);
-		if (rc) {
-			*bad = wr;
-			break;
+	/* WRs accepted before a bad one are posted, as on the HCA. */
+	while (wr && !rc) {
+		first = wr;
+		for (n = 0; wr && n < VFAB_CHAIN_MAX; n++, wr = wr->next) {
+			rc = from_wr(qp, wr, &w[n]);
+			if (!rc)
+				rc = vfab_req_check_post(qp, &w[n], n);
+			if (rc) {
+				*bad = wr;
+				break;
+			}
+		}
+		rc2 = n ? vfab_req_submit(qp, w, n, &posted) : 0;
+		if (rc2) {
+			for (*bad = first; posted; posted--)
+				*bad = (*bad)->next;
+			rc = rc2;
 		}
 	}
 	pthread_mutex_unlock(&qp->sq_lock);

@@ -365,6 +365,74 @@ out:
 	vfab_unlock(&d->lock);
 }
 
+/* What every message of a chain needs from the destination QP (lock held). */
+static bool accepts_rc(const struct vfab_msg *m)
+{
+	struct vfab_qp_slot *d = m->d;
+
+	return atomic_load(&d->state) == VFAB_SLOT_USED && receiving(atomic_load(&d->qp_state)) &&
+	       d->qp_type == IBV_QPT_RC && d->port == m->dst_port && back_path_ok(m);
+}
+
+uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
+{
+	struct vfab_qp_slot *d = m[0].d;
+	struct iovec dst[VFAB_CHAIN_MAX];
+	uint32_t k, nd = 0;
+	struct rwqe rw;
+	bool imm = false;
+
+	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
+		return 0;
+	if (!accepts_rc(&m[0]) || m[0].psn != atomic_load(&d->epsn)) {
+		k = 0;
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		const struct vfab_swqe *w = m[k].wqe;
+		uint64_t va;
+
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			/*
+			 * Consumed only after the copy: nobody else takes from a
+			 * QP's own ring while we hold its lock; an SRQ's is shared.
+			 */
+			if (k != n - 1 || d->srq >= 0 || !vfab_rq_peek(m->r, &d->rq))
+				break;
+			imm = true;
+		}
+		if (!m[k].len)
+			continue;
+		if (vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, d->pd,
+					 w->remote_addr, m[k].len, IBV_ACCESS_REMOTE_WRITE,
+					 d->access, &va) != IBV_WC_SUCCESS) {
+			imm = false;
+			break;
+		}
+		dst[nd].iov_base = (void *)(uintptr_t)va;
+		dst[nd].iov_len = m[k].len;
+		nd++;
+	}
+	/* A failed copy may have written part of it: the single path writes it again. */
+	if (k && nd &&
+	    vfab_xfer_writev(d->owner.pid, m[0].liov,
+			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd)) {
+		k = 0;
+		goto out;
+	}
+	if (imm && take_rwqe(&m[k - 1], &rw))
+		push_recv(&m[k - 1], &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			  (uint32_t)m[k - 1].len, 0);
+	if (k) {
+		atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_write_requests, k,
+					  memory_order_relaxed);
+		atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
+	}
+out:
+	vfab_unlock(&d->lock);
+	return k;
+}
+
 static uint16_t ip_checksum(const uint8_t *hdr, size_t len)
 {
 	uint32_t sum = 0;

@@ -3,6 +3,7 @@
 #include "provider/vfab_xfer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -93,24 +94,12 @@ static void copy_segments(const struct iovec *dst, unsigned int ndst, const stru
 	}
 }
 
-static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, unsigned int nlocal,
-		const struct iovec *remote, unsigned int nremote)
+/* Moves total bytes between arrays the caller lets us consume. */
+static int xfer_inplace(pid_t pid, bool self, bool write, struct iovec *l, unsigned int nlocal,
+			struct iovec *rm, unsigned int nremote, uint64_t total)
 {
-	struct iovec l[VFAB_XFER_MAX_IOV], rm[VFAB_XFER_MAX_IOV];
-	uint64_t total;
 	ssize_t n;
 
-	if (nlocal > VFAB_XFER_MAX_IOV || nremote > VFAB_XFER_MAX_IOV)
-		return -EINVAL;
-	total = iov_total(local, nlocal);
-	if (iov_total(remote, nremote) < total)
-		total = iov_total(remote, nremote);
-	if (!total)
-		return 0;
-	memcpy(l, local, nlocal * sizeof(*l));
-	memcpy(rm, remote, nremote * sizeof(*rm));
-	nlocal = iov_truncate(l, nlocal, total);
-	nremote = iov_truncate(rm, nremote, total);
 	if (self) {
 		if (write)
 			copy_segments(rm, nremote, l, nlocal, total);
@@ -127,10 +116,42 @@ static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, uns
 		if (n == 0)
 			return -EFAULT;
 		total -= (uint64_t)n;
+		if (!total)
+			break;
 		nlocal = iov_advance(l, nlocal, (size_t)n);
 		nremote = iov_advance(rm, nremote, (size_t)n);
 	}
 	return 0;
+}
+
+static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, unsigned int nlocal,
+		const struct iovec *remote, unsigned int nremote)
+{
+	struct iovec l[VFAB_XFER_MAX_IOV], rm[VFAB_XFER_MAX_IOV];
+	uint64_t total;
+
+	if (nlocal > VFAB_XFER_MAX_IOV || nremote > VFAB_XFER_MAX_IOV)
+		return -EINVAL;
+	total = iov_total(local, nlocal);
+	if (iov_total(remote, nremote) < total)
+		total = iov_total(remote, nremote);
+	if (!total)
+		return 0;
+	memcpy(l, local, nlocal * sizeof(*l));
+	memcpy(rm, remote, nremote * sizeof(*rm));
+	nlocal = iov_truncate(l, nlocal, total);
+	nremote = iov_truncate(rm, nremote, total);
+	return xfer_inplace(pid, self, write, l, nlocal, rm, nremote, total);
+}
+
+int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iovec *dst,
+		     unsigned int ndst)
+{
+	uint64_t total = iov_total(src, nsrc);
+
+	if (nsrc > IOV_MAX || ndst > IOV_MAX || iov_total(dst, ndst) != total)
+		return -EINVAL;
+	return xfer_inplace(pid, false, true, src, nsrc, dst, ndst, total);
 }
 
 int vfab_xfer_write(pid_t pid, bool self, const struct iovec *src, unsigned int nsrc,

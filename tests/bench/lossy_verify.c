@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,14 +312,14 @@ static size_t multiple_of_8(const char *opt, const char *val)
 
 static void parse(int argc, char **argv, struct opts *o)
 {
+	unsigned long depth = 16, timeout = 8;
+
 	*o = (struct opts){.dev = "mlx5_0",
 			   .port = "18700",
 			   .gid = 3,
 			   .bytes = 32u << 20,
 			   .sends = 2000,
 			   .send_size = 4096,
-			   .depth = 16,
-			   .timeout = 8,
 			   .seed = 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -346,9 +347,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--send-size"))
 			o->send_size = multiple_of_8(a, v);
 		else if (!strcmp(a, "--depth"))
-			o->depth = (uint32_t)bench_parse_ulong(a, v);
+			depth = bench_parse_ulong(a, v);
 		else if (!strcmp(a, "--timeout"))
-			o->timeout = (uint8_t)bench_parse_ulong(a, v);
+			timeout = bench_parse_ulong(a, v);
 		else if (!strcmp(a, "--seed"))
 			o->seed = bench_parse_ulong(a, v);
 		else {
@@ -356,21 +357,25 @@ static void parse(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (o->depth > RECV_SLOTS || o->timeout > 31) {
+	if (depth > RECV_SLOTS || timeout > 31) {
 		fprintf(stderr, "lossy_verify: --depth at most %d, --timeout at most 31\n",
 			RECV_SLOTS);
 		exit(2);
 	}
+	o->depth = (uint32_t)depth;
+	o->timeout = (uint8_t)timeout;
 }
 
 int main(int argc, char **argv)
 {
-	struct rc_opts ro = {0};
+	struct rc_opts ro;
 	struct rc_endpoint e;
 	struct opts o;
 	int fd, lfd = -1, rc;
 
 	parse(argc, argv, &o);
+	/* A peer that gave up closes its socket: report that, do not die of it. */
+	signal(SIGPIPE, SIG_IGN);
 	ro = (struct rc_opts){.dev = o.dev,
 			      .gid_index = o.gid,
 			      .timeout = o.timeout,

@@ -26,7 +26,7 @@ row()
 {
 	ROW_CHECK+=("$1") ROW_CONF+=("$2") ROW_MEAS+=("$3") ROW_RATIO+=("$4")
 	ROW_MARGIN+=("$5") ROW_VERDICT+=("$6")
-	printf '    %-50s %-16s %-20s %-7s %-16s %s\n' "$@"
+	printf '    %-50s %-16s %-20s %-7s %-20s %s\n' "$@"
 }
 
 # with_retry CHECK ARGS...: runs a check function; when one of its rows
@@ -262,11 +262,11 @@ print_table()
 		[ "${ROW_VERDICT[i]}" != FAIL ] || SHAPING_FAILED=1
 	done
 	echo
-	printf '%-*s | %-16s | %-20s | %-7s | %-16s | %s\n' $w check configured measured ratio \
+	printf '%-*s | %-16s | %-20s | %-7s | %-20s | %s\n' $w check configured measured ratio \
 		margin verdict
-	printf '%s\n' "$(printf '%*s' 131 '' | tr ' ' -)"
+	printf '%s\n' "$(printf '%*s' 135 '' | tr ' ' -)"
 	for i in "${!ROW_CHECK[@]}"; do
-		printf '%-*s | %-16s | %-20s | %-7s | %-16s | %s\n' $w "${ROW_CHECK[$i]}" \
+		printf '%-*s | %-16s | %-20s | %-7s | %-20s | %s\n' $w "${ROW_CHECK[$i]}" \
 			"${ROW_CONF[$i]}" "${ROW_MEAS[$i]}" "${ROW_RATIO[$i]}" "${ROW_MARGIN[$i]}" \
 			"${ROW_VERDICT[$i]}"
 	done
