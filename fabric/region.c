@@ -283,6 +283,20 @@ static int rq_init(struct vfab_region *r, struct vfab_rq *rq, uint32_t cap, uint
 	return 0;
 }
 
+/*
+ * Moves a prepared ring into a slot field by field: the slot's atomics live in
+ * shared memory that peers read, so no struct copy over them.
+ */
+static void rq_install(struct vfab_rq *dst, const struct vfab_rq *src)
+{
+	dst->cap = src->cap;
+	dst->max_sge = src->max_sge;
+	dst->wqe_size = src->wqe_size;
+	dst->ring_off = src->ring_off;
+	atomic_store(&dst->head, 0);
+	atomic_store(&dst->tail, 0);
+}
+
 static void rq_fini(struct vfab_region *r, struct vfab_rq *rq)
 {
 	if (rq->ring_off)
@@ -341,12 +355,7 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 		s->gen = next_gen(r);
 		s->owner = *o;
 		atomic_store(&s->limit, 0);
-		s->rq.cap = rq.cap;
-		s->rq.max_sge = rq.max_sge;
-		s->rq.wqe_size = rq.wqe_size;
-		s->rq.ring_off = rq.ring_off;
-		atomic_store(&s->rq.head, 0);
-		atomic_store(&s->rq.tail, 0);
+		rq_install(&s->rq, &rq);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
 	vfab_unlock(&r->lock);
@@ -379,12 +388,7 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 		s->srq = -1;
 		atomic_store(&s->qp_state, IBV_QPS_RESET);
 		atomic_store(&s->epsn, 0);
-		s->rq.cap = rq.cap;
-		s->rq.max_sge = rq.max_sge;
-		s->rq.wqe_size = rq.wqe_size;
-		s->rq.ring_off = rq.ring_off;
-		atomic_store(&s->rq.head, 0);
-		atomic_store(&s->rq.tail, 0);
+		rq_install(&s->rq, &rq);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
 	vfab_unlock(&r->lock);

@@ -259,8 +259,14 @@ static int setup(const struct opts *o, struct vfabd *d)
 		rc = write_pid_file(o->rundir);
 	if (rc >= 0)
 		rc = d->listen_fd = listen_socket(o->rundir);
-	if (rc >= 0)
+	if (rc >= 0) {
+		int aw = vfabd_addrwatch_init(d);
+
+		if (aw)
+			vfabd_log("address changes in the nodes will not reach the GID tables: %s",
+				  strerror(-aw));
 		return 0;
+	}
 	fprintf(stderr, "vfabd: cannot set up %s: %s\n", o->rundir, strerror(-rc));
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
@@ -285,6 +291,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	vfabd_control_release(d);
 	vfabd_close_all(d);
 	vfabd_counters_free(d);
+	vfabd_addrwatch_free(d);
 	remove_run_files(o->rundir);
 	close(d->signal_fd);
 	close(d->timer_fd);

@@ -64,6 +64,8 @@ struct vfabd_spike {
 
 /* Last values written to a port's counter files; see vfabd_counters.c. */
 struct vfabd_port_cache;
+/* Per-node netlink watchers of address changes; see vfabd_addrwatch.c. */
+struct vfabd_addrwatch;
 
 struct vfabd {
 	struct vfab_region *r;
@@ -86,6 +88,7 @@ struct vfabd {
 	uint32_t spike_add_ns[VFAB_MAX_LINKS]; /* active spikes' share of latency_ns */
 	uint64_t link_downed[VFAB_MAX_HCAS][VFAB_MAX_PORTS];
 	struct vfabd_port_cache *cache; /* VFAB_MAX_HCAS * VFAB_MAX_PORTS entries */
+	struct vfabd_addrwatch *aw;	/* NULL: address changes are not followed */
 };
 
 void vfabd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -191,5 +194,45 @@ void vfabd_counters_free(struct vfabd *d);
 
 /* vfabd_report.c: the REPORT document (docs/REPORT_SCHEMA.md). */
 void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c);
+
+/*
+ * vfabd_addrwatch.c: addresses added to or removed from a node's netdev at
+ * run time (`ip addr` inside the node) change the GID table of the HCA ports
+ * bound to it. One NETLINK_ROUTE socket per node, opened inside the node's
+ * network namespace once it exists; all of them behind one epoll fd that the
+ * event loop polls.
+ */
+int vfabd_addrwatch_init(struct vfabd *d);
+/* The fd to poll for POLLIN (-1 when not watching). */
+int vfabd_addrwatch_fd(const struct vfabd *d);
+/* Reads the notifications that arrived and updates the GID tables they touch. */
+void vfabd_addrwatch_run(struct vfabd *d);
+/* Every tick: attaches to nodes whose namespace appeared, syncs ports not yet synced. */
+void vfabd_addrwatch_tick(struct vfabd *d);
+void vfabd_addrwatch_free(struct vfabd *d);
+
+/*
+ * vfabd_gidslots.c: the kernel's GID index allocation (pure). From the
+ * port's current table `cur` (region layout: entries carry their index) and
+ * the netdev's current addresses `want` (new ones are added in this order),
+ * fills out[i] = the entry of index i (empty: type VFAB_GID_EMPTY, all zero).
+ * Returns the table length (highest populated index + 1); *dropped counts
+ * addresses that found no free index below VFAB_PORT_GIDS.
+ */
+struct vfab_gid_addr;
+int vfabd_gid_slots(const uint8_t mac[6], const struct vfab_gid *cur, size_t ncur,
+		    const struct vfab_gid_addr *want, size_t nwant,
+		    struct vfab_gid out[VFAB_PORT_GIDS], size_t *dropped);
+
+/*
+ * vfabd_gidpublish.c: puts a new table (as vfabd_gid_slots made it, len
+ * entries) into the region, rewrites the changed gids/N, gid_attrs/types/N
+ * and gid_attrs/ndevs/N view files and raises IBV_EVENT_GID_CHANGE on every
+ * registered context of the HCA. Returns the number of entries that changed
+ * (0: nothing was done), or -errno when a view file could not be replaced
+ * (the region is updated all the same).
+ */
+int vfabd_gid_publish(struct vfabd *d, uint32_t hca, uint32_t port,
+		      const struct vfab_gid *table, uint32_t len);
 
 #endif /* VFAB_VFABD_H */

@@ -344,6 +344,7 @@ static void on_tick(struct vfabd *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations))
 		return;
 	vfabd_counters_tick(d);
+	vfabd_addrwatch_tick(d);
 	if (++d->ticks % VFABD_REAP_TICKS == 0)
 		vfabd_reap_dead(d->r);
 }
@@ -361,7 +362,7 @@ int vfabd_serve(struct vfabd *d)
 	if (timerfd_settime(d->timer_fd, 0, &its, NULL) < 0)
 		return -errno;
 	while (!d->stop) {
-		size_t i, n = 3 + d->nconns, nc = d->nconns;
+		size_t i, n = 4 + d->nconns, nc = d->nconns;
 
 		if (n > pcap) {
 			struct pollfd *np = realloc(pfds, n * 2 * sizeof(*np));
@@ -376,10 +377,11 @@ int vfabd_serve(struct vfabd *d)
 		pfds[0] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
 		pfds[1] = (struct pollfd){.fd = d->signal_fd, .events = POLLIN};
 		pfds[2] = (struct pollfd){.fd = d->timer_fd, .events = POLLIN};
+		pfds[3] = (struct pollfd){.fd = vfabd_addrwatch_fd(d), .events = POLLIN};
 		for (i = 0; i < nc; i++) {
 			struct vfabd_conn *c = &d->conns[i];
 
-			pfds[3 + i] = (struct pollfd){
+			pfds[4 + i] = (struct pollfd){
 			    .fd = c->fd, .events = POLLIN | (c->out_len ? POLLOUT : 0)};
 		}
 		if (poll(pfds, n, vfabd_faults_due(d)) < 0) {
@@ -392,12 +394,14 @@ int vfabd_serve(struct vfabd *d)
 			on_signal(d);
 		if (pfds[2].revents)
 			on_tick(d);
+		if (pfds[3].revents)
+			vfabd_addrwatch_run(d);
 		/* Backwards: drop_conn moves the last connection into the hole. */
 		for (i = nc; i-- > 0;) {
 			struct vfabd_conn *c = &d->conns[i];
 			bool ok = true;
 
-			if (pfds[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
+			if (pfds[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
 				ok = read_conn(d, c);
 			/* Replies are sent even for a request that came with the peer's close. */
 			if (!flush_out(c) || !ok)

@@ -11,27 +11,14 @@
 #include <fcntl.h>
 #include <netlink/netlink.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "netns/fsutil.h"
 #include "netns/netcfg.h"
 #include "netns/netns_file.h"
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /*
  * IPv4 settings are copied from the host's namespace into new ones: a host
@@ -62,14 +49,6 @@ static int router_sysctls(int spine)
 	return 0;
 }
 
-static int is_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
 /* The spine's addresses on one leaf: its gateway, the leaf's prefix length. */
 static int add_gateways(struct nl_sock *sk, const struct vfab_leaf *l)
 {
@@ -80,7 +59,7 @@ static int add_gateways(struct nl_sock *sk, const struct vfab_leaf *l)
 	if (l->ipv4_gw)
 		ret = vfab_nl_addr_add(sk, ifindex, AF_INET, (const uint8_t *)&l->ipv4_gw,
 				       l->ipv4_prefix);
-	if (ret == 0 && l->ipv6_prefix && !is_zero(l->ipv6_gw, 16))
+	if (ret == 0 && l->ipv6_prefix && !vfab_net_addr_is_zero(l->ipv6_gw, 16))
 		ret = vfab_nl_addr_add(sk, ifindex, AF_INET6, l->ipv6_gw, l->ipv6_prefix);
 	return ret;
 }
@@ -102,13 +81,13 @@ static int build_leaves(struct fabric_ns_args *a, struct nl_sock *sk)
 
 		ret = vfab_nl_bridge_add(sk, l->bridge, l->mtu);
 		if (ret)
-			return fail(a->err, a->errlen, ret, "create bridge %s of %s in %s",
-				    l->bridge, l->name, a->path);
+			return vfab_fail(a->err, a->errlen, ret, "create bridge %s of %s in %s",
+					 l->bridge, l->name, a->path);
 		ret = r->spine.present ? add_gateways(sk, l) : 0;
 		if (ret)
-			return fail(a->err, a->errlen, ret,
-				    "give the spine its gateway addresses on %s (%s)", l->bridge,
-				    l->name);
+			return vfab_fail(a->err, a->errlen, ret,
+					 "give the spine its gateway addresses on %s (%s)",
+					 l->bridge, l->name);
 	}
 	return 0;
 }
@@ -120,19 +99,19 @@ static int fabric_ns_body(void *arg)
 	int ret;
 
 	if (unshare(CLONE_NEWNET))
-		return fail(a->err, a->errlen, -errno, "unshare a network namespace");
+		return vfab_fail(a->err, a->errlen, -errno, "unshare a network namespace");
 	ret = vfab_netns_publish("/proc/self/ns/net", a->path);
 	if (ret)
-		return fail(a->err, a->errlen, ret, "publish %s", a->path);
+		return vfab_fail(a->err, a->errlen, ret, "publish %s", a->path);
 	ret = router_sysctls(a->r->spine.present);
 	if (ret)
-		return fail(a->err, a->errlen, ret, "forwarding sysctls in %s", a->path);
+		return vfab_fail(a->err, a->errlen, ret, "forwarding sysctls in %s", a->path);
 	ret = vfab_nl_open(&sk);
 	if (ret)
-		return fail(a->err, a->errlen, ret, "route netlink socket in %s", a->path);
+		return vfab_fail(a->err, a->errlen, ret, "route netlink socket in %s", a->path);
 	ret = vfab_nl_link_up(sk, "lo");
 	if (ret)
-		fail(a->err, a->errlen, ret, "bring lo up in %s", a->path);
+		vfab_fail(a->err, a->errlen, ret, "bring lo up in %s", a->path);
 	else
 		ret = build_leaves(a, sk);
 	nl_socket_free(sk);
@@ -147,12 +126,12 @@ int vfab_net_fabric_create(const char *fabric, const struct vfab_region *r, char
 	int self, ret;
 
 	if (r->nleaves == 0)
-		return fail(err, errlen, -EINVAL, "the region has no leaves");
+		return vfab_fail(err, errlen, -EINVAL, "the region has no leaves");
 	if (vfab_netns_path(path, sizeof(path), fabric, VFAB_FABRIC_NS_SUFFIX))
-		return fail(err, errlen, -ENAMETOOLONG, "fabric name too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "fabric name too long");
 	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
-		return fail(err, errlen, -errno, "open /proc/self/ns/net");
+		return vfab_fail(err, errlen, -errno, "open /proc/self/ns/net");
 	/* vfab_netns_run(self) returns here whatever the body unshared into. */
 	ret = vfab_netns_run(self, fabric_ns_body, &a);
 	close(self);

@@ -58,6 +58,9 @@ struct vfab_net_node {
 int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index,
 			   uint32_t k);
 
+/* An unset address: every byte zero (net_plan.c). */
+int vfab_net_addr_is_zero(const uint8_t *p, size_t len);
+
 /*
  * The network of node `node` (index into r->nodes[]; cn is its config entry,
  * cfg_index its position in the config): its netdevs from the region (name,

@@ -27,6 +27,16 @@ int vfab_pathf(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
+int vfab_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
 int vfab_mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[4096];

@@ -14,6 +14,10 @@
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int vfab_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Formats a message into err and returns ret, so one line says what failed. */
+int vfab_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* mkdir -p: creates missing parents; an existing directory is fine. */
 int vfab_mkdir_p(const char *path, mode_t mode);
 

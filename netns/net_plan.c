@@ -48,7 +48,7 @@ static int has_addr_in(const struct vfab_net_iface *ifc, int family, const uint8
 	return 0;
 }
 
-static int is_zero(const uint8_t *p, size_t len)
+int vfab_net_addr_is_zero(const uint8_t *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
 		if (p[i])
@@ -79,7 +79,7 @@ static void plan_route(const struct vfab_region *r, const struct vfab_node *rn,
 		unsigned prefix = family == AF_INET ? l->ipv4_prefix : l->ipv6_prefix;
 		struct vfab_net_route *rt;
 
-		if (prefix == 0 || is_zero(gw, len) ||
+		if (prefix == 0 || vfab_net_addr_is_zero(gw, len) ||
 		    !has_addr_in(&out->iface[d], family, net, prefix))
 			continue;
 		if (agg_prefix >= prefix && vfab_ipnet_contains(net, prefix, agg, len))

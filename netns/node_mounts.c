@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +14,6 @@
 
 #define MAX_SYS_SUBMOUNTS 64
 #define LDCONFIG_AUX_DIR "/var/cache/ldconfig"
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 static int bind_ro(const char *src, const char *dst)
 {
@@ -113,22 +99,22 @@ static int build_class_dir(const char *nd, const char *sys, const char *cls, cha
 	int ret = 0;
 
 	if (mount("tmpfs", cls, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"))
-		return fail(err, errlen, -errno, "tmpfs on %s", cls);
+		return vfab_fail(err, errlen, -errno, "tmpfs on %s", cls);
 	if (vfab_pathf(src, sizeof(src), "%s/class", sys))
-		return fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
 	d = opendir(src);
 	if (!d)
-		return fail(err, errlen, -errno, "open %s", src);
+		return vfab_fail(err, errlen, -errno, "open %s", src);
 	while ((de = readdir(d)) && ret == 0) {
 		if (de->d_name[0] == '.' || is_view_class(de->d_name))
 			continue;
 		if (vfab_pathf(src, sizeof(src), "%s/class/%s", sys, de->d_name) ||
 		    vfab_pathf(dst, sizeof(dst), "%s/%s", cls, de->d_name))
-			ret = fail(err, errlen, -ENAMETOOLONG, "path of class %s", de->d_name);
+			ret = vfab_fail(err, errlen, -ENAMETOOLONG, "path of class %s", de->d_name);
 		else if (mkdir(dst, 0755))
-			ret = fail(err, errlen, -errno, "mkdir %s", dst);
+			ret = vfab_fail(err, errlen, -errno, "mkdir %s", dst);
 		else if (mount(src, dst, NULL, MS_BIND, NULL))
-			ret = fail(err, errlen, -errno, "bind %s", src);
+			ret = vfab_fail(err, errlen, -errno, "bind %s", src);
 	}
 	closedir(d);
 	for (int i = 0; ret == 0 && i < 3; i++) {
@@ -137,19 +123,19 @@ static int build_class_dir(const char *nd, const char *sys, const char *cls, cha
 
 		if (vfab_pathf(src, sizeof(src), "%s/class/%s", nd, views[i]) ||
 		    vfab_pathf(dst, sizeof(dst), "%s/%s", cls, views[i]))
-			return fail(err, errlen, -ENAMETOOLONG, "path of view %s", views[i]);
+			return vfab_fail(err, errlen, -ENAMETOOLONG, "path of view %s", views[i]);
 		if (mkdir(dst, 0755))
-			return fail(err, errlen, -errno, "mkdir %s", dst);
+			return vfab_fail(err, errlen, -errno, "mkdir %s", dst);
 		ret = bind_ro(src, dst);
 		if (ret)
-			return fail(err, errlen, ret, "bind view %s", src);
+			return vfab_fail(err, errlen, ret, "bind view %s", src);
 	}
 	if (ret)
 		return ret;
 	/* Like the real /sys/class: nobody creates entries in it. */
 	if (mount(NULL, cls, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=64k"))
-		return fail(err, errlen, -errno, "remount %s read-only", cls);
+		return vfab_fail(err, errlen, -errno, "remount %s read-only", cls);
 	return 0;
 }
 
@@ -162,18 +148,18 @@ static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 
 	if (vfab_pathf(sys, sizeof(sys), "%s/mnt/sys", nd) ||
 	    vfab_pathf(cls, sizeof(cls), "%s/mnt/class", nd))
-		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	ret = vfab_mkdir_p(sys, 0755);
 	if (ret == 0)
 		ret = vfab_mkdir_p(cls, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "mkdir %s", sys);
+		return vfab_fail(err, errlen, ret, "mkdir %s", sys);
 	/* Mounted by this process, the sysfs shows the node's network namespace. */
 	if (mount("sysfs", sys, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
-		return fail(err, errlen, -errno, "sysfs on %s", sys);
+		return vfab_fail(err, errlen, -errno, "sysfs on %s", sys);
 	nsubs = sys_submounts(subs, MAX_SYS_SUBMOUNTS);
 	if (nsubs < 0)
-		return fail(err, errlen, nsubs, "read /proc/self/mountinfo");
+		return vfab_fail(err, errlen, nsubs, "read /proc/self/mountinfo");
 	for (int i = 0; i < nsubs; i++) {
 		if (vfab_pathf(dst, sizeof(dst), "%s%s", sys, subs[i] + 4))
 			continue;
@@ -181,17 +167,17 @@ static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 		if (stat(dst, &st) || !S_ISDIR(st.st_mode))
 			continue;
 		if (mount(subs[i], dst, NULL, MS_BIND | MS_REC, NULL))
-			return fail(err, errlen, -errno, "bind %s", subs[i]);
+			return vfab_fail(err, errlen, -errno, "bind %s", subs[i]);
 	}
 	ret = build_class_dir(nd, sys, cls, err, errlen);
 	if (ret)
 		return ret;
 	if (vfab_pathf(dst, sizeof(dst), "%s/class", sys))
-		return fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
 	if (mount(cls, dst, NULL, MS_MOVE, NULL))
-		return fail(err, errlen, -errno, "move %s to %s", cls, dst);
+		return vfab_fail(err, errlen, -errno, "move %s to %s", cls, dst);
 	if (mount(sys, "/sys", NULL, MS_MOVE, NULL))
-		return fail(err, errlen, -errno, "move %s to /sys", sys);
+		return vfab_fail(err, errlen, -errno, "move %s to /sys", sys);
 	return 0;
 }
 
@@ -200,16 +186,17 @@ static int mount_dev_view(const char *nd, char *err, size_t errlen)
 	char src[4096];
 
 	if (vfab_pathf(src, sizeof(src), "%s/dev", nd))
-		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	if (mount(src, "/dev/infiniband", NULL, MS_BIND, NULL))
-		return fail(err, errlen, -errno, "bind %s on /dev/infiniband", src);
+		return vfab_fail(err, errlen, -errno, "bind %s on /dev/infiniband", src);
 	/*
 	 * The run dir may live on a nodev file system (/run usually is); the
 	 * uverbs nodes must open, so this mount explicitly allows devices.
 	 */
 	if (mount(NULL, "/dev/infiniband", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC,
 		  NULL))
-		return fail(err, errlen, -errno, "remount /dev/infiniband with devices allowed");
+		return vfab_fail(err, errlen, -errno,
+				 "remount /dev/infiniband with devices allowed");
 	return 0;
 }
 
@@ -219,9 +206,9 @@ static int mount_etc_overlay(const char *nd, char *err, size_t errlen)
 
 	if (vfab_pathf(opts, sizeof(opts),
 		       "lowerdir=/etc,upperdir=%s/etc-upper,workdir=%s/etc-work", nd, nd))
-		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	if (mount("overlay", "/etc", "overlay", 0, opts))
-		return fail(err, errlen, -errno, "overlay on /etc (%s)", opts);
+		return vfab_fail(err, errlen, -errno, "overlay on /etc (%s)", opts);
 	return 0;
 }
 
@@ -237,7 +224,7 @@ static int mount_ldconfig_cache(char *err, size_t errlen)
 		return 0;
 	if (mount("vfab-ldconfig", LDCONFIG_AUX_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0700,size=16m"))
-		return fail(err, errlen, -errno, "tmpfs on " LDCONFIG_AUX_DIR);
+		return vfab_fail(err, errlen, -errno, "tmpfs on " LDCONFIG_AUX_DIR);
 	return 0;
 }
 
@@ -247,10 +234,10 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size
 	int ret;
 
 	if (vfab_pathf(nd, sizeof(nd), "%s/nodes/%s", rundir, node))
-		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	/* Nothing mounted here may reach the host; host changes still arrive. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
-		return fail(err, errlen, -errno, "make / rslave");
+		return vfab_fail(err, errlen, -errno, "make / rslave");
 	ret = mount_node_sysfs(nd, err, errlen);
 	if (ret == 0)
 		ret = mount_dev_view(nd, err, errlen);

@@ -7,7 +7,6 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/veth.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,19 +15,6 @@
 #include "netns/fsutil.h"
 #include "netns/netcfg.h"
 #include "netns/netns_file.h"
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /*
  * The default GID is fe80::EUI-64(MAC): the node's link-local address must be
@@ -89,17 +75,17 @@ static int node_sysctl_body(void *arg)
 	if (a->defaults) {
 		ret = node_defaults();
 		if (ret)
-			return fail(a->err, a->errlen, ret, "sysctls of node %s", a->node->id);
+			return vfab_fail(a->err, a->errlen, ret, "sysctls of node %s", a->node->id);
 		ret = vfab_nl_open(&a->sk);
-		return ret ? fail(a->err, a->errlen, ret, "route netlink socket in node %s",
-				  a->node->id)
+		return ret ? vfab_fail(a->err, a->errlen, ret, "route netlink socket in node %s",
+				       a->node->id)
 			   : 0;
 	}
 	for (uint32_t i = 0; i < a->node->niface; i++) {
 		ret = ipv6_conf(a->node->iface[i].name);
 		if (ret)
-			return fail(a->err, a->errlen, ret, "IPv6 sysctls of %s in node %s",
-				    a->node->iface[i].name, a->node->id);
+			return vfab_fail(a->err, a->errlen, ret, "IPv6 sysctls of %s in node %s",
+					 a->node->iface[i].name, a->node->id);
 	}
 	return 0;
 }
@@ -143,12 +129,12 @@ static int create_veths(struct nl_sock *fab, int node_fd, const struct vfab_net_
 		int br = vfab_nl_ifindex(fab, ifc->bridge), ret;
 
 		if (br < 0)
-			return fail(err, errlen, br, "find bridge %s for %s of node %s",
-				    ifc->bridge, ifc->name, node->id);
+			return vfab_fail(err, errlen, br, "find bridge %s for %s of node %s",
+					 ifc->bridge, ifc->name, node->id);
 		ret = create_veth(fab, br, node_fd, ifc);
 		if (ret)
-			return fail(err, errlen, ret, "create veth %s/%s of node %s", ifc->host_end,
-				    ifc->name, node->id);
+			return vfab_fail(err, errlen, ret, "create veth %s/%s of node %s",
+					 ifc->host_end, ifc->name, node->id);
 	}
 	return 0;
 }
@@ -168,8 +154,8 @@ static int add_routes(struct nl_sock *sk, const struct vfab_net_node *node, char
 		if (ret) {
 			inet_ntop(rt->family, rt->dst, dst, sizeof(dst));
 			inet_ntop(rt->family, rt->gw, gw, sizeof(gw));
-			return fail(err, errlen, ret, "route %s/%u via %s dev %s in node %s", dst,
-				    rt->prefix, gw, dev, node->id);
+			return vfab_fail(err, errlen, ret, "route %s/%u via %s dev %s in node %s",
+					 dst, rt->prefix, gw, dev, node->id);
 		}
 	}
 	return 0;
@@ -182,26 +168,26 @@ static int configure_node(struct nl_sock *sk, const struct vfab_net_node *node, 
 	int ret = vfab_nl_link_up(sk, "lo");
 
 	if (ret)
-		return fail(err, errlen, ret, "bring lo up in node %s", node->id);
+		return vfab_fail(err, errlen, ret, "bring lo up in node %s", node->id);
 	for (uint32_t i = 0; i < node->niface; i++) {
 		const struct vfab_net_iface *ifc = &node->iface[i];
 		int ifindex = vfab_nl_ifindex(sk, ifc->name);
 
 		if (ifindex < 0)
-			return fail(err, errlen, ifindex, "find %s in node %s", ifc->name,
-				    node->id);
+			return vfab_fail(err, errlen, ifindex, "find %s in node %s", ifc->name,
+					 node->id);
 		for (uint32_t k = 0; k < ifc->naddrs; k++) {
 			const struct vfab_cfg_addr *a = &ifc->addrs[k];
 
 			ret = vfab_nl_addr_add(sk, ifindex, a->family, a->addr, a->prefix);
 			if (ret)
-				return fail(err, errlen, ret, "add %s to %s in node %s", a->text,
-					    ifc->name, node->id);
+				return vfab_fail(err, errlen, ret, "add %s to %s in node %s",
+						 a->text, ifc->name, node->id);
 		}
 		ret = vfab_nl_link_up(sk, ifc->name);
 		if (ret)
-			return fail(err, errlen, ret, "bring %s up in node %s", ifc->name,
-				    node->id);
+			return vfab_fail(err, errlen, ret, "bring %s up in node %s", ifc->name,
+					 node->id);
 	}
 	return add_routes(sk, node, err, errlen);
 }
@@ -224,18 +210,18 @@ int vfab_net_node_setup(const char *fabric, const struct vfab_net_node *node, ch
 
 	node_fd = vfab_netns_open(fabric, node->id);
 	if (node_fd < 0)
-		return fail(err, errlen, node_fd, "open namespace of node %s", node->id);
+		return vfab_fail(err, errlen, node_fd, "open namespace of node %s", node->id);
 	fab_fd = vfab_netns_open(fabric, VFAB_FABRIC_NS_SUFFIX);
 	if (fab_fd < 0) {
 		close(node_fd);
-		return fail(err, errlen, fab_fd, "open the fabric namespace");
+		return vfab_fail(err, errlen, fab_fd, "open the fabric namespace");
 	}
 	ret = vfab_netns_run(node_fd, node_sysctl_body, &na);
 	if (ret)
 		goto out;
 	ret = vfab_netns_run(fab_fd, sock_body, &fa);
 	if (ret) {
-		fail(err, errlen, ret, "route netlink socket in the fabric namespace");
+		vfab_fail(err, errlen, ret, "route netlink socket in the fabric namespace");
 		goto out;
 	}
 	ret = create_veths(fa.sk, node_fd, node, err, errlen);

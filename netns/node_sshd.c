@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -20,19 +19,6 @@
 
 static const char *const sshd_candidates[] = {"/usr/sbin/sshd", "/usr/local/sbin/sshd",
 					      "/sbin/sshd"};
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /* sshd re-executes itself for every connection and insists on an absolute path. */
 static const char *find_sshd(void)
@@ -96,16 +82,16 @@ static int keygen(const char *path, const char *comment, char *err, size_t errle
 
 	/* ssh-keygen asks before overwriting, and nobody would answer. */
 	if (vfab_pathf(pub, sizeof(pub), "%s.pub", path))
-		return fail(err, errlen, -ENAMETOOLONG, "key path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "key path too long");
 	unlink(path);
 	unlink(pub);
 	ret = run_on_host(argv);
 	if (ret == -ENOENT)
-		return fail(err, errlen, ret, "ssh-keygen not found: install openssh-client");
+		return vfab_fail(err, errlen, ret, "ssh-keygen not found: install openssh-client");
 	if (ret < 0)
-		return fail(err, errlen, ret, "run ssh-keygen");
+		return vfab_fail(err, errlen, ret, "run ssh-keygen");
 	if (ret > 0)
-		return fail(err, errlen, -EIO, "ssh-keygen -f %s exited with %d", path, ret);
+		return vfab_fail(err, errlen, -EIO, "ssh-keygen -f %s exited with %d", path, ret);
 	return 0;
 }
 
@@ -115,17 +101,17 @@ int vfab_ssh_prepare(const char *rundir, const struct vfab_config *cfg, char *er
 	int ret;
 
 	if (!find_sshd())
-		return fail(err, errlen, -ENOENT,
-			    "sshd not found (looked in /usr/sbin, /usr/local/sbin, /sbin): "
-			    "install openssh-server");
+		return vfab_fail(err, errlen, -ENOENT,
+				 "sshd not found (looked in /usr/sbin, /usr/local/sbin, /sbin): "
+				 "install openssh-server");
 	if (vfab_pathf(dir, sizeof(dir), "%s/" VFAB_SSH_DIR, rundir) ||
 	    vfab_pathf(auth, sizeof(auth), "%s/" VFAB_SSH_AUTHORIZED_KEYS, dir) ||
 	    vfab_pathf(pub, sizeof(pub), "%s/" VFAB_SSH_CLIENT_KEY ".pub", dir))
-		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	/* sshd's StrictModes: nobody but root may write along the key paths. */
 	ret = vfab_mkdir_p(dir, 0700);
 	if (ret)
-		return fail(err, errlen, ret, "mkdir %s", dir);
+		return vfab_fail(err, errlen, ret, "mkdir %s", dir);
 	snprintf(comment, sizeof(comment), "vfab@%s", rundir);
 	ret = vfab_pathf(key, sizeof(key), "%s/" VFAB_SSH_HOST_KEY, dir);
 	if (ret == 0)
@@ -139,13 +125,13 @@ int vfab_ssh_prepare(const char *rundir, const struct vfab_config *cfg, char *er
 		return ret;
 	ret = vfab_copy_file(pub, auth, 0600);
 	if (ret)
-		return fail(err, errlen, ret, "write %s", auth);
+		return vfab_fail(err, errlen, ret, "write %s", auth);
 	ret = vfab_ssh_client_config_write(rundir, cfg);
 	if (ret)
-		return fail(err, errlen, ret, "write %s/" VFAB_SSH_CONFIG, rundir);
+		return vfab_fail(err, errlen, ret, "write %s/" VFAB_SSH_CONFIG, rundir);
 	ret = vfab_host_dir_claim(rundir, VFAB_RUN_SSHD, VFAB_RUN_SSHD_MARKER, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "create " VFAB_RUN_SSHD);
+		return vfab_fail(err, errlen, ret, "create " VFAB_RUN_SSHD);
 	return 0;
 }
 
@@ -203,12 +189,12 @@ int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint3
 	int ret, status;
 
 	if (!sshd)
-		return fail(err, errlen, -ENOENT, "sshd not found: install openssh-server");
+		return vfab_fail(err, errlen, -ENOENT, "sshd not found: install openssh-server");
 	ret = vfab_sshd_config_write(rundir, cfg, node, conf, sizeof(conf));
 	if (ret == 0)
 		ret = sshd_files(rundir, id, pidfile, sizeof(pidfile), log, sizeof(log));
 	if (ret)
-		return fail(err, errlen, ret, "write the sshd config of node %s", id);
+		return vfab_fail(err, errlen, ret, "write the sshd config of node %s", id);
 	unlink(pidfile);
 	{
 		char *argv[] = {(char *)sshd, "-f", conf, "-E", log, NULL};
@@ -217,19 +203,20 @@ int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint3
 		ret = vfab_node_run(rundir, id, argv, -1, &status, &failed);
 	}
 	if (ret)
-		return fail(err, errlen, ret, "sshd in node %s: %s", id, failed);
+		return vfab_fail(err, errlen, ret, "sshd in node %s: %s", id, failed);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		log_tail(log, tail, sizeof(tail));
-		return fail(err, errlen, -EIO, "sshd in node %s failed (status 0x%x): %s", id,
-			    (unsigned)status, tail);
+		return vfab_fail(err, errlen, -EIO, "sshd in node %s failed (status 0x%x): %s", id,
+				 (unsigned)status, tail);
 	}
 	/* sshd writes its pid file once its sockets listen. */
 	deadline = vfab_now_ms() + SSHD_READY_TIMEOUT_MS;
 	while (!vfab_sshd_pid(rundir, id)) {
 		if (vfab_now_ms() > deadline) {
 			log_tail(log, tail, sizeof(tail));
-			return fail(err, errlen, -ETIMEDOUT, "sshd in node %s did not start: %s",
-				    id, tail[0] ? tail : "(no log)");
+			return vfab_fail(err, errlen, -ETIMEDOUT,
+					 "sshd in node %s did not start: %s", id,
+					 tail[0] ? tail : "(no log)");
 		}
 		sleep_ms(5);
 	}

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,6 @@
 #include "netns/node_sshd.h"
 #include "netns/host_dirs.h"
 #include "netns/sysfs_view.h"
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 static int write_libdirs(const struct vfab_sandbox *sb)
 {
@@ -64,27 +50,27 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	int ret;
 
 	if (vfab_pathf(nodes, sizeof(nodes), "%s/nodes", sb->rundir))
-		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = vfab_mkdir_p(nodes, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "mkdir %s", nodes);
+		return vfab_fail(err, errlen, ret, "mkdir %s", nodes);
 	/* No nodev: the uverbs device nodes of the views live here. */
 	if (mount("vfab-nodes", nodes, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
-		return fail(err, errlen, -errno, "tmpfs on %s", nodes);
+		return vfab_fail(err, errlen, -errno, "tmpfs on %s", nodes);
 	/* Nodes bind their view on /dev/infiniband: the host needs the directory. */
 	ret = vfab_host_dir_claim(sb->rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
+		return vfab_fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
 	ret = vfab_net_fabric_create(sb->fabric, sb->region, err, errlen);
 	if (ret)
 		return ret;
 	ret = vfab_launch_files_write(sb->rundir, sb->cfg);
 	if (ret)
-		return fail(err, errlen, ret, "write the hostfile and hosts list in %s",
-			    sb->rundir);
+		return vfab_fail(err, errlen, ret, "write the hostfile and hosts list in %s",
+				 sb->rundir);
 	ret = write_libdirs(sb);
 	if (ret)
-		return fail(err, errlen, ret, "write %s/" VFAB_LIBDIRS_FILE, sb->rundir);
+		return vfab_fail(err, errlen, ret, "write %s/" VFAB_LIBDIRS_FILE, sb->rundir);
 	return sb->ssh ? vfab_ssh_prepare(sb->rundir, sb->cfg, err, errlen) : 0;
 }
 
@@ -142,19 +128,19 @@ static int node_ldconfig(const struct vfab_sandbox *sb, const char *id, const ch
 	int fd, ret, status = 0;
 
 	if (vfab_pathf(log, sizeof(log), "%s/ldconfig.log", nd))
-		return fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "create %s", log);
+		return vfab_fail(err, errlen, -errno, "create %s", log);
 	ret = vfab_node_run(sb->rundir, id, argv, fd, &status, &failed);
 	close(fd);
 	if (ret)
-		return fail(err, errlen, ret, "ldconfig in node %s: %s", id, failed);
+		return vfab_fail(err, errlen, ret, "ldconfig in node %s: %s", id, failed);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	vfab_read_file(log, out, sizeof(out));
-	return fail(err, errlen, -EIO, "ldconfig in node %s failed (status 0x%x): %s", id,
-		    (unsigned)status, out);
+	return vfab_fail(err, errlen, -EIO, "ldconfig in node %s failed (status 0x%x): %s", id,
+			 (unsigned)status, out);
 }
 
 int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,
@@ -169,29 +155,29 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 
 	cn = config_node(sb->cfg, rn->id, &cfg_index);
 	if (!cn)
-		return fail(err, errlen, -ENOENT, "node %s of the region is not in the config",
-			    rn->id);
+		return vfab_fail(err, errlen, -ENOENT, "node %s of the region is not in the config",
+				 rn->id);
 	if (vfab_pathf(nd, sizeof(nd), "%s/nodes/%s", sb->rundir, rn->id))
-		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = vfab_mkdir_p(nd, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "mkdir %s", nd);
+		return vfab_fail(err, errlen, ret, "mkdir %s", nd);
 	ret = vfab_sysfs_view_write(sb->region, node, nd);
 	if (ret)
-		return fail(err, errlen, ret, "write the sysfs view of node %s", rn->id);
+		return vfab_fail(err, errlen, ret, "write the sysfs view of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-upper", nd))
-		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = write_etc_view(sb, cfg_index, path);
 	if (ret)
-		return fail(err, errlen, ret, "write the /etc view of node %s", rn->id);
+		return vfab_fail(err, errlen, ret, "write the /etc view of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-work", nd))
-		return fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = vfab_mkdir_p(path, 0755);
 	if (ret)
-		return fail(err, errlen, ret, "mkdir %s", path);
+		return vfab_fail(err, errlen, ret, "mkdir %s", path);
 	ret = vfab_net_plan_node(sb->region, node, cn, cfg_index, &net);
 	if (ret)
-		return fail(err, errlen, ret, "netdevs of node %s", rn->id);
+		return vfab_fail(err, errlen, ret, "netdevs of node %s", rn->id);
 
 	ret = vfab_holder_start(sb->rundir, rn->id, holder, err, errlen);
 	if (ret)
@@ -199,7 +185,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	atomic_store(&rn->holder_pid, (int32_t)*holder);
 	ret = vfab_net_bind_ns(sb->fabric, rn->id, *holder);
 	if (ret)
-		return fail(err, errlen, ret, "publish the namespace of node %s", rn->id);
+		return vfab_fail(err, errlen, ret, "publish the namespace of node %s", rn->id);
 	ret = vfab_net_node_setup(sb->fabric, &net, err, errlen);
 	if (ret == 0 && sb->nlibdirs)
 		ret = node_ldconfig(sb, rn->id, nd, err, errlen);

@@ -55,11 +55,16 @@ uint32_t vfab_next_id(struct vfab_region *r)
 	return id;
 }
 
-/* Liveness: vfabd reaps our slots when this connection drops without BYE. */
+/*
+ * Liveness: vfabd reaps our slots when this connection drops without BYE.
+ * The HCA and the async FIFO register the context for port events
+ * (IBV_EVENT_PORT_ERR/PORT_ACTIVE on `vfab link`); a vfabd that predates
+ * them still gets the plain HELLO.
+ */
 static void ctl_hello(struct vfab_context *ctx)
 {
 	static bool warned;
-	char line[64], reply[64];
+	char line[sizeof(ctx->async_path) + 64], reply[256];
 	int fd, rc;
 
 	fd = vfab_ctl_connect(ctx->r->rundir);
@@ -67,8 +72,14 @@ static void ctl_hello(struct vfab_context *ctx)
 		rc = fd;
 		goto fail;
 	}
-	snprintf(line, sizeof(line), "HELLO %d", ctx->owner.pid);
+	snprintf(line, sizeof(line), "HELLO %d hca=%u async=%s", ctx->owner.pid, ctx->hca_idx,
+		 ctx->async_path);
 	rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
+	if (rc >= 0 && strcmp(reply, "OK") != 0) {
+		vfab_dbg("vfabd refused port events (%s): liveness only", reply);
+		snprintf(line, sizeof(line), "HELLO %d", ctx->owner.pid);
+		rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
+	}
 	if (rc >= 0 && strcmp(reply, "OK") != 0)
 		rc = -EPROTO;
 	if (rc < 0) {

@@ -5,12 +5,10 @@
  * together by wr_complete, or dropped by wr_abort, like mlx5's doorbell.
  */
 #include "provider/vfab.h"
-#include "provider/vfab_xfer.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #define VERBS_QP_EX (1u << 1) /* libibverbs' verbs_qp comp_mask bit */
 
@@ -65,11 +63,9 @@ static struct vfab_swqe *cur_wqe(struct ibv_qp_ex *x)
 	return &qp->batch[qp->batch_len - 1];
 }
 
-extern __thread unsigned long long prof_t0;
 static void wr_start(struct ibv_qp_ex *x)
 {
 	struct vfab_qp *qp = xqp(x);
-	prof_t0 = __builtin_ia32_rdtsc();
 
 	pthread_mutex_lock(&qp->sq_lock);
 	qp->batch_len = 0;
@@ -83,17 +79,6 @@ static int wr_complete(struct ibv_qp_ex *x)
 	uint32_t i;
 
 	vfab_qp_sync_state(qp);
-	if (getenv("VFAB_HACK") && qp->batch_len == 1 && qp->dest.valid && qp->batch[0].is_inline) {
-		struct vfab_swqe *w = &qp->batch[0];
-		struct vfab_mr_slot *mr = vfab_mr_lookup(qp->ctx->r, w->rkey);
-		struct iovec l = {w->inline_data, w->inline_len}, rm = {(void *)(uintptr_t)(mr->addr + (w->remote_addr - mr->iova)), w->inline_len};
-		vfab_xfer_write(qp->ctx->r->qps[qp->dest.slot].owner.pid, false, &l, 1, &rm, 1);
-		w->sq_index = ++qp->sq_posted;
-		vfab_req_complete(qp, w, IBV_WC_SUCCESS, w->inline_len);
-		qp->batch_len = 0;
-		pthread_mutex_unlock(&qp->sq_lock);
-		return 0;
-	}
 	/* All or nothing: an invalid batch rings no doorbell. */
 	for (i = 0; !rc && i < qp->batch_len; i++)
 		rc = vfab_req_check_post(qp, &qp->batch[i], i);

@@ -107,17 +107,9 @@ static int xfer_inplace(pid_t pid, bool self, bool write, struct iovec *l, unsig
 			copy_segments(l, nlocal, rm, nremote, total);
 		return 0;
 	}
-	{
-		extern void prof_mark(void);
-		prof_mark();
-	}
 	while (total) {
 		n = write ? process_vm_writev(pid, l, nlocal, rm, nremote, 0)
 			  : process_vm_readv(pid, l, nlocal, rm, nremote, 0);
-		{
-			extern void prof_mark2(void);
-			prof_mark2();
-		}
 		if (n < 0)
 			return -errno;
 		/* A partial transfer stops at the first page that is not there. */
@@ -138,6 +130,20 @@ static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, uns
 	struct iovec l[VFAB_XFER_MAX_IOV], rm[VFAB_XFER_MAX_IOV];
 	uint64_t total;
 
+	/*
+	 * One segment each way, the size of most latency-bound messages: every
+	 * instruction before the system call delays the bytes.
+	 */
+	if (nlocal == 1 && nremote == 1 && !self && local->iov_len == remote->iov_len) {
+		ssize_t n = write ? process_vm_writev(pid, local, 1, remote, 1, 0)
+				  : process_vm_readv(pid, local, 1, remote, 1, 0);
+
+		if (n == (ssize_t)local->iov_len)
+			return 0;
+		if (n < 0)
+			return -errno;
+		/* Partial (a page went away midway): the general loop says why. */
+	}
 	if (nlocal > VFAB_XFER_MAX_IOV || nremote > VFAB_XFER_MAX_IOV)
 		return -EINVAL;
 	total = iov_total(local, nlocal);
@@ -172,35 +178,4 @@ int vfab_xfer_read(pid_t pid, bool self, const struct iovec *dst, unsigned int n
 		   const struct iovec *src, unsigned int nsrc)
 {
 	return xfer(pid, self, false, dst, ndst, src, nsrc);
-}
-
-#include <stdio.h>
-__thread unsigned long long prof_t0;
-static unsigned long long prof_hist[64];
-void prof_mark(void)
-{
-	unsigned long long d = __builtin_ia32_rdtsc() - prof_t0;
-	if (prof_t0 && d < 64 * 16)
-		prof_hist[d / 16]++;
-	prof_t0 = __builtin_ia32_rdtsc();
-}
-static unsigned long long prof_hist2[64];
-void prof_mark2(void)
-{
-	unsigned long long d = __builtin_ia32_rdtsc() - prof_t0;
-	if (prof_t0 && d < 64 * 128)
-		prof_hist2[d / 128]++;
-	prof_t0 = 0;
-}
-__attribute__((destructor)) static void prof_dump2(void)
-{
-	for (int i = 0; i < 64; i++)
-		if (prof_hist2[i] > 1000)
-			fprintf(stderr, "syscall %d-%d cycles: %llu\n", i * 128, i * 128 + 127, prof_hist2[i]);
-}
-__attribute__((destructor)) static void prof_dump(void)
-{
-	for (int i = 0; i < 64; i++)
-		if (prof_hist[i] > 1000)
-			fprintf(stderr, "precopy %d-%d cycles: %llu\n", i * 16, i * 16 + 15, prof_hist[i]);
 }

@@ -28,6 +28,22 @@ struct vfab_cli {
 /* Sets fabric and rundir; -EINVAL for a name vfabd would refuse. */
 int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name);
 
+/*
+ * cli_common.c: the parsing all verbs share. vfab_cli_common_opt handles
+ * getopt's `ch` for --help, --fabric and getopt errors: VFAB_CLI_GO_ON to
+ * keep parsing, else the exit code to return now. The operand checks print
+ * the usage error and return VFAB_EXIT_USAGE, or VFAB_EXIT_OK when the
+ * operands at argv[next] are as wanted.
+ */
+#define VFAB_CLI_GO_ON (-1)
+int vfab_cli_common_opt(struct vfab_cli *cli, int ch, void (*usage_fn)(FILE *));
+/* None left at argv[next]. */
+int vfab_cli_no_more_operands(const char *verb, int argc, char **argv, int next,
+			      void (*usage_fn)(FILE *));
+/* At least one at argv[next], called `what` in the message. */
+int vfab_cli_need_operand(const char *verb, const char *what, int argc, int next,
+			  void (*usage_fn)(FILE *));
+
 /* Verbs: argv[0] is the verb itself. */
 int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv);

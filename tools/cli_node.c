@@ -14,14 +14,21 @@
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 
+/* Says so when it is not. */
+static int fabric_is_up(const struct vfab_cli *cli, const char *verb)
+{
+	if (vfab_sandbox_exists(cli->fabric, cli->rundir))
+		return 1;
+	fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
+	return 0;
+}
+
 int vfab_cli_check_node(const struct vfab_cli *cli, const char *verb, const char *node)
 {
 	char dir[PATH_MAX];
 
-	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
-		fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
+	if (!fabric_is_up(cli, verb))
 		return VFAB_EXIT_FAIL;
-	}
 	if (vfab_pathf(dir, sizeof(dir), "%s/nodes/%s", cli->rundir, node) || strchr(node, '/') ||
 	    node[0] == '.' || access(dir, F_OK)) {
 		fprintf(stderr, "vfab %s: fabric %s has no node '%s'\n", verb, cli->fabric, node);
@@ -54,10 +61,8 @@ int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vf
 {
 	char path[PATH_MAX], err[1024] = "";
 
-	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
-		fprintf(stderr, "vfab %s: fabric %s is not up\n", verb, cli->fabric);
+	if (!fabric_is_up(cli, verb))
 		return VFAB_EXIT_FAIL;
-	}
 	if (vfab_pathf(path, sizeof(path), "%s/config.yaml", cli->rundir) ||
 	    vfab_config_load_file(path, cfg, err, sizeof(err))) {
 		fprintf(stderr, "vfab %s: cannot read the config of fabric %s: %s\n", verb,

@@ -40,28 +40,20 @@ int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv)
 					     {"fabric", required_argument, NULL, 'f'},
 					     {NULL, 0, NULL, 0}};
 	long long t0 = vfab_now_ms();
-	int ch;
+	int ch, ret;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			ret = vfab_cli_common_opt(cli, ch, usage);
+			if (ret != VFAB_CLI_GO_ON)
+				return ret;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "vfab down: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	ret = vfab_cli_no_more_operands("down", argc, argv, optind, usage);
+	if (ret)
+		return ret;
 	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
 		printf("fabric %s is not up: nothing to do\n", cli->fabric);
 		return VFAB_EXIT_OK;

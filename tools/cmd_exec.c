@@ -34,30 +34,19 @@ static int parse(struct vfab_cli *cli, int argc, char **argv, void (*usage)(FILE
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
 					     {"fabric", required_argument, NULL, 'f'},
 					     {NULL, 0, NULL, 0}};
-	int ch;
+	int ch, rc;
 
 	optind = 1;
 	/* '+': everything after NODE belongs to the command, options included. */
 	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			usage(stdout);
+		rc = vfab_cli_common_opt(cli, ch, usage);
+		if (rc == VFAB_EXIT_OK)
 			return -1;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return -VFAB_EXIT_USAGE;
-			break;
-		default:
-			usage(stderr);
-			return -VFAB_EXIT_USAGE;
-		}
+		if (rc != VFAB_CLI_GO_ON)
+			return -rc;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "vfab %s: missing NODE\n", argv[0]);
-		usage(stderr);
-		return -VFAB_EXIT_USAGE;
-	}
-	return optind;
+	rc = vfab_cli_need_operand(argv[0], "NODE", argc, optind, usage);
+	return rc ? -rc : optind;
 }
 
 static int run(const char *verb, char **cmd)
@@ -77,11 +66,9 @@ int vfab_cmd_exec(struct vfab_cli *cli, int argc, char **argv)
 	node = argv[i++];
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
-	if (i >= argc) {
-		fprintf(stderr, "vfab exec: missing CMD\n");
-		exec_usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	ret = vfab_cli_need_operand("exec", "CMD", argc, i, exec_usage);
+	if (ret)
+		return ret;
 	ret = vfab_cli_enter(cli, "exec", node);
 	if (ret)
 		return ret;

@@ -36,23 +36,11 @@ int vfab_ops_options(struct vfab_cli *cli, int argc, char **argv, void (*usage_f
 	optind = 1;
 	/* '+': operands such as "lat=5" are never options. */
 	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			usage_fn(stdout);
-			*exit_code = VFAB_EXIT_OK;
+		*exit_code = vfab_cli_common_opt(cli, ch, usage_fn);
+		if (*exit_code != VFAB_CLI_GO_ON)
 			return -1;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg)) {
-				*exit_code = VFAB_EXIT_USAGE;
-				return -1;
-			}
-			break;
-		default:
-			usage_fn(stderr);
-			*exit_code = VFAB_EXIT_USAGE;
-			return -1;
-		}
 	}
+	*exit_code = VFAB_EXIT_OK;
 	return optind;
 }
 

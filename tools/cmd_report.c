@@ -226,13 +226,6 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+hf:jo:", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		case 'j':
 			json = 1;
 			break;
@@ -240,15 +233,14 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 			outfile = optarg;
 			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			rc = vfab_cli_common_opt(cli, ch, usage);
+			if (rc != VFAB_CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "vfab report: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	rc = vfab_cli_no_more_operands("report", argc, argv, optind, usage);
+	if (rc)
+		return rc;
 	rc = fetch_report(cli, &body, &len, err, sizeof(err));
 	if (rc) {
 		if (err[0])

@@ -412,13 +412,6 @@ int vfab_cmd_run(struct vfab_cli *cli, int argc, char **argv)
 	/* '+': the first non-option starts CMD, whose own options stay its own. */
 	while ((ch = getopt_long(argc, argv, "+hf:n:p:", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		case 'n':
 			list = optarg;
 			break;
@@ -433,15 +426,14 @@ int vfab_cmd_run(struct vfab_cli *cli, int argc, char **argv)
 			port = (int)v;
 			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			ret = vfab_cli_common_opt(cli, ch, usage);
+			if (ret != VFAB_CLI_GO_ON)
+				return ret;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "vfab run: missing CMD\n");
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	ret = vfab_cli_need_operand("run", "CMD", argc, optind, usage);
+	if (ret)
+		return ret;
 	ret = vfab_cli_load_config(cli, "run", &cfg);
 	if (ret)
 		return ret;

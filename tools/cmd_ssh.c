@@ -44,26 +44,18 @@ int vfab_cmd_ssh(struct vfab_cli *cli, int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+hf:F:", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		case 'F':
 			from = optarg;
 			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			ret = vfab_cli_common_opt(cli, ch, usage);
+			if (ret != VFAB_CLI_GO_ON)
+				return ret;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "vfab ssh: missing NODE\n");
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	ret = vfab_cli_need_operand("ssh", "NODE", argc, optind, usage);
+	if (ret)
+		return ret;
 	ret = vfab_cli_check_node(cli, "ssh", argv[optind]);
 	if (ret)
 		return ret;

@@ -157,14 +157,6 @@ static int parse(struct vfab_cli *cli, int argc, char **argv, struct stats_opts 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+hf:i:c:jb", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			*exit_code = VFAB_EXIT_OK;
-			return -1;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				goto bad;
-			break;
 		case 'i':
 			o->interval = strtod(optarg, &end);
 			if (*end || !isfinite(o->interval) || o->interval < 0.01 ||
@@ -189,16 +181,13 @@ static int parse(struct vfab_cli *cli, int argc, char **argv, struct stats_opts 
 			o->busy = 1;
 			break;
 		default:
-			usage(stderr);
-			goto bad;
+			*exit_code = vfab_cli_common_opt(cli, ch, usage);
+			if (*exit_code != VFAB_CLI_GO_ON)
+				return -1;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "vfab stats: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		goto bad;
-	}
-	return 0;
+	*exit_code = vfab_cli_no_more_operands("stats", argc, argv, optind, usage);
+	return *exit_code ? -1 : 0;
 bad:
 	*exit_code = VFAB_EXIT_USAGE;
 	return -1;

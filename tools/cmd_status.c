@@ -259,31 +259,23 @@ int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv)
 					     {"fabric", required_argument, NULL, 'f'},
 					     {NULL, 0, NULL, 0}};
 	struct fabric_status *fs;
-	int ch, json = 0, healthy;
+	int ch, json = 0, healthy, ret;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "+hjf:", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
 		case 'j':
 			json = 1;
 			break;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			ret = vfab_cli_common_opt(cli, ch, usage);
+			if (ret != VFAB_CLI_GO_ON)
+				return ret;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "vfab status: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	ret = vfab_cli_no_more_operands("status", argc, argv, optind, usage);
+	if (ret)
+		return ret;
 	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
 		if (json) {
 			printf("{\"fabric\":");

@@ -263,13 +263,6 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	while ((ch = getopt_long(argc, argv, "hf:L:s", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
 		case 'L':
 			if (add_libdir(&o, optarg))
 				return VFAB_EXIT_USAGE;
@@ -278,15 +271,15 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 			o.ssh = 1;
 			break;
 		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
+			ret = vfab_cli_common_opt(cli, ch, usage);
+			if (ret != VFAB_CLI_GO_ON)
+				return ret;
 		}
 	}
-	if (argc - optind > 1) {
-		fprintf(stderr, "vfab up: unexpected argument '%s'\n", argv[optind + 1]);
-		usage(stderr);
-		return VFAB_EXIT_USAGE;
-	}
+	/* At most one operand: CONFIG. */
+	ret = vfab_cli_no_more_operands("up", argc, argv, optind + 1, usage);
+	if (ret)
+		return ret;
 	if (optind < argc) {
 		if (!realpath(argv[optind], cfgpath)) {
 			fprintf(stderr, "vfab up: %s: %s\n", argv[optind], strerror(errno));

@@ -73,18 +73,9 @@ int main(int argc, char **argv)
 	memset(&cli, 0, sizeof(cli));
 	vfab_cli_set_fabric(&cli, VFAB_DEFAULT_FABRIC);
 	while ((ch = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			usage(stdout);
-			return VFAB_EXIT_OK;
-		case 'f':
-			if (vfab_cli_set_fabric(&cli, optarg))
-				return VFAB_EXIT_USAGE;
-			break;
-		default:
-			usage(stderr);
-			return VFAB_EXIT_USAGE;
-		}
+		ret = vfab_cli_common_opt(&cli, ch, usage);
+		if (ret != VFAB_CLI_GO_ON)
+			return ret;
 	}
 	if (optind >= argc) {
 		usage(stderr);

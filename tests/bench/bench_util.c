@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t bench_now_ns(void)
 {
@@ -64,4 +65,38 @@ double bench_parse_seconds(const char *opt, const char *val)
 		exit(2);
 	}
 	return v;
+}
+
+int bench_read_full(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int bench_write_full(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t r = write(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers of the raw-ceiling benchmarks (pvm_ceiling, tcp_stream):
- * a monotonic clock and the summary of a series of round trips, printed as
- * machine-readable key=value lines that tests/bench/bench.sh parses.
+ * Shared helpers of the benchmarks (pvm_ceiling, tcp_stream, lossy_verify):
+ * a monotonic clock, whole-message pipe and socket I/O and the summary of a series of round trips,
+ * printed as machine-readable key=value lines that tests/bench/bench.sh parses.
  */
 #ifndef VFAB_BENCH_UTIL_H
 #define VFAB_BENCH_UTIL_H
@@ -25,6 +25,13 @@ static inline void bench_cpu_relax(void)
  * latency, i.e. half of each round trip in rtt_ns[0..n). Sorts rtt_ns.
  */
 void bench_print_latency(uint64_t *rtt_ns, size_t n);
+
+/*
+ * All n bytes or an error (-errno; -EPIPE when the peer closed first), across
+ * short transfers and EINTR: benchmark messages are never split by design.
+ */
+int bench_read_full(int fd, void *p, size_t n);
+int bench_write_full(int fd, const void *p, size_t n);
 
 /* Parses a positive integer option value; exits with status 2 on garbage. */
 unsigned long bench_parse_ulong(const char *opt, const char *val);

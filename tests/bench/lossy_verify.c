@@ -231,7 +231,7 @@ static int run_client(struct rc_endpoint *e, int fd, const struct opts *o)
 	char ready;
 	int rc;
 
-	if (tcp_read_full(fd, &ready, 1))
+	if (bench_read_full(fd, &ready, 1))
 		return 2;
 	fill_region((uint64_t *)e->buf, o->bytes / 8, o->seed);
 	rc = client_writes(e, o, &gbit);
@@ -239,14 +239,14 @@ static int run_client(struct rc_endpoint *e, int fd, const struct opts *o)
 		rc = client_sends(e, o);
 	if (rc)
 		return rc;
-	if (tcp_read_full(fd, &v, sizeof(v)))
+	if (bench_read_full(fd, &v, sizeof(v)))
 		return 2;
 	printf("write_bad_bytes=%" PRIu64 "\nsend_seen=%" PRIu64 "\nsend_bad=%" PRIu64
 	       "\nsend_out_of_order=%" PRIu64 "\nrecv_errors=%" PRIu64 "\n",
 	       v.write_bad_bytes, v.sends_seen, v.send_bad, v.send_out_of_order, v.recv_errors);
 	rc = client_reads(e, o, &read_bad);
 	ready = 'Q';
-	tcp_write_full(fd, &ready, 1);
+	bench_write_full(fd, &ready, 1);
 	if (rc)
 		return rc;
 	rc = v.write_bad_bytes || v.send_bad || v.send_out_of_order || v.recv_errors ||
@@ -264,7 +264,7 @@ static int run_server(struct rc_endpoint *e, int fd, const struct opts *o)
 	for (uint64_t i = 0; i < RECV_SLOTS; i++)
 		if (post_recv_slot(e, slots + i * o->send_size, (uint32_t)o->send_size, i))
 			return 2;
-	if (tcp_write_full(fd, &ready, 1))
+	if (bench_write_full(fd, &ready, 1))
 		return 2;
 	while (v.sends_seen < o->sends) {
 		const uint64_t *w;
@@ -291,7 +291,7 @@ static int run_server(struct rc_endpoint *e, int fd, const struct opts *o)
 	}
 	/* Every write completed before the first send was posted: the region is final. */
 	v.write_bad_bytes = region_bad_bytes((const uint64_t *)e->buf, o->bytes / 8, o->seed);
-	if (tcp_write_full(fd, &v, sizeof(v)) || tcp_read_full(fd, &ready, 1))
+	if (bench_write_full(fd, &v, sizeof(v)) || bench_read_full(fd, &ready, 1))
 		return 2;
 	printf("server: write_bad_bytes=%" PRIu64 " sends=%" PRIu64 " bad=%" PRIu64
 	       " out_of_order=%" PRIu64 "\n",

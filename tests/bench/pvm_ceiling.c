@@ -56,40 +56,6 @@ struct cmd_msg {
 static _Alignas(64) volatile uint64_t pong_word; /* parent spins on it */
 static _Alignas(64) volatile uint64_t ping_word; /* child spins on it */
 
-static int read_full(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EPIPE;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static int pvm_write(pid_t pid, uint64_t remote, const void *local, size_t len)
 {
 	struct iovec l = {.iov_base = (void *)local, .iov_len = len};
@@ -136,10 +102,11 @@ static int child_main(int rfd, int wfd, const struct opts *o)
 	memset(buf, 0, o->size);
 	a.buf = (uintptr_t)buf;
 	a.ping = (uintptr_t)&ping_word;
-	if (write_full(wfd, &a, sizeof(a)) || read_full(rfd, &pong_addr, sizeof(pong_addr)))
+	if (bench_write_full(wfd, &a, sizeof(a)) ||
+	    bench_read_full(rfd, &pong_addr, sizeof(pong_addr)))
 		return 1;
 	for (;;) {
-		if (read_full(rfd, &m, sizeof(m)))
+		if (bench_read_full(rfd, &m, sizeof(m)))
 			return 1;
 		if (m.cmd == CMD_QUIT)
 			return 0;
@@ -195,7 +162,7 @@ static int measure_lat(pid_t child, int wfd, const struct child_addrs *a, const 
 
 	if (!rtt)
 		return -ENOMEM;
-	ret = write_full(wfd, &m, sizeof(m));
+	ret = bench_write_full(wfd, &m, sizeof(m));
 	for (uint64_t i = 1; !ret && i <= m.iters; i++) {
 		/* One timestamp per round trip: consecutive stamps bound it. */
 		uint64_t now = bench_now_ns();
@@ -265,15 +232,15 @@ int main(int argc, char **argv)
 	}
 	close(to_child[0]);
 	close(to_parent[1]);
-	ret = read_full(to_parent[0], &a, sizeof(a));
+	ret = bench_read_full(to_parent[0], &a, sizeof(a));
 	if (!ret)
-		ret = write_full(to_child[1], &pong_addr, sizeof(pong_addr));
+		ret = bench_write_full(to_child[1], &pong_addr, sizeof(pong_addr));
 	if (!ret)
 		ret = measure_bw(child, &a, &o);
 	if (!ret)
 		ret = measure_lat(child, to_child[1], &a, &o);
 	if (!ret)
-		ret = write_full(to_child[1], &quit, sizeof(quit));
+		ret = bench_write_full(to_child[1], &quit, sizeof(quit));
 	if (ret) {
 		fprintf(stderr, "pvm_ceiling: %s\n", strerror(-ret));
 		kill(child, SIGKILL);

@@ -201,45 +201,11 @@ int tcp_connect_to(const char *host, const char *port, int retry_seconds)
 	return rc;
 }
 
-int tcp_write_full(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-int tcp_read_full(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EPIPE;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 int rc_exchange(struct rc_endpoint *e, int fd)
 {
-	int rc = tcp_write_full(fd, &e->self, sizeof(e->self));
+	int rc = bench_write_full(fd, &e->self, sizeof(e->self));
 
-	return rc ? rc : tcp_read_full(fd, &e->peer, sizeof(e->peer));
+	return rc ? rc : bench_read_full(fd, &e->peer, sizeof(e->peer));
 }
 
 int rc_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)

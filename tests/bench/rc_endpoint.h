@@ -53,12 +53,13 @@ int rc_open(struct rc_endpoint *e, const struct rc_opts *o);
 int rc_connect(struct rc_endpoint *e, const struct rc_opts *o);
 void rc_close(struct rc_endpoint *e);
 
-/* TCP: a listening socket on port, one accepted connection, a connection to host:port. */
+/*
+ * TCP: a listening socket on port, one accepted connection, a connection to
+ * host:port. Whole messages: bench_read_full/bench_write_full (bench_util.h).
+ */
 int tcp_listen_on(const char *port);
 int tcp_accept_one(int lfd);
 int tcp_connect_to(const char *host, const char *port, int retry_seconds);
-int tcp_write_full(int fd, const void *p, size_t n);
-int tcp_read_full(int fd, void *p, size_t n);
 
 /* Sends e->self and reads e->peer on a connected socket. */
 int rc_exchange(struct rc_endpoint *e, int fd);

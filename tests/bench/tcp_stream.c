@@ -44,40 +44,6 @@ struct opts {
 	size_t iters;
 };
 
-static int read_full(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EPIPE;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static void set_nodelay(int fd)
 {
 	int one = 1;
@@ -105,7 +71,7 @@ static int serve_stream(int fd)
 		total += (uint64_t)r;
 	}
 	free(buf);
-	return write_full(fd, &total, sizeof(total));
+	return bench_write_full(fd, &total, sizeof(total));
 }
 
 static int serve_pingpong(int fd)
@@ -114,8 +80,8 @@ static int serve_pingpong(int fd)
 	int ret;
 
 	set_nodelay(fd);
-	while (!(ret = read_full(fd, &v, sizeof(v))))
-		if ((ret = write_full(fd, &v, sizeof(v))))
+	while (!(ret = bench_read_full(fd, &v, sizeof(v))))
+		if ((ret = bench_write_full(fd, &v, sizeof(v))))
 			return ret;
 	return ret == -EPIPE ? 0 : ret; /* EOF ends the session */
 }
@@ -140,7 +106,7 @@ static int run_server(const struct opts *o)
 			ret = -errno;
 			break;
 		}
-		ret = read_full(fd, &mode, 1);
+		ret = bench_read_full(fd, &mode, 1);
 		if (!ret && mode == 'S')
 			ret = serve_stream(fd);
 		else if (!ret && mode == 'P')
@@ -171,7 +137,7 @@ static int connect_with_retry(const struct opts *o, char mode)
 			break;
 		}
 		if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-			ret = write_full(fd, &mode, 1);
+			ret = bench_write_full(fd, &mode, 1);
 			break;
 		}
 		ret = -errno;
@@ -205,13 +171,13 @@ static int client_stream(const struct opts *o)
 	start = bench_now_ns();
 	deadline = start + (uint64_t)(o->seconds * 1e9);
 	while (!ret && bench_now_ns() < deadline) {
-		ret = write_full(fd, buf, o->size);
+		ret = bench_write_full(fd, buf, o->size);
 		sent += o->size;
 	}
 	if (!ret && shutdown(fd, SHUT_WR))
 		ret = -errno;
 	if (!ret)
-		ret = read_full(fd, &received, sizeof(received));
+		ret = bench_read_full(fd, &received, sizeof(received));
 	end = bench_now_ns();
 	close(fd);
 	free(buf);
@@ -242,9 +208,9 @@ static int client_pingpong(const struct opts *o)
 	for (uint64_t i = 0; !ret && i < WARMUP_ITERS + o->iters; i++) {
 		uint64_t v = i, start = bench_now_ns();
 
-		ret = write_full(fd, &v, sizeof(v));
+		ret = bench_write_full(fd, &v, sizeof(v));
 		if (!ret)
-			ret = read_full(fd, &v, sizeof(v));
+			ret = bench_read_full(fd, &v, sizeof(v));
 		if (!ret && v != i)
 			ret = -EIO;
 		if (!ret && i >= WARMUP_ITERS)
