@@ -2,8 +2,9 @@
 /*
  * vfabd: creates a fabric's shared region from a config, serves the control
  * socket, reaps the objects of processes that died, applies runtime control
- * (link state, shaping, faults), keeps the nodes' sysfs counters live and
- * answers REPORT. Runs in the foreground; `vfab up` starts it with setsid and
+ * (link state, shaping, faults), keeps the nodes' sysfs counters live,
+ * follows address changes in the nodes into the GID tables and answers
+ * REPORT. Runs in the foreground; `vfab up` starts it with setsid and
  * stderr to vfabd.log.
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.

@@ -198,9 +198,9 @@ void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c);
 /*
  * vfabd_addrwatch.c: addresses added to or removed from a node's netdev at
  * run time (`ip addr` inside the node) change the GID table of the HCA ports
- * bound to it. One NETLINK_ROUTE socket per node, opened inside the node's
- * network namespace once it exists; all of them behind one epoll fd that the
- * event loop polls.
+ * bound to it. NETLINK_ROUTE sockets per node (vfabd_rtnl.c), opened inside
+ * the node's network namespace once it exists; all of them behind one epoll
+ * fd that the event loop polls.
  */
 int vfabd_addrwatch_init(struct vfabd *d);
 /* The fd to poll for POLLIN (-1 when not watching). */
@@ -232,7 +232,7 @@ int vfabd_gid_slots(const uint8_t mac[6], const struct vfab_gid *cur, size_t ncu
  * (0: nothing was done), or -errno when a view file could not be replaced
  * (the region is updated all the same).
  */
-int vfabd_gid_publish(struct vfabd *d, uint32_t hca, uint32_t port,
-		      const struct vfab_gid *table, uint32_t len);
+int vfabd_gid_publish(struct vfabd *d, uint32_t hca, uint32_t port, const struct vfab_gid *table,
+		      uint32_t len);
 
 #endif /* VFAB_VFABD_H */

@@ -2,10 +2,11 @@
 /*
  * vfabd's event loop: the control socket (one connection per client context,
  * line protocol of docs/DESIGN.md), signals, the tick (live counters, the
- * reaper) and the deadlines of timed faults, all on one poll(). The daemon is
- * never on the data path, so one thread is enough. Replies are queued per
- * connection and sent as the peer reads them: a REPORT can be megabytes, and
- * a slow reader must not stall the loop.
+ * reaper), the nodes' address notifications (one epoll fd) and the deadlines
+ * of timed faults, all on one poll(). The daemon is never on the data path,
+ * so one thread is enough. Replies are queued per connection and sent as the
+ * peer reads them: a REPORT can be megabytes, and a slow reader must not
+ * stall the loop.
  */
 #include "vfabd.h"
 

@@ -7,5 +7,11 @@ target_link_libraries(abi_layout_probe PRIVATE vfab_fabric ${IBVERBS_LIB} ${CMAK
 
 add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_data.c ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_peer.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_chain.c ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_port.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})
+
+# nccl_pattern: verbs as NCCL's net_ib uses them (see its header comment).
+add_executable(nccl_pattern ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern.c
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_ib.c ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_flow.c)
+target_link_libraries(nccl_pattern PRIVATE ${IBVERBS_LIB} pthread)

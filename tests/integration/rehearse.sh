@@ -4,7 +4,8 @@
 #  (a) `ip addr add/del` inside a node changes its HCA's GID table within 1 s
 #      (sysfs gids/, gid_attrs/, ibv_devinfo) and ibv_asyncwatch, started
 #      before, sees IBV_EVENT_GID_CHANGE; the new GID index carries traffic
-#      to a peer that has an address in the same subnet;
+#      to a peer that has an address in the same subnet; indices follow the
+#      kernel's rules (order of addition, holes reused, nothing moves);
 #  (c) a wrong GID index fails in perftest the way it fails on hardware,
 #      while the right one works;
 #  (d) psn_check: mismatched PSNs and a wrong dest QPN end in
@@ -151,6 +152,35 @@ vx node0 ibv_devinfo -v -d mlx5_0 >"$VFAB_TMP/devinfo.del" 2>&1 || { show "$VFAB
 wait_events $((before + 1)) || { show "$VFAB_TMP/asyncwatch.log"; fail "no IBV_EVENT_GID_CHANGE after ip addr del"; }
 kill_tree "$watch_pid"
 note "removed: gids/4,5 empty in both nodes, GID_CHANGE seen again"
+
+# The kernel's order: pairs in the order the addresses were added (not IPv4
+# first), a removed address leaves its pair empty, the next one takes the
+# lowest empty pair and nothing else moves.
+V6=fd00:0099:0000:0000:0000:0000:0000:0001
+V4A=0000:0000:0000:0000:0000:ffff:c613:0701 # ::ffff:198.19.7.1
+V4B=0000:0000:0000:0000:0000:ffff:c613:0801 # ::ffff:198.19.8.1
+note "(a) order and holes: fd00:99::1/64 then 198.19.7.1/24; del fd00:99::1; add 198.19.8.1/24"
+vx node0 sh -c 'ip addr add fd00:99::1/64 dev eth0 && ip addr add 198.19.7.1/24 dev eth0' ||
+	fail "ip addr add (two addresses) in node0"
+entry node0 4 "$V6" "IB/RoCE v1" eth0
+entry node0 5 "$V6" "RoCE v2" eth0
+entry node0 6 "$V4A" "IB/RoCE v1" eth0
+entry node0 7 "$V4A" "RoCE v2" eth0
+vx node0 ip addr del fd00:99::1/64 dev eth0 || fail "ip addr del fd00:99::1 in node0"
+entry node0 4 "$EMPTY" "IB/RoCE v1" ""
+entry node0 5 "$EMPTY" "IB/RoCE v1" ""
+[ "$(view "$F" node0 mlx5_0 gids/7)" = "$V4A" ] || fail "node0: 198.19.7.1 moved when fd00:99::1 went"
+vx node0 ip addr add 198.19.8.1/24 dev eth0 || fail "ip addr add 198.19.8.1 in node0"
+entry node0 4 "$V4B" "IB/RoCE v1" eth0
+entry node0 5 "$V4B" "RoCE v2" eth0
+[ "$(view "$F" node0 mlx5_0 gids/7)" = "$V4A" ] && [ "$(view "$F" node0 mlx5_0 gids/8)" = "$EMPTY" ] ||
+	fail "node0: 198.19.8.1 did not take the empty pair 4/5 alone"
+vx node0 sh -c 'ip addr del 198.19.7.1/24 dev eth0 && ip addr del 198.19.8.1/24 dev eth0' ||
+	fail "ip addr del in node0"
+for i in 4 5 6 7; do
+	entry node0 "$i" "$EMPTY" "IB/RoCE v1" ""
+done
+note "pairs follow the order of addition; a hole is reused by the next address, nothing moves"
 
 # --- (c) a wrong GID index -----------------------------------------------------------
 # perftest_pair NAME PORT SERVER_X CLIENT_X: ib_write_bw node1 (server) <- node0;

@@ -12,9 +12,12 @@
  *
  * Most checks connect two QPs of two contexts of this process. The last ones
  * start a peer process (this program with --peer) to move bytes between
- * processes and then kill it: the survivor must get errors, not hang.
+ * processes and then kill it: the survivor must get errors, not hang; then
+ * chains of WRITEs go to another peer (--chain-peer), and the node's port
+ * is taken down and up again through vfabd (needs root).
  * This file has the error statuses and main(); verbs_errors_data.c the data
- * checks, verbs_errors_peer.c the peer process, verbs_harness.c the set-up.
+ * checks, verbs_errors_peer.c the peer process, verbs_errors_chain.c the
+ * chains, verbs_errors_port.c the port events, verbs_harness.c the set-up.
  */
 #include "verbs_harness.h"
 
@@ -249,10 +252,11 @@ int main(int argc, char **argv)
 	const char *want = NULL;
 	struct ibv_device **list;
 	struct ibv_context *ctx;
-	bool peer = false;
+	bool peer = false, chain_peer = false;
 	int i, opt;
 
-	static const struct option longopts[] = {{"peer", no_argument, NULL, 'P'}, {0}};
+	static const struct option longopts[] = {
+	    {"peer", no_argument, NULL, 'P'}, {"chain-peer", no_argument, NULL, 'C'}, {0}};
 
 	while ((opt = getopt_long(argc, argv, "d:g:", longopts, NULL)) != -1) {
 		if (opt == 'd')
@@ -261,6 +265,8 @@ int main(int argc, char **argv)
 			gid_index = atoi(optarg);
 		else if (opt == 'P')
 			peer = true;
+		else if (opt == 'C')
+			chain_peer = true;
 		else
 			return fprintf(stderr, "usage: %s [-d DEV] [-g GID_INDEX]\n", argv[0]), 2;
 	}
@@ -283,6 +289,8 @@ int main(int argc, char **argv)
 	ibv_close_device(ctx);
 	if (peer)
 		return peer_main();
+	if (chain_peer)
+		return chain_peer_main();
 
 	printf("# %s, GID index %d\n", ibv_get_device_name(dev), gid_index);
 	test_bad_post();
@@ -300,6 +308,8 @@ int main(int argc, char **argv)
 	test_comp_channel();
 	test_ud();
 	test_cross_process("/proc/self/exe");
+	test_chains("/proc/self/exe");
+	test_port_down();
 	ibv_free_device_list(list);
 	printf("# %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -87,5 +87,10 @@ void test_srq_limit(void);
 /* Starts `self --peer` and moves bytes to it, then kills it. */
 void test_cross_process(const char *self);
 int peer_main(void);
+/* Chains of WRITEs to `self --chain-peer` (verbs_errors_chain.c). */
+void test_chains(const char *self);
+int chain_peer_main(void);
+/* The node's port down and up again through vfabd (verbs_errors_port.c). */
+void test_port_down(void);
 
 #endif /* VERBS_HARNESS_H */

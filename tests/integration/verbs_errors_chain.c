@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_errors (see verbs_errors.c): chains of RDMA WRITEs posted with one
+ * ibv_post_send to another process, as NCCL posts them. The provider moves
+ * such a chain with one copy; whatever it cannot take (a WRITE with
+ * immediate without a receive, a bad rkey) must end exactly as a single
+ * post would: the WRITEs before it land, it waits or fails, the rest follow
+ * or are flushed.
+ *
+ * The peer (this program with --chain-peer) owns two RC QPs and a buffer and
+ * answers one command per line on stdin:
+ *   chain      waits for the chain's WRITE_WITH_IMM completion, checks bytes
+ *   rnr        the WRITEs before a waiting WRITE_WITH_IMM landed, no CQE yet
+ *   recv       posts the receive it waits for; checks its completion
+ *   prefix     the WRITEs before a bad rkey landed, those after it did not
+ */
+#include "verbs_harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHAIN_OFF 16384 /* 8 x 1 KiB: seven WRITEs and a WRITE_WITH_IMM */
+#define RNR_OFF 40960	/* 3 x 512 B, then a zero-length WRITE_WITH_IMM */
+#define BAD_OFF 49152	/* 6 x 256 B on the second QP, the 4th with a bad rkey */
+#define CHAIN_IMM 0x1234u
+#define RNR_IMM 0x5678u
+
+static struct ibv_qp *second_qp(struct side *s)
+{
+	struct ibv_qp_init_attr a = {
+	    .send_cq = s->cq,
+	    .recv_cq = s->cq,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4},
+	    .qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &a);
+
+	if (!qp)
+		die("ibv_create_qp");
+	return qp;
+}
+
+static bool filled(const char *p, size_t n, char c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != c)
+			return false;
+	return true;
+}
+
+static bool recv_imm(struct side *s, uint32_t imm, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	return !wait_wc(s->cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS &&
+	       wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	       ntohl(wc.imm_data) == imm && wc.byte_len == len;
+}
+
+int chain_peer_main(void)
+{
+	struct ibv_recv_wr rwr = {.wr_id = 1}, *rbad;
+	struct side s;
+	struct ibv_qp *qp2;
+	unsigned int qpn, qpn2;
+	char line[128];
+	struct conn c;
+	struct ibv_wc wc;
+
+	side_open(&s, ALL);
+	qp_open(&s, IBV_QPT_RC);
+	qp2 = second_qp(&s);
+	printf("%u %u %u %lu\n", s.qp->qp_num, qp2->qp_num, s.mr->rkey,
+	       (unsigned long)(uintptr_t)s.buf);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin) || sscanf(line, "%u %u", &qpn, &qpn2) != 2)
+		return 2;
+	c = conn_to(NULL);
+	c.dest_qpn = qpn;
+	if (rc_connect(s.qp, &c))
+		return 2;
+	c.dest_qpn = qpn2;
+	if (rc_connect(qp2, &c))
+		return 2;
+	/* One receive, for the first chain: the second one finds none. */
+	ibv_post_recv(s.qp, &rwr, &rbad);
+	puts("ready");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		bool ok = false;
+
+		if (!strncmp(line, "chain", 5)) {
+			ok = recv_imm(&s, CHAIN_IMM, 1024);
+			for (int j = 0; j < 8; j++)
+				ok &= filled(s.buf + CHAIN_OFF + j * 1024, 1024, (char)('a' + j));
+		} else if (!strncmp(line, "rnr", 3)) {
+			ok = filled(s.buf + RNR_OFF, 3 * 512, 'r') && ibv_poll_cq(s.cq, 1, &wc) == 0;
+		} else if (!strncmp(line, "recv", 4)) {
+			ok = !ibv_post_recv(s.qp, &rwr, &rbad) && recv_imm(&s, RNR_IMM, 0);
+		} else if (!strncmp(line, "prefix", 6)) {
+			ok = filled(s.buf + BAD_OFF, 3 * 256, 'x') &&
+			     filled(s.buf + BAD_OFF + 3 * 256, 3 * 256, 0) &&
+			     qp_state(qp2) == IBV_QPS_ERR;
+		}
+		puts(ok ? "ok" : "bad");
+		fflush(stdout);
+	}
+	ibv_destroy_qp(qp2);
+	side_close(&s);
+	return 0;
+}
+
+/* n WRs, linked, WRITEs of len bytes from off to raddr + i * len. */
+static void chain_of(struct ibv_send_wr *wr, struct ibv_sge *sg, int n, struct side *a,
+		     size_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	for (int i = 0; i < n; i++) {
+		sg[i] = sge_of(a, off + (size_t)i * len, len);
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = 100 + (uint64_t)i;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].sg_list = &sg[i];
+		wr[i].num_sge = 1;
+		wr[i].wr.rdma.remote_addr = raddr + (uint64_t)i * len;
+		wr[i].wr.rdma.rkey = rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+}
+
+static bool ask(FILE *out, FILE *in, const char *cmd)
+{
+	char line[64];
+
+	fprintf(out, "%s\n", cmd);
+	fflush(out);
+	return fgets(line, sizeof(line), in) && !strncmp(line, "ok", 2);
+}
+
+static pid_t start_peer(const char *self, FILE **in, FILE **out)
+{
+	int to_peer[2], from_peer[2];
+	char gidx[16];
+	pid_t pid;
+
+	/* Close-on-exec: the peer must see its stdin end when we close ours. */
+	if (pipe2(to_peer, O_CLOEXEC) || pipe2(from_peer, O_CLOEXEC))
+		die("pipe");
+	snprintf(gidx, sizeof(gidx), "%d", gid_index);
+	pid = fork();
+	if (pid == 0) {
+		dup2(to_peer[0], 0);
+		dup2(from_peer[1], 1);
+		execl(self, self, "--chain-peer", "-d", ibv_get_device_name(dev), "-g", gidx,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(to_peer[0]);
+	close(from_peer[1]);
+	*out = fdopen(to_peer[1], "w");
+	*in = fdopen(from_peer[0], "r");
+	return pid;
+}
+
+void test_chains(const char *self)
+{
+	struct ibv_send_wr wr[8], *bad = NULL;
+	unsigned int qpn, qpn2, rkey;
+	struct ibv_sge sg[8];
+	struct ibv_qp *qp2;
+	unsigned long addr;
+	struct ibv_wc wc;
+	char line[128];
+	struct side a;
+	struct conn c;
+	FILE *in, *out;
+	pid_t pid;
+	int status, rc;
+
+	pid = start_peer(self, &in, &out);
+	if (!fgets(line, sizeof(line), in) ||
+	    sscanf(line, "%u %u %u %lu", &qpn, &qpn2, &rkey, &addr) != 4)
+		die("chain peer start");
+	side_open(&a, ALL);
+	qp_open(&a, IBV_QPT_RC);
+	qp2 = second_qp(&a);
+	c = conn_to(NULL);
+	c.dest_qpn = qpn;
+	if (rc_connect(a.qp, &c))
+		die("connect to chain peer");
+	c.dest_qpn = qpn2;
+	if (rc_connect(qp2, &c))
+		die("connect to chain peer");
+	fprintf(out, "%u %u\n", a.qp->qp_num, qp2->qp_num);
+	fflush(out);
+	if (!fgets(line, sizeof(line), in))
+		die("chain peer ready");
+
+	/* Seven unsignaled WRITEs and a signaled WRITE_WITH_IMM carrying data. */
+	for (int j = 0; j < 8; j++)
+		memset(a.buf + j * 1024, 'a' + j, 1024);
+	chain_of(wr, sg, 8, &a, 0, 1024, addr + CHAIN_OFF, rkey);
+	wr[7].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[7].imm_data = htonl(CHAIN_IMM);
+	wr[7].send_flags = IBV_SEND_SIGNALED;
+	rc = ibv_post_send(a.qp, wr, &bad);
+	check(rc == 0 && !wait_wc(a.cq, &wc, 1000) && wc.status == IBV_WC_SUCCESS &&
+		  wc.wr_id == 107 && ibv_poll_cq(a.cq, 1, &wc) == 0,
+	      "chain of 8 WRITEs: one completion, for the signaled last", "rc %d", rc);
+	check(ask(out, in, "chain"), "chain bytes and WRITE_WITH_IMM completion in the peer",
+	      "peer disagrees");
+
+	/* The peer has no receive left: the WRITEs land, the immediate waits. */
+	memset(a.buf + 8192, 'r', 3 * 512);
+	chain_of(wr, sg, 4, &a, 8192, 512, addr + RNR_OFF, rkey);
+	wr[3].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[3].num_sge = 0; /* zero-length, as NCCL ends a multi-receive */
+	wr[3].imm_data = htonl(RNR_IMM);
+	wr[3].send_flags = IBV_SEND_SIGNALED;
+	rc = ibv_post_send(a.qp, wr, &bad);
+	check(rc == 0 && wait_wc(a.cq, &wc, 50) == -1,
+	      "zero-length WRITE_WITH_IMM without a receive waits (RNR)", "rc %d", rc);
+	check(ask(out, in, "rnr"), "the WRITEs before it landed, no receive CQE yet",
+	      "peer disagrees");
+	check(ask(out, in, "recv"), "a receive posted later gets the immediate",
+	      "peer saw no completion");
+	check(!wait_wc(a.cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 103,
+	      "the waiting WRITE_WITH_IMM completes after the receive", "no or wrong completion");
+
+	/* A bad rkey in the middle: the prefix lands, the rest is flushed. */
+	memset(a.buf + 12288, 'x', 6 * 256);
+	chain_of(wr, sg, 6, &a, 12288, 256, addr + BAD_OFF, rkey);
+	wr[3].wr.rdma.rkey = rkey ^ 0x100;
+	for (int j = 0; j < 6; j++) {
+		sg[j].addr = (uintptr_t)a.buf + 12288; /* all 'x' */
+		wr[j].wr_id = 200 + (uint64_t)j;
+	}
+	rc = ibv_post_send(qp2, wr, &bad);
+	{
+		bool ok = rc == 0 && !wait_wc(a.cq, &wc, 1000) &&
+			  wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 203;
+
+		for (int j = 4; ok && j < 6; j++)
+			ok = !wait_wc(a.cq, &wc, 1000) && wc.status == IBV_WC_WR_FLUSH_ERR &&
+			     wc.wr_id == 200 + (uint64_t)j;
+		check(ok, "bad rkey in a chain: REM_ACCESS_ERR for it, FLUSH_ERR after",
+		      "rc %d, last completion %s wr_id %llu", rc, ibv_wc_status_str(wc.status),
+		      (unsigned long long)wc.wr_id);
+	}
+	check(ask(out, in, "prefix"), "only the WRITEs before the bad rkey landed",
+	      "peer disagrees");
+
+	fclose(out);
+	waitpid(pid, &status, 0);
+	fclose(in);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "chain peer exits cleanly",
+	      "status %d", status);
+	ibv_destroy_qp(qp2);
+	side_close(&a);
+}
