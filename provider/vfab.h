@@ -178,6 +178,7 @@ struct vfab_dest {
 	 */
 	bool plain_known, plain;
 	uint32_t link_gen;
+	int memfd; /* the owner's /proc/<pid>/mem for small copies, -1 none */
 };
 
 struct vfab_qp {
@@ -385,6 +386,13 @@ enum vfab_outcome {
 enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
 /* A FLIGHT WR reaches its destination at now. */
 enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+/* The WR's local segments, checked against this HCA's keys, into iov. */
+enum ibv_wc_status vfab_gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
+			       unsigned int *n, uint64_t *len);
+/* Packets of a message of len bytes at this MTU (at least one). */
+uint32_t vfab_packets(uint64_t len, uint32_t mtu);
+
+/* ---- vfab_chain.c ---- */
 /*
  * Most WRs one chain delivers with a single copy; NCCL posts up to 8 WRITEs
  * plus a WRITE with immediate, perftest --post_list as many as asked.

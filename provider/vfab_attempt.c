@@ -8,14 +8,11 @@
  * queue (vfab_sq.c). Nothing here completes a WR: the outcome says what the
  * send queue has to do with it.
  */
+#include "provider/vfab_dest.h"
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_resp.h"
 
-#include <limits.h>
 #include <string.h>
-
-/* A chain's segments go to one process_vm_writev. */
-_Static_assert(VFAB_CHAIN_IOV <= IOV_MAX, "a chain must fit one process_vm_writev");
 
 /* Retry interval when the local ACK timeout is 0, which IB defines as infinite. */
 #define INFINITE_TIMEOUT_RETRY_NS 100000000ull
@@ -49,16 +46,16 @@ static bool reads_into_local(uint32_t op)
 	return op == IBV_WR_RDMA_READ || is_atomic(op);
 }
 
-static enum vfab_outcome failed(struct vfab_swqe *w, enum ibv_wc_status status)
+static __attribute__((cold)) enum vfab_outcome failed(struct vfab_swqe *w,
+						      enum ibv_wc_status status)
 {
 	w->stage = VFAB_ST_FAILED;
 	w->status = status;
 	return VFAB_OUT_FAILED;
 }
 
-/* The local segments, checked against this HCA's keys. */
-static enum ibv_wc_status gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
-				 unsigned int *n, uint64_t *len)
+enum ibv_wc_status vfab_gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
+			       unsigned int *n, uint64_t *len)
 {
 	struct vfab_context *ctx = qp->ctx;
 	uint32_t need = reads_into_local(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
@@ -98,96 +95,14 @@ static enum ibv_wc_status gather(struct vfab_qp *qp, const struct vfab_swqe *w, 
 	return st;
 }
 
-static bool port_active(struct vfab_region *r, uint32_t hca, uint32_t port)
-{
-	return atomic_load(&r->hcas[hca].ports[port - 1].state) == IBV_PORT_ACTIVE;
-}
-
-/* The connected QP, from the cache while no GID table or slot changed under it. */
-static struct vfab_qp_slot *resolve_dest(struct vfab_qp *qp)
-{
-	struct vfab_context *ctx = qp->ctx;
-	struct vfab_region *r = ctx->r;
-	struct vfab_dest *dc = &qp->dest;
-	const struct vfab_port *sp = &ctx->hca->ports[qp->s->port - 1];
-	struct vfab_qp_slot *d;
-	struct vfab_route rt;
-
-	if (dc->valid) {
-		d = &r->qps[dc->slot];
-		if (atomic_load_explicit(&d->state, memory_order_acquire) == VFAB_SLOT_USED &&
-		    d->qpn == dc->qpn && d->hca == dc->hca &&
-		    atomic_load(&r->hcas[dc->hca].ports[dc->port - 1].gid_gen) == dc->port_gen &&
-		    atomic_load(&sp->gid_gen) == dc->src_gen)
-			return d;
-		dc->valid = false;
-	}
-	if (vfab_route_resolve(r, ctx->hca_idx, qp->s->port, qp->attr.ah_attr.grh.sgid_index,
-			       qp->attr.ah_attr.grh.dgid.raw, &rt))
-		return NULL;
-	d = vfab_qp_lookup(r, rt.hca, qp->attr.dest_qp_num);
-	if (!d || fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
-	    fabric_path_resolve(r, rt.hca, rt.port, ctx->hca_idx, qp->s->port, &dc->rev))
-		return NULL;
-	dc->hca = rt.hca;
-	dc->port = rt.port;
-	dc->port_gen = rt.port_gen;
-	dc->src_gen = atomic_load(&sp->gid_gen);
-	dc->slot = (uint32_t)(d - r->qps);
-	dc->qpn = d->qpn;
-	dc->plain_known = false;
-	dc->valid = true;
-	return d;
-}
-
-static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
-{
-	if (fabric_path_shaped(r, p))
-		return false;
-	for (uint32_t i = 0; i < p->nhops; i++)
-		if (__atomic_load_n(&r->links[p->link[i]].loss_ppm, __ATOMIC_RELAXED))
-			return false;
-	return true;
-}
-
-/*
- * Whether the resolved destination's paths have neither rate nor latency
- * nor loss. The links are read again only when vfabd changed one (link_gen):
- * their lines also hold counters that other processes keep writing.
- */
-static bool dest_plain(struct vfab_qp *qp)
-{
-	struct vfab_region *r = qp->ctx->r;
-	struct vfab_dest *dc = &qp->dest;
-	uint32_t gen = atomic_load_explicit(&r->link_gen, memory_order_acquire);
-
-	if (!dc->plain_known || dc->link_gen != gen) {
-		dc->plain = path_plain(r, &dc->fwd) && path_plain(r, &dc->rev);
-		dc->link_gen = gen;
-		dc->plain_known = true;
-	}
-	return dc->plain;
-}
-
-/* What the link model would have counted for a message it did not time. */
-static void count_links(struct vfab_region *r, const struct fabric_path *p, uint64_t bytes,
-			uint32_t msgs)
-{
-	for (uint32_t i = 0; i < p->nhops; i++) {
-		struct vfab_link *l = &r->links[p->link[i]];
-
-		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
-		atomic_fetch_add_explicit(&l->msgs, msgs, memory_order_relaxed);
-	}
-}
-
-static uint32_t packets(uint64_t len, uint32_t mtu)
+uint32_t vfab_packets(uint64_t len, uint32_t mtu)
 {
 	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
 }
 
 /* Nothing came back: the ACK timer runs; the send queue retries or gives up. */
-static enum vfab_outcome no_answer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+static __attribute__((cold)) enum vfab_outcome no_answer(struct vfab_qp *qp, struct vfab_swqe *w,
+							 uint64_t now)
 {
 	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
 
@@ -221,17 +136,8 @@ static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint6
 	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->dest.rev);
 }
 
-/* Both ends of the QP's connection are up: a down port carries nothing. */
-static bool ports_up(struct vfab_qp *qp)
-{
-	struct vfab_context *ctx = qp->ctx;
-
-	return port_active(ctx->r, ctx->hca_idx, qp->s->port) &&
-	       port_active(ctx->r, qp->dest.hca, qp->dest.port);
-}
-
 /*
- * The responder's half at now, to the destination d that resolve_dest gave
+ * The responder's half at now, to the destination d that vfab_dest gave
  * with both ports up; the ACK (if any) is due at w->ack_ns.
  */
 static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
@@ -244,6 +150,7 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 
 	memset(&m, 0, sizeof(m));
 	m.d = d;
+	m.memfd = qp->dest.memfd;
 	m.r = ctx->r;
 	m.wqe = w;
 	m.self_pid = ctx->owner.pid;
@@ -294,41 +201,18 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 	}
 }
 
-static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+/*
+ * Through the link model: a loss draw, the booking, and the delivery now
+ * or, on a path with rate or latency, when the model says. Out of line: the
+ * plain path's code stays compact (what runs before its copy delays it).
+ */
+static __attribute__((noinline)) enum vfab_outcome
+rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct vfab_qp_slot *d,
+		   struct iovec *iov, unsigned int n, uint64_t len)
 {
 	struct vfab_region *r = qp->ctx->r;
-	struct iovec iov[VFAB_MAX_SGE + 1];
-	struct vfab_qp_slot *d;
-	enum vfab_outcome out;
-	enum ibv_wc_status st;
 	bool shaped;
-	unsigned int n;
-	uint64_t len;
 
-	st = gather(qp, w, iov, &n, &len);
-	if (st != IBV_WC_SUCCESS)
-		return failed(w, st);
-	w->byte_len = (uint32_t)len;
-	w->psn = qp->sq_psn;
-	w->npkts = is_atomic(w->opcode) ? 1 : packets(len, qp->mtu_bytes);
-	d = resolve_dest(qp);
-	if (!d)
-		return no_answer(qp, w, now);
-	if (dest_plain(qp)) {
-		/* Nothing to time or lose: deliver now, count the links afterwards. */
-		if (!ports_up(qp))
-			return no_answer(qp, w, now);
-		qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
-		w->ack_ns = 0;
-		out = rc_transfer(qp, w, now, d, iov, n, len);
-		if (reads_into_local(w->opcode)) {
-			count_links(r, &qp->dest.fwd, is_atomic(w->opcode) ? len : 0, 1);
-			count_links(r, &qp->dest.rev, len, 1);
-		} else {
-			count_links(r, &qp->dest.fwd, len, 1);
-		}
-		return out;
-	}
 	/* A lost attempt looks like no answer; its bytes still crossed links. */
 	if (fabric_path_drop(r, &qp->dest.fwd, &qp->rng)) {
 		fabric_path_book(r, &qp->dest.fwd, now, len, true, &(struct fabric_booking){0});
@@ -344,64 +228,45 @@ static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 		w->stage = VFAB_ST_FLIGHT;
 		return VFAB_OUT_FLIGHT;
 	}
-	if (!ports_up(qp))
+	if (!vfab_dest_ports_up(qp))
 		return no_answer(qp, w, now);
 	return rc_transfer(qp, w, now, d, iov, n, len);
 }
 
-uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n)
+static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
-	struct vfab_context *ctx = qp->ctx;
-	struct vfab_msg m[VFAB_CHAIN_MAX];
+	struct vfab_region *r = qp->ctx->r;
+	struct iovec iov[VFAB_MAX_SGE + 1];
 	struct vfab_qp_slot *d;
-	uint32_t i, k, psn = qp->sq_psn, npkts = 0;
-	unsigned int nl = 0, cnt;
-	uint64_t len, bytes = 0;
+	enum vfab_outcome out;
+	enum ibv_wc_status st;
+	unsigned int n;
+	uint64_t len;
 
-	if (n > VFAB_CHAIN_MAX)
-		n = VFAB_CHAIN_MAX;
-	d = resolve_dest(qp);
-	/* Within one process a chain gains nothing: copies are plain memcpy. */
-	if (!d || d->owner.pid == ctx->owner.pid || !dest_plain(qp) || !ports_up(qp))
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (gather(qp, &w[i], qp->chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
-			break;
-		memset(&m[i], 0, sizeof(m[i]));
-		m[i].r = ctx->r;
-		m[i].wqe = &w[i];
-		m[i].self_pid = ctx->owner.pid;
-		m[i].src_hca = ctx->hca_idx;
-		m[i].src_port = qp->s->port;
-		m[i].src_qpn = qp->qpn;
-		m[i].liov = qp->chain_iov + nl;
-		m[i].nliov = cnt;
-		m[i].len = len;
-		m[i].psn = psn;
-		m[i].npkts = packets(len, qp->mtu_bytes);
-		m[i].d = d;
-		m[i].dst_hca = qp->dest.hca;
-		m[i].dst_port = qp->dest.port;
-		w[i].byte_len = (uint32_t)len;
-		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
-		nl += cnt;
+	st = vfab_gather(qp, w, iov, &n, &len);
+	if (__builtin_expect(st != IBV_WC_SUCCESS, 0))
+		return failed(w, st);
+	w->byte_len = (uint32_t)len;
+	w->psn = qp->sq_psn;
+	w->npkts = is_atomic(w->opcode) ? 1 : vfab_packets(len, qp->mtu_bytes);
+	d = vfab_dest(qp);
+	if (__builtin_expect(!d, 0))
+		return no_answer(qp, w, now);
+	if (!vfab_dest_plain(qp))
+		return rc_attempt_modeled(qp, w, now, d, iov, n, len);
+	/* Nothing to time or lose: deliver now, count the links afterwards. */
+	if (__builtin_expect(!vfab_dest_ports_up(qp), 0))
+		return no_answer(qp, w, now);
+	qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	w->ack_ns = 0;
+	out = rc_transfer(qp, w, now, d, iov, n, len);
+	if (reads_into_local(w->opcode)) {
+		vfab_count_links(r, &qp->dest.fwd, is_atomic(w->opcode) ? len : 0, 1);
+		vfab_count_links(r, &qp->dest.rev, len, 1);
+	} else {
+		vfab_count_links(r, &qp->dest.fwd, len, 1);
 	}
-	k = i ? vfab_resp_rc_writes(m, i) : 0;
-	for (i = 0; i < k; i++) {
-		w[i].psn = m[i].psn;
-		w[i].npkts = m[i].npkts;
-		w[i].stage = VFAB_ST_ACKED;
-		w[i].due_ns = 0;
-		bytes += m[i].len;
-		npkts += m[i].npkts;
-	}
-	if (k) {
-		qp->sq_psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
-		count_links(ctx->r, &qp->dest.fwd, bytes, k);
-		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->dest.hca, qp->dest.port,
-				 bytes, npkts);
-	}
-	return k;
+	return out;
 }
 
 /* Where a UD send through its AH lands now; false when nowhere. */
@@ -413,7 +278,7 @@ static bool ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h,
 
 	return vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index) &&
 	       !vfab_ah_route(w->ah, r, ctx->hca_idx, h, p, type) &&
-	       port_active(r, ctx->hca_idx, w->ah->port) && port_active(r, *h, *p) &&
+	       vfab_port_active(r, ctx->hca_idx, w->ah->port) && vfab_port_active(r, *h, *p) &&
 	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
 }
 
@@ -424,6 +289,7 @@ static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct io
 	struct vfab_msg m;
 
 	memset(&m, 0, sizeof(m));
+	m.memfd = -1;
 	m.d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
 	if (m.d) {
 		m.r = ctx->r;
@@ -462,7 +328,7 @@ static enum vfab_outcome ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 	uint32_t h, p;
 	uint8_t type;
 
-	st = gather(qp, w, iov, &n, &len);
+	st = vfab_gather(qp, w, iov, &n, &len);
 	if (st == IBV_WC_SUCCESS && len > qp->mtu_bytes)
 		st = IBV_WC_LOC_LEN_ERR;
 	if (st != IBV_WC_SUCCESS)
@@ -508,11 +374,11 @@ enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, true);
 	/* The buffers are read (or written) now, as the HCA's DMA would. */
-	st = gather(qp, w, iov, &n, &len);
+	st = vfab_gather(qp, w, iov, &n, &len);
 	if (st != IBV_WC_SUCCESS)
 		return failed(w, st);
-	d = resolve_dest(qp);
-	if (!d || !ports_up(qp))
+	d = vfab_dest(qp);
+	if (!d || !vfab_dest_ports_up(qp))
 		return no_answer(qp, w, now);
 	return rc_transfer(qp, w, now, d, iov, n, len);
 }

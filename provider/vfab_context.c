@@ -4,7 +4,7 @@
  * connection to vfabd, and the cleanup of whatever a program forgot to
  * destroy before closing the device.
  */
-#include "provider/vfab.h"
+#include "provider/vfab_dest.h"
 #include "fabric/ctl.h"
 
 #include <errno.h>
@@ -170,6 +170,7 @@ static void free_leftovers(struct vfab_context *ctx)
 
 		if (qp) {
 			vfab_engine_cancel(qp);
+			vfab_dest_close(qp);
 			atomic_store(&ctx->map->qps[i], NULL);
 		}
 		vfab_qp_free(r, i);

@@ -5,7 +5,7 @@
  * receive ring) is a region slot that requesters of other processes reach by
  * QPN; the send side lives in this process.
  */
-#include "provider/vfab.h"
+#include "provider/vfab_dest.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -148,6 +148,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	}
 	qp->slot = slot;
 	qp->s = &ctx->r->qps[slot];
+	qp->dest.memfd = -1;
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
 	qp->rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
@@ -278,6 +279,7 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->users, 1);
 	vfab_qp_ex_fini(qp);
+	vfab_dest_close(qp);
 	qp_free_scratch(qp);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);

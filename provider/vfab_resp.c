@@ -143,7 +143,8 @@ static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_
 }
 
 /* The responder QP breaks: error state, receives flushed, owner told. */
-static void resp_error(const struct vfab_msg *m, enum ibv_event_type ev, bool announce)
+static __attribute__((cold)) void resp_error(const struct vfab_msg *m, enum ibv_event_type ev,
+					     bool announce)
 {
 	struct vfab_qp_slot *d = m->d;
 
@@ -157,7 +158,7 @@ static void resp_error(const struct vfab_msg *m, enum ibv_event_type ev, bool an
 				 IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
-static void nak(struct vfab_resp *res, enum ibv_wc_status status)
+static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status status)
 {
 	res->kind = VFAB_RESP_NAK;
 	res->status = status;
@@ -166,6 +167,13 @@ static void nak(struct vfab_resp *res, enum ibv_wc_status status)
 static bool owner_is_self(const struct vfab_msg *m)
 {
 	return m->d->owner.pid == m->self_pid;
+}
+
+static struct vfab_peer peer_of(const struct vfab_msg *m)
+{
+	struct vfab_peer p = {.pid = m->d->owner.pid, .memfd = m->memfd, .self = owner_is_self(m)};
+
+	return p;
 }
 
 /* The target range of an RDMA request, checked as the responder's HCA does. */
@@ -189,7 +197,8 @@ static bool remote_range(const struct vfab_msg *m, uint32_t access, uint64_t len
 }
 
 /* A failed copy: the owner is gone (no answer) or the memory is. */
-static void copy_failed(const struct vfab_msg *m, int rc, struct vfab_resp *res)
+static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
+					      struct vfab_resp *res)
 {
 	if (rc == -ESRCH || rc == -EPERM) {
 		res->kind = VFAB_RESP_NO_ANSWER;
@@ -214,7 +223,9 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 		return;
 	}
 	if (m->len) {
-		rc = vfab_xfer_write(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, &dst, 1);
+		struct vfab_peer p = peer_of(m);
+
+		rc = vfab_xfer_write(&p, m->liov, m->nliov, &dst, 1);
 		if (rc) {
 			copy_failed(m, rc, res);
 			return;
@@ -229,6 +240,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct iovec dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_peer p;
 	enum ibv_wc_status st;
 	unsigned int n;
 	struct rwqe rw;
@@ -249,7 +261,8 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		resp_error(m, IBV_EVENT_QP_FATAL, false);
 		return;
 	}
-	rc = vfab_xfer_write(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, dst, n);
+	p = peer_of(m);
+	rc = vfab_xfer_write(&p, m->liov, m->nliov, dst, n);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
@@ -266,7 +279,9 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 	if (m->len) {
 		if (!remote_range(m, IBV_ACCESS_REMOTE_READ, m->len, &src, res))
 			return;
-		rc = vfab_xfer_read(m->d->owner.pid, owner_is_self(m), m->liov, m->nliov, &src, 1);
+		struct vfab_peer p = peer_of(m);
+
+		rc = vfab_xfer_read(&p, m->liov, m->nliov, &src, 1);
 		if (rc) {
 			copy_failed(m, rc, res);
 			return;
@@ -280,7 +295,7 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	const struct vfab_swqe *w = m->wqe;
-	bool self = owner_is_self(m);
+	struct vfab_peer p = peer_of(m);
 	uint64_t orig = 0, val;
 	struct iovec target, mine = {&orig, sizeof(orig)}, next = {&val, sizeof(val)};
 	int rc;
@@ -296,14 +311,14 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
 	}
-	rc = vfab_xfer_read(m->d->owner.pid, self, &mine, 1, &target, 1);
+	rc = vfab_xfer_read(&p, &mine, 1, &target, 1);
 	if (!rc) {
 		if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			val = orig + w->compare_add;
-			rc = vfab_xfer_write(m->d->owner.pid, self, &next, 1, &target, 1);
+			rc = vfab_xfer_write(&p, &next, 1, &target, 1);
 		} else if (orig == w->compare_add) {
 			val = w->swap;
-			rc = vfab_xfer_write(m->d->owner.pid, self, &next, 1, &target, 1);
+			rc = vfab_xfer_write(&p, &next, 1, &target, 1);
 		}
 	}
 	vfab_unlock(&m->r->atomic_lock);
@@ -494,6 +509,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	struct vfab_qp_slot *d = m->d;
 	struct iovec src[VFAB_XFER_MAX_IOV], dst[VFAB_MAX_SRQ_SGE];
 	uint8_t grh[VFAB_GRH_BYTES];
+	struct vfab_peer p;
 	enum ibv_wc_status st;
 	uint32_t qkey;
 	unsigned int n;
@@ -520,7 +536,8 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	src[0].iov_base = grh;
 	src[0].iov_len = sizeof(grh);
 	memcpy(src + 1, m->liov, m->nliov * sizeof(src[0]));
-	if (vfab_xfer_write(d->owner.pid, owner_is_self(m), src, m->nliov + 1, dst, n))
+	p = peer_of(m);
+	if (vfab_xfer_write(&p, src, m->nliov + 1, dst, n))
 		goto out;
 	push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)m->len + VFAB_GRH_BYTES,
 		  IBV_WC_GRH);

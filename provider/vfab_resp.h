@@ -25,8 +25,9 @@ struct vfab_msg {
 	const uint8_t *sgid, *dgid;
 	uint8_t sgid_type, traffic_class, hop_limit;
 	uint32_t flow_label;
-	/* Destination. */
+	/* Destination; memfd: its owner's /proc/<pid>/mem or -1 (0 is an fd). */
 	struct vfab_qp_slot *d;
+	int memfd;
 	uint32_t dst_hca, dst_port;
 };
 

@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Single-copy transfers with process_vm_writev/readv (see vfab_xfer.h). */
+/*
+ * Transfers straight into or out of another process (see vfab_xfer.h):
+ * process_vm_writev/readv, or a pwrite/pread of /proc/<pid>/mem for small
+ * ones; memcpy within the process.
+ */
 #include "provider/vfab_xfer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 static uint64_t iov_total(const struct iovec *v, unsigned int n)
 {
@@ -124,26 +135,14 @@ static int xfer_inplace(pid_t pid, bool self, bool write, struct iovec *l, unsig
 	return 0;
 }
 
-static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, unsigned int nlocal,
-		const struct iovec *remote, unsigned int nremote)
+/* Any number of segments each way, lengths trimmed to the shorter side. */
+static __attribute__((noinline)) int xfer_general(pid_t pid, bool self, bool write,
+						  const struct iovec *local, unsigned int nlocal,
+						  const struct iovec *remote, unsigned int nremote)
 {
 	struct iovec l[VFAB_XFER_MAX_IOV], rm[VFAB_XFER_MAX_IOV];
 	uint64_t total;
 
-	/*
-	 * One segment each way, the size of most latency-bound messages: every
-	 * instruction before the system call delays the bytes.
-	 */
-	if (nlocal == 1 && nremote == 1 && !self && local->iov_len == remote->iov_len) {
-		ssize_t n = write ? process_vm_writev(pid, local, 1, remote, 1, 0)
-				  : process_vm_readv(pid, local, 1, remote, 1, 0);
-
-		if (n == (ssize_t)local->iov_len)
-			return 0;
-		if (n < 0)
-			return -errno;
-		/* Partial (a page went away midway): the general loop says why. */
-	}
 	if (nlocal > VFAB_XFER_MAX_IOV || nremote > VFAB_XFER_MAX_IOV)
 		return -EINVAL;
 	total = iov_total(local, nlocal);
@@ -158,6 +157,104 @@ static int xfer(pid_t pid, bool self, bool write, const struct iovec *local, uns
 	return xfer_inplace(pid, self, write, l, nlocal, rm, nremote, total);
 }
 
+/*
+ * Whether the kernel's copy into another process's page (memcpy behind
+ * /proc/<pid>/mem) stores in ascending order: with FSRM it is one rep movsb,
+ * as copy_to_user behind process_vm_writev; without it, copies of 32 bytes
+ * and more may run backwards, and a poller of the last 8 bytes would see
+ * them first. Smaller copies always store in order.
+ */
+static bool kernel_copy_ascends(void)
+{
+	static int known = -1;
+	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+#if defined(__x86_64__)
+		unsigned int a, b, c, d;
+
+		v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 4)); /* FSRM */
+#else
+		v = 0;
+#endif
+		__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int vfab_xfer_open(pid_t pid)
+{
+	static int disabled = -1;
+	char path[32];
+	int fd;
+
+	if (disabled < 0) {
+		const char *e = getenv("VFAB_XFER");
+
+		disabled = e && !strcmp(e, "pvm");
+	}
+	if (disabled)
+		return -ENOTSUP;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * A small transfer through /proc/<pid>/mem: the remote side is one range at
+ * least as long as the local segments. 1 when it did not apply.
+ */
+static int xfer_mem(const struct vfab_peer *p, bool write, const struct iovec *local,
+		    unsigned int nlocal, const struct iovec *remote)
+{
+	uint64_t total = iov_total(local, nlocal);
+	ssize_t n;
+
+	if (total > VFAB_XFER_MEM_MAX || total > remote->iov_len ||
+	    (write && total >= 32 && !kernel_copy_ascends()))
+		return 1;
+	if (!total)
+		return 0;
+	n = write ? pwritev(p->memfd, local, (int)nlocal, (off_t)(uintptr_t)remote->iov_base)
+		  : preadv(p->memfd, local, (int)nlocal, (off_t)(uintptr_t)remote->iov_base);
+	if (n == (ssize_t)total)
+		return 0;
+	/* Nothing at all: the address space behind the fd is gone (exit, exec). */
+	if (n == 0)
+		return -ESRCH;
+	/* EIO: a page that is not there; short: the same, further on. */
+	return n < 0 && errno != EIO ? -errno : -EFAULT;
+}
+
+static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local,
+		unsigned int nlocal, const struct iovec *remote, unsigned int nremote)
+{
+	int rc;
+
+	if (p->self)
+		return xfer_general(p->pid, true, write, local, nlocal, remote, nremote);
+	if (p->memfd >= 0 && nremote == 1) {
+		rc = xfer_mem(p, write, local, nlocal, remote);
+		if (rc <= 0)
+			return rc;
+	}
+	/*
+	 * One segment each way, the shape of most latency-bound messages: every
+	 * instruction before the system call delays the bytes.
+	 */
+	if (nlocal == 1 && nremote == 1 && local->iov_len == remote->iov_len) {
+		ssize_t n = write ? process_vm_writev(p->pid, local, 1, remote, 1, 0)
+				  : process_vm_readv(p->pid, local, 1, remote, 1, 0);
+
+		if (n == (ssize_t)local->iov_len)
+			return 0;
+		if (n < 0)
+			return -errno;
+		/* Partial (a page went away midway): the general loop says why. */
+	}
+	return xfer_general(p->pid, false, write, local, nlocal, remote, nremote);
+}
+
 int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iovec *dst,
 		     unsigned int ndst)
 {
@@ -168,14 +265,14 @@ int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iov
 	return xfer_inplace(pid, false, true, src, nsrc, dst, ndst, total);
 }
 
-int vfab_xfer_write(pid_t pid, bool self, const struct iovec *src, unsigned int nsrc,
+int vfab_xfer_write(const struct vfab_peer *p, const struct iovec *src, unsigned int nsrc,
 		    const struct iovec *dst, unsigned int ndst)
 {
-	return xfer(pid, self, true, src, nsrc, dst, ndst);
+	return xfer(p, true, src, nsrc, dst, ndst);
 }
 
-int vfab_xfer_read(pid_t pid, bool self, const struct iovec *dst, unsigned int ndst,
+int vfab_xfer_read(const struct vfab_peer *p, const struct iovec *dst, unsigned int ndst,
 		   const struct iovec *src, unsigned int nsrc)
 {
-	return xfer(pid, self, false, dst, ndst, src, nsrc);
+	return xfer(p, false, dst, ndst, src, nsrc);
 }

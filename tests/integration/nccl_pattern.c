@@ -161,8 +161,9 @@ static int set_up(struct np_side *s, struct ibv_device *dev, int want_gid, int f
 		return -1;
 	np_async_start(s);
 	np_local_info(s, &mine);
-	if (!np_check(s, !np_send_all(fd, &mine, sizeof(mine)) &&
-			     !np_recv_all(fd, &s->peer, sizeof(s->peer)),
+	if (!np_check(s,
+		      !np_send_all(fd, &mine, sizeof(mine)) &&
+			  !np_recv_all(fd, &s->peer, sizeof(s->peer)),
 		      "connection details exchanged out of band", "%s", strerror(errno)))
 		return -1;
 	if (np_connect(s))
@@ -185,8 +186,7 @@ static int sender_main(struct ibv_device *dev, int want_gid, int fd, uint32_t ro
 }
 
 /* child: the sender's pid in the one-node form (0 when it runs elsewhere). */
-static int receiver_main(struct ibv_device *dev, int want_gid, int fd, uint32_t rounds,
-			 pid_t child)
+static int receiver_main(struct ibv_device *dev, int want_gid, int fd, uint32_t rounds, pid_t child)
 {
 	struct np_side s = {.role = "receiver"};
 	int status = 0;
@@ -197,8 +197,7 @@ static int receiver_main(struct ibv_device *dev, int want_gid, int fd, uint32_t 
 	if (!barrier(&s, fd, 'D', "the sender finished every round"))
 		return 1;
 	/* The sender tears down while we are up, then closes and is gone. */
-	np_check(&s,
-		 !np_recv_all(fd, &c, 1) && c == 'C' && np_recv_all(fd, &c, 1) == -1,
+	np_check(&s, !np_recv_all(fd, &c, 1) && c == 'C' && np_recv_all(fd, &c, 1) == -1,
 		 "the sender closed its device and left", "no close from the sender");
 	close(fd);
 	if (child) {
@@ -206,7 +205,7 @@ static int receiver_main(struct ibv_device *dev, int want_gid, int fd, uint32_t 
 
 		np_check(&s, got == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			 "the sender process exited 0", "%s",
-			 got != child ? strerror(errno)
+			 got != child	     ? strerror(errno)
 			 : WIFEXITED(status) ? (WEXITSTATUS(status) ? "exit status 1" : "")
 					     : "killed");
 	}

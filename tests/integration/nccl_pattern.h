@@ -16,11 +16,11 @@
 #include <stdint.h>
 
 #define NP_PORT 1
-#define NP_SLOTS 16		/* requests in flight (NCCL: MAX_REQUESTS) */
-#define NP_SLOT_BYTES 262144	/* largest message of a round */
-#define NP_FIFO_ENTRY 64	/* bytes of one CTS entry, idx in the last 8 */
-#define NP_MAX_CHAIN 8		/* WRITEs before the WRITE_WITH_IMM */
-#define NP_SEND_DEPTH 512	/* NCCL's QP sizes */
+#define NP_SLOTS 16	     /* requests in flight (NCCL: MAX_REQUESTS) */
+#define NP_SLOT_BYTES 262144 /* largest message of a round */
+#define NP_FIFO_ENTRY 64     /* bytes of one CTS entry, idx in the last 8 */
+#define NP_MAX_CHAIN 8	     /* WRITEs before the WRITE_WITH_IMM */
+#define NP_SEND_DEPTH 512    /* NCCL's QP sizes */
 #define NP_RECV_DEPTH 256
 #define NP_CTS_SIGNAL_EVERY 256 /* the receiver signals 1 CTS write in 256 */
 #define NP_FLUSH_EVERY 16	/* rounds between GDR-style flush READs */

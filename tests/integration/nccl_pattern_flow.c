@@ -29,8 +29,8 @@
 /* Round r: message size, and the number of WRITEs it is split into. */
 static uint32_t round_size(uint32_t r)
 {
-	static const uint32_t sizes[] = {8,	64,	 0,	 4096,	     1000,
-					 65536, 128, NP_SLOT_BYTES, 3 * 4096 + 17};
+	static const uint32_t sizes[] = {
+	    8, 64, 0, 4096, 1000, 65536, 128, NP_SLOT_BYTES, 3 * 4096 + 17};
 
 	return sizes[r % (sizeof(sizes) / sizeof(sizes[0]))];
 }
@@ -137,8 +137,8 @@ int np_run_sender(struct np_side *s, uint32_t rounds)
 			if (reap_sends(s, &completed))
 				return -1;
 			if (np_now_ms() - start > SPIN_LIMIT_MS)
-				return np_check(s, false, "CTS entries arrive", "round %u never came",
-						r),
+				return np_check(s, false, "CTS entries arrive",
+						"round %u never came", r),
 				       -1;
 		}
 		/* idx is the last 8 bytes: everything before it must be there now. */
@@ -152,8 +152,8 @@ int np_run_sender(struct np_side *s, uint32_t rounds)
 		    cts.addr != s->peer.data_addr + (uint64_t)(r % NP_SLOTS) * NP_SLOT_BYTES) {
 			disorder++;
 			return np_check(s, false, "CTS entry complete when its idx is visible",
-					"round %u: tag %llx size %u", r, (unsigned long long)cts.tag,
-					cts.size),
+					"round %u: tag %llx size %u", r,
+					(unsigned long long)cts.tag, cts.size),
 			       -1;
 		}
 		if (post_round(s, r, &cts))
@@ -231,7 +231,8 @@ struct stash {
 static bool flush(struct np_side *s, uint32_t r, struct stash *st)
 {
 	const uint8_t *p = s->data + (size_t)(r % NP_SLOTS) * NP_SLOT_BYTES;
-	struct ibv_sge sg = {.addr = (uintptr_t)s->flush_buf, .length = 4, .lkey = s->flush_mr->lkey};
+	struct ibv_sge sg = {
+	    .addr = (uintptr_t)s->flush_buf, .length = 4, .lkey = s->flush_mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 0xf1u,
 				 .sg_list = &sg,
 				 .num_sge = 1,
@@ -260,8 +261,8 @@ static bool flush(struct np_side *s, uint32_t r, struct stash *st)
 			return false;
 		st->wc[st->n++] = wc;
 	}
-	return wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
-	       wc.wr_id == 0xf1u && !memcmp(s->flush_buf, p, 4);
+	return wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ && wc.wr_id == 0xf1u &&
+	       !memcmp(s->flush_buf, p, 4);
 }
 
 /* The next completions: those the flush put aside first, in order. */

@@ -165,7 +165,8 @@ int np_register(struct np_side *s, bool receiver)
 		return 0;
 	if (posix_memalign((void **)&s->flush_buf, 4096, 4096))
 		return -1;
-	s->flush_mr = ibv_reg_mr(s->pd, s->flush_buf, sizeof(*s->flush_buf), IBV_ACCESS_LOCAL_WRITE);
+	s->flush_mr =
+	    ibv_reg_mr(s->pd, s->flush_buf, sizeof(*s->flush_buf), IBV_ACCESS_LOCAL_WRITE);
 	return np_check(s, s->flush_mr != NULL, "4-byte flush buffer registered", "%s",
 			strerror(errno))
 		   ? 0
@@ -209,8 +210,8 @@ int np_create_qps(struct np_side *s, bool receiver)
 	if (!np_check(s, s->cq != NULL, "ibv_create_cq without a channel", "%s", strerror(errno)))
 		return -1;
 	s->qp = create_rc(s, NP_SEND_DEPTH, NP_RECV_DEPTH);
-	if (!np_check(s, s->qp != NULL, "RC QP: 1 SGE, no inline, send 512, recv 256, one CQ",
-		      "%s", strerror(errno)))
+	if (!np_check(s, s->qp != NULL, "RC QP: 1 SGE, no inline, send 512, recv 256, one CQ", "%s",
+		      strerror(errno)))
 		return -1;
 	memset(&ece, 0, sizeof(ece));
 	rc = ibv_query_ece(s->qp, &ece);
@@ -225,8 +226,8 @@ int np_create_qps(struct np_side *s, bool receiver)
 		return 0;
 	s->flush_qp = create_rc(s, 64, 1);
 	return np_check(s,
-			s->flush_qp && !to_init(s->flush_qp, IBV_ACCESS_LOCAL_WRITE |
-								 IBV_ACCESS_REMOTE_READ),
+			s->flush_qp &&
+			    !to_init(s->flush_qp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
 			"flush QP created and in INIT", "%s", strerror(errno))
 		   ? 0
 		   : -1;
@@ -335,9 +336,8 @@ void np_teardown(struct np_side *s, const char *when)
 	char name[128];
 	int rc = 0;
 
-	np_check(s, s->async_events == 0, "no async event during the run",
-		 "%d event(s), last %s", s->async_events,
-		 ibv_event_type_str((enum ibv_event_type)s->async_last));
+	np_check(s, s->async_events == 0, "no async event during the run", "%d event(s), last %s",
+		 s->async_events, ibv_event_type_str((enum ibv_event_type)s->async_last));
 	np_async_stop(s);
 	if (s->flush_qp)
 		rc |= ibv_destroy_qp(s->flush_qp);

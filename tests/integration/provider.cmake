@@ -15,3 +15,6 @@ target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})
 add_executable(nccl_pattern ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_ib.c ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_flow.c)
 target_link_libraries(nccl_pattern PRIVATE ${IBVERBS_LIB} pthread)
+# In one node (the sender a child process), then across the nodes.
+vfab_integration_test(int_nccl_pattern 300 ${_vfab_it}/node_checks.sh nccl_pattern -d mlx5_0)
+vfab_integration_test(int_nccl_pattern_nodes 300 ${_vfab_it}/nccl_pattern.sh 18590)

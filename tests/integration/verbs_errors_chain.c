@@ -99,7 +99,8 @@ int chain_peer_main(void)
 			for (int j = 0; j < 8; j++)
 				ok &= filled(s.buf + CHAIN_OFF + j * 1024, 1024, (char)('a' + j));
 		} else if (!strncmp(line, "rnr", 3)) {
-			ok = filled(s.buf + RNR_OFF, 3 * 512, 'r') && ibv_poll_cq(s.cq, 1, &wc) == 0;
+			ok =
+			    filled(s.buf + RNR_OFF, 3 * 512, 'r') && ibv_poll_cq(s.cq, 1, &wc) == 0;
 		} else if (!strncmp(line, "recv", 4)) {
 			ok = !ibv_post_recv(s.qp, &rwr, &rbad) && recv_imm(&s, RNR_IMM, 0);
 		} else if (!strncmp(line, "prefix", 6)) {
@@ -116,8 +117,8 @@ int chain_peer_main(void)
 }
 
 /* n WRs, linked, WRITEs of len bytes from off to raddr + i * len. */
-static void chain_of(struct ibv_send_wr *wr, struct ibv_sge *sg, int n, struct side *a,
-		     size_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
+static void chain_of(struct ibv_send_wr *wr, struct ibv_sge *sg, int n, struct side *a, size_t off,
+		     uint32_t len, uint64_t raddr, uint32_t rkey)
 {
 	for (int i = 0; i < n; i++) {
 		sg[i] = sge_of(a, off + (size_t)i * len, len);

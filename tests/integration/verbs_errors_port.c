@@ -150,8 +150,7 @@ void test_port_down(void)
 	link_target[0] = '\0';
 	check(port_is(a.ctx, IBV_PORT_ACTIVE, 5), "up again: PORT_ACTIVE, phys_state 5 (LinkUp)",
 	      "query_port says otherwise");
-	check(wait_async(a.ctx, IBV_EVENT_PORT_ACTIVE, 2000), "IBV_EVENT_PORT_ACTIVE",
-	      "no event");
+	check(wait_async(a.ctx, IBV_EVENT_PORT_ACTIVE, 2000), "IBV_EVENT_PORT_ACTIVE", "no event");
 	pair_close(&a, &b);
 	pair_open(&a, &b, ALL, NULL);
 	g = sge_of(&a, 0, 64);

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chains: NCCL posts up to 8 RDMA WRITEs to one peer and a WRITE with
+ * immediate in one ibv_post_send, perftest --post_list as many as asked. On
+ * a plain path to another process the whole chain is checked by the
+ * responder's rules under one hold of the destination's lock and moved with
+ * one process_vm_writev, in posting (and ascending address) order; the
+ * completions are those of the WRs sent one by one (vfab_req.c).
+ */
+#include "provider/vfab_dest.h"
+#include "provider/vfab_resp.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* A chain's segments go to one process_vm_writev. */
+_Static_assert(VFAB_CHAIN_IOV <= IOV_MAX, "a chain must fit one process_vm_writev");
+
+uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_msg m[VFAB_CHAIN_MAX];
+	struct vfab_qp_slot *d;
+	uint32_t i, k, psn = qp->sq_psn, npkts = 0;
+	unsigned int nl = 0, cnt;
+	uint64_t len, bytes = 0;
+
+	if (n > VFAB_CHAIN_MAX)
+		n = VFAB_CHAIN_MAX;
+	d = vfab_dest(qp);
+	/* Within one process a chain gains nothing: copies are plain memcpy. */
+	if (!d || d->owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) || !vfab_dest_ports_up(qp))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (vfab_gather(qp, &w[i], qp->chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
+			break;
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].r = ctx->r;
+		m[i].wqe = &w[i];
+		m[i].self_pid = ctx->owner.pid;
+		m[i].src_hca = ctx->hca_idx;
+		m[i].src_port = qp->s->port;
+		m[i].src_qpn = qp->qpn;
+		m[i].liov = qp->chain_iov + nl;
+		m[i].nliov = cnt;
+		m[i].len = len;
+		m[i].psn = psn;
+		m[i].npkts = vfab_packets(len, qp->mtu_bytes);
+		m[i].d = d;
+		m[i].memfd = -1; /* one process_vm_writev for all */
+		m[i].dst_hca = qp->dest.hca;
+		m[i].dst_port = qp->dest.port;
+		w[i].byte_len = (uint32_t)len;
+		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
+		nl += cnt;
+	}
+	k = i ? vfab_resp_rc_writes(m, i) : 0;
+	for (i = 0; i < k; i++) {
+		w[i].psn = m[i].psn;
+		w[i].npkts = m[i].npkts;
+		w[i].stage = VFAB_ST_ACKED;
+		w[i].due_ns = 0;
+		bytes += m[i].len;
+		npkts += m[i].npkts;
+	}
+	if (k) {
+		qp->sq_psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
+		vfab_count_links(ctx->r, &qp->dest.fwd, bytes, k);
+		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->dest.hca, qp->dest.port,
+				 bytes, npkts);
+	}
+	return k;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* Resolving an RC QP's destination (see vfab_dest.h). */
+#include "provider/vfab_dest.h"
+#include "provider/vfab_xfer.h"
+
+#include <unistd.h>
+
+struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_region *r = ctx->r;
+	struct vfab_dest *dc = &qp->dest;
+	const struct vfab_port *sp = &ctx->hca->ports[qp->s->port - 1];
+	struct vfab_qp_slot *d;
+	struct vfab_route rt;
+
+	dc->valid = false;
+	if (vfab_route_resolve(r, ctx->hca_idx, qp->s->port, qp->attr.ah_attr.grh.sgid_index,
+			       qp->attr.ah_attr.grh.dgid.raw, &rt))
+		return NULL;
+	d = vfab_qp_lookup(r, rt.hca, qp->attr.dest_qp_num);
+	if (!d || fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
+	    fabric_path_resolve(r, rt.hca, rt.port, ctx->hca_idx, qp->s->port, &dc->rev))
+		return NULL;
+	dc->hca = rt.hca;
+	dc->port = rt.port;
+	dc->port_gen = rt.port_gen;
+	dc->src_gen = atomic_load(&sp->gid_gen);
+	dc->slot = (uint32_t)(d - r->qps);
+	dc->qpn = d->qpn;
+	dc->plain_known = false;
+	/*
+	 * A fresh handle on the owner's memory for every resolution: the one
+	 * before may name an address space that is gone (an owner that died,
+	 * its pid now someone else's).
+	 */
+	vfab_dest_close(qp);
+	if (d->owner.pid != ctx->owner.pid) {
+		int fd = vfab_xfer_open(d->owner.pid);
+
+		dc->memfd = fd >= 0 ? fd : -1;
+	}
+	dc->valid = true;
+	return d;
+}
+
+void vfab_dest_close(struct vfab_qp *qp)
+{
+	if (qp->dest.memfd >= 0)
+		close(qp->dest.memfd);
+	qp->dest.memfd = -1;
+}
+
+static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
+{
+	if (fabric_path_shaped(r, p))
+		return false;
+	for (uint32_t i = 0; i < p->nhops; i++)
+		if (__atomic_load_n(&r->links[p->link[i]].loss_ppm, __ATOMIC_RELAXED))
+			return false;
+	return true;
+}
+
+bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen)
+{
+	struct vfab_region *r = qp->ctx->r;
+	struct vfab_dest *dc = &qp->dest;
+
+	/*
+	 * Links changed after link_gen was read are seen here or make the next
+	 * message read them again: vfabd bumps the generation after the store.
+	 */
+	dc->plain = path_plain(r, &dc->fwd) && path_plain(r, &dc->rev);
+	dc->link_gen = link_gen;
+	dc->plain_known = true;
+	return dc->plain;
+}

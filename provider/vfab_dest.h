@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where an RC QP's messages go (struct vfab_dest): the connected QP's slot
+ * and port, the link-model paths there and back, and whether those paths
+ * are plain (no rate, latency or loss). Resolved once from the RTR
+ * attributes and kept while nothing it depends on changes; the checks that
+ * keep it valid run on every message and are inline here, the resolution
+ * itself is in vfab_dest.c.
+ */
+#ifndef VFAB_DEST_H
+#define VFAB_DEST_H
+
+#include "provider/vfab.h"
+
+/* Resolves the destination afresh; NULL when nothing answers there. */
+struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp);
+/* Drops the handle on the owner's memory (destroy, before a new resolution). */
+void vfab_dest_close(struct vfab_qp *qp);
+/* Reads the links of both paths again; link_gen is the generation seen. */
+bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen);
+
+/*
+ * The connected QP's slot, from the cache while neither that slot nor the
+ * GID tables of both ports changed.
+ */
+static inline struct vfab_qp_slot *vfab_dest(struct vfab_qp *qp)
+{
+	struct vfab_region *r = qp->ctx->r;
+	const struct vfab_dest *dc = &qp->dest;
+	struct vfab_qp_slot *d = &r->qps[dc->slot];
+
+	if (__builtin_expect(dc->valid, 1) &&
+	    atomic_load_explicit(&d->state, memory_order_acquire) == VFAB_SLOT_USED &&
+	    d->qpn == dc->qpn && d->hca == dc->hca &&
+	    atomic_load(&r->hcas[dc->hca].ports[dc->port - 1].gid_gen) == dc->port_gen &&
+	    atomic_load(&qp->ctx->hca->ports[qp->s->port - 1].gid_gen) == dc->src_gen)
+		return d;
+	return vfab_dest_resolve(qp);
+}
+
+/*
+ * Whether both paths are plain: messages then skip the link model. The
+ * links are read again only when vfabd changed one (the region's link_gen):
+ * their cache lines also hold counters that other processes keep writing.
+ */
+static inline bool vfab_dest_plain(struct vfab_qp *qp)
+{
+	uint32_t gen = atomic_load_explicit(&qp->ctx->r->link_gen, memory_order_acquire);
+
+	if (__builtin_expect(qp->dest.plain_known && qp->dest.link_gen == gen, 1))
+		return qp->dest.plain;
+	return vfab_dest_read_links(qp, gen);
+}
+
+static inline bool vfab_port_active(struct vfab_region *r, uint32_t hca, uint32_t port)
+{
+	return atomic_load(&r->hcas[hca].ports[port - 1].state) == IBV_PORT_ACTIVE;
+}
+
+/* Both ends of the connection are up: a down port carries nothing. */
+static inline bool vfab_dest_ports_up(struct vfab_qp *qp)
+{
+	struct vfab_context *ctx = qp->ctx;
+
+	return vfab_port_active(ctx->r, ctx->hca_idx, qp->s->port) &&
+	       vfab_port_active(ctx->r, qp->dest.hca, qp->dest.port);
+}
+
+/* What the link model counts for a message it does not time. */
+static inline void vfab_count_links(struct vfab_region *r, const struct fabric_path *p,
+				    uint64_t bytes, uint32_t msgs)
+{
+	for (uint32_t i = 0; i < p->nhops; i++) {
+		struct vfab_link *l = &r->links[p->link[i]];
+
+		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
+		atomic_fetch_add_explicit(&l->msgs, msgs, memory_order_relaxed);
+	}
+}
+
+#endif /* VFAB_DEST_H */
