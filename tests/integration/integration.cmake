@@ -3,7 +3,9 @@
 # topology) brought up by the fixture fabric_up and taken down by fabric_down;
 # each test is a script in this folder (see lib.sh) and needs root.
 set(_vfab_it ${CMAKE_CURRENT_LIST_DIR})
-set(_vfab_it_env "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=tint")
+# -DVFAB_IT_FABRIC=NAME: another name, for runs beside someone else's.
+set(VFAB_IT_FABRIC tint CACHE STRING "fabric the shared integration tests bring up")
+set(_vfab_it_env "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=${VFAB_IT_FABRIC}")
 set(_vfab_it_tests "")
 
 # vfab_integration_test(NAME TIMEOUT COMMAND...)

@@ -2,14 +2,15 @@
 /*
  * nccl_pattern: does with a vfab HCA exactly what NCCL's IB transport
  * (net_ib) does with a ConnectX, through the public libibverbs API only:
- * NCCL's GID auto-selection, the DMA-BUF and ECE probes, ibv_reg_mr_iova2
- * with relaxed ordering on posix_memalign'd, /dev/shm and pinned memory, RC
- * QPs with NCCL's sizes and attributes, a CTS FIFO written by the receiver
- * (~100k 64-byte entries, 1 in 256 signaled), chains of unsignaled WRITEs
- * ended by a signaled WRITE_WITH_IMM, receives with num_sge 0, GDR-style
- * flush READs on a QP connected to itself, a thread blocked in
- * ibv_get_async_event throughout, and the teardown while the peer is still
- * up and after it is gone. The traffic is described in nccl_pattern_flow.c.
+ * ibv_fork_init first, NCCL's GID auto-selection, the DMA-BUF and ECE
+ * probes, ibv_reg_mr_iova2 with relaxed ordering on posix_memalign'd,
+ * /dev/shm and pinned memory, RC QPs with NCCL's sizes and attributes, a
+ * CTS FIFO written by the receiver (~100k 64-byte entries, 1 in 256
+ * signaled), chains of unsignaled WRITEs ended by a signaled
+ * WRITE_WITH_IMM, receives with num_sge 0, GDR-style flush READs on a QP
+ * connected to itself, a thread blocked in ibv_get_async_event throughout,
+ * and the teardown while the peer is still up and after it is gone. The
+ * traffic is described in nccl_pattern_flow.c.
  *
  * Usage, inside nodes:
  *   nccl_pattern [-d DEV] [-g GIDX] [-n ROUNDS] --server [-p PORT]    (node1)
@@ -256,6 +257,12 @@ int main(int argc, char **argv)
 	}
 	/* Whole lines even when both processes share one output file. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/*
+	 * NCCL's first verbs call: from now on libibverbs marks every MR
+	 * MADV_DONTFORK, which the registrations below must survive.
+	 */
+	np_check(&(struct np_side){.role = "process"}, ibv_fork_init() == 0, "ibv_fork_init",
+		 "failed");
 	dev = find_device(want);
 	if (!dev)
 		return fprintf(stderr, "nccl_pattern: no RDMA device %s\n", want ? want : ""), 1;
