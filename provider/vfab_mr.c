@@ -8,6 +8,7 @@
 #include "provider/vfab_mr_check.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,6 +36,34 @@ static int range_mapped(const void *addr, size_t len)
 	return 0;
 }
 
+/*
+ * Whether every page of [addr, addr+len) is mapped writable. Pinning with
+ * write access fails on read-only memory (EFAULT); peers may write through
+ * /proc/<pid>/mem, which would not refuse, so the check is made here.
+ */
+static int range_writable(const void *addr, size_t len)
+{
+	uintptr_t cur = (uintptr_t)addr, end = (uintptr_t)addr + len;
+	unsigned long lo, hi;
+	char perms[8], line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int rc = -EFAULT;
+
+	if (!f)
+		return 0; /* no procfs: nothing to check against, as before */
+	while (cur < end && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= cur)
+			continue;
+		if (lo > cur || perms[1] != 'w')
+			break;
+		cur = hi;
+	}
+	if (cur >= end)
+		rc = 0;
+	fclose(f);
+	return rc;
+}
+
 struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			   int access)
 {
@@ -52,6 +81,8 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint6
 		goto fail;
 	}
 	rc = range_mapped(addr, length);
+	if (!rc && (access & IBV_ACCESS_LOCAL_WRITE))
+		rc = range_writable(addr, length);
 	if (rc)
 		goto fail;
 	mr = calloc(1, sizeof(*mr));
