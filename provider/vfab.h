@@ -259,6 +259,14 @@ static inline struct vfab_ah *to_vah(struct ibv_ah *ah)
 void vfab_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t vfab_now_ns(void);
 
+/* A pause in busy-wait loops: lets the sibling hyperthread and the VM breathe. */
+static inline void vfab_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* ---- vfab_context.c ---- */
 struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data);
 uint32_t vfab_next_id(struct vfab_region *r);

@@ -86,19 +86,12 @@ static void run(struct vfab_qp *qp, bool poller)
  */
 #define SPIN_NS 60000ull
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 static void spin_until(uint64_t wake)
 {
 	pthread_mutex_unlock(&eng_lock);
 	while (vfab_now_ns() < wake &&
 	       atomic_load_explicit(&eng_earliest, memory_order_relaxed) >= wake)
-		cpu_relax();
+		vfab_cpu_relax();
 	pthread_mutex_lock(&eng_lock);
 }
 

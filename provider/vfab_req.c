@@ -101,6 +101,25 @@ static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 }
 
 /* Sends one prepared WR; 0 or an errno value (the WR is then not posted). */
+/*
+ * A lone message on a shaped path that lands within a few microseconds is
+ * delivered by the posting thread itself, after spinning until its time:
+ * handing it to the progress thread would add that thread's wake-up (10-20 us
+ * on a VM) to every short one-way latency. Returns the next due time.
+ */
+#define INLINE_WAIT_NS 20000ull
+
+static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
+{
+	uint64_t now = vfab_now_ns(), at = qp->pend_tail->due_ns;
+
+	if (at <= now || at - now > INLINE_WAIT_NS)
+		return due;
+	while (vfab_now_ns() < at)
+		vfab_cpu_relax();
+	return vfab_sq_progress(qp);
+}
+
 static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 {
 	enum vfab_outcome out;
@@ -138,6 +157,10 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 		return 0;
 	}
 	due = vfab_sq_next_due(qp);
+	/* Only WRs already delivered (waiting for their ACK) stand before it. */
+	if (qp->pend_tail && qp->pend_cursor == qp->pend_tail &&
+	    qp->pend_tail->stage == VFAB_ST_FLIGHT)
+		due = deliver_soon_inline(qp, due);
 	if (due)
 		vfab_engine_schedule(qp, due);
 	return 0;
