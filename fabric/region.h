@@ -314,7 +314,7 @@ struct vfab_srq_slot {
 
 struct vfab_qp_slot {
 	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
-	uint32_t qpn; /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
+	uint32_t qpn;			     /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
 	struct vfab_owner owner;
 	uint32_t hca;
 	uint32_t port;		   /* 1-based, set at INIT */
