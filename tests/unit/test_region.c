@@ -20,7 +20,9 @@
 
 #include "fabric/region.h"
 
-static char fabric[64];
+#define SHM_FIXTURE_PREFIX "unit-region"
+#include "tests/unit/shm_region_fixture.h"
+
 static char junk_path[128];
 
 static void cleanup_files(void)
@@ -32,19 +34,12 @@ static void cleanup_files(void)
 
 static int setup(void **state)
 {
-	static unsigned counter;
-	struct vfab_region *r;
-
-	snprintf(fabric, sizeof(fabric), "unit-region-%d-%u", (int)getpid(), counter++);
-	if (vfab_region_create(fabric, "/run/vfab/unit", &r))
-		return -1;
-	*state = r;
-	return 0;
+	return shm_setup(state);
 }
 
 static int teardown(void **state)
 {
-	vfab_region_close(*state);
+	shm_teardown(state);
 	cleanup_files();
 	return 0;
 }

@@ -18,31 +18,14 @@
 #include "fabric/gid.h"
 #include "fabric/topology.h"
 
-static char fabric[64];
+#define SHM_FIXTURE_PREFIX "unit-topo"
+#include "tests/unit/shm_region_fixture.h"
+
 static char err[512];
 
 static void cleanup_files(void)
 {
 	vfab_region_unlink(fabric);
-}
-
-static int setup(void **state)
-{
-	static unsigned counter;
-	struct vfab_region *r;
-
-	snprintf(fabric, sizeof(fabric), "unit-topo-%d-%u", (int)getpid(), counter++);
-	if (vfab_region_create(fabric, "/run/vfab/unit", &r))
-		return -1;
-	*state = r;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	vfab_region_close(*state);
-	cleanup_files();
-	return 0;
 }
 
 static void fill_from(struct vfab_region *r, const char *yaml)
@@ -329,10 +312,10 @@ static void test_active_mtu(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_default_fabric, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_seed_links, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_multi_hca, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_port_gids, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_default_fabric, shm_setup, shm_teardown),
+	    cmocka_unit_test_setup_teardown(test_seed_links, shm_setup, shm_teardown),
+	    cmocka_unit_test_setup_teardown(test_multi_hca, shm_setup, shm_teardown),
+	    cmocka_unit_test_setup_teardown(test_port_gids, shm_setup, shm_teardown),
 	    cmocka_unit_test(test_speed_encoding),
 	    cmocka_unit_test(test_active_mtu),
 	};
