@@ -433,8 +433,12 @@ void vfab_sq_drop(struct vfab_qp *qp);
 
 /* ---- vfab_engine.c ---- */
 void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns);
+/* The same from post_send: the application's own threads are at work. */
+void vfab_engine_schedule_posted(struct vfab_qp *qp, uint64_t due_ns);
 void vfab_engine_cancel(struct vfab_qp *qp);
 /* From poll_cq: runs due timed work of this process if any (never blocks). */
-void vfab_engine_poll(void);
+void vfab_engine_poll(bool cq_armed);
+/* A thread goes to sleep on a completion channel: no polling to count on. */
+void vfab_engine_kick(void);
 
 #endif /* VFAB_PROVIDER_H */

@@ -8,6 +8,7 @@
  * move on.
  */
 #include "provider/vfab.h"
+#include "provider/vfab_lead.h"
 
 #include <errno.h>
 #include <string.h>
@@ -111,7 +112,8 @@ static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 
 static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
 {
-	uint64_t now = vfab_now_ns(), at = qp->pend_tail->due_ns;
+	uint64_t now = vfab_now_ns(),
+		 at = vfab_lead_start_ns(qp->pend_tail->byte_len, qp->pend_tail->due_ns);
 
 	if (at <= now || at - now > INLINE_WAIT_NS)
 		return due;
@@ -162,7 +164,7 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	    qp->pend_tail->stage == VFAB_ST_FLIGHT)
 		due = deliver_soon_inline(qp, due);
 	if (due)
-		vfab_engine_schedule(qp, due);
+		vfab_engine_schedule_posted(qp, due);
 	return 0;
 }
 

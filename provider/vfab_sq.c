@@ -10,6 +10,7 @@
  * under the QP's sq_lock, from post_send, poll_cq or the engine thread.
  */
 #include "provider/vfab.h"
+#include "provider/vfab_lead.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -128,11 +129,18 @@ static void advance(struct vfab_qp *qp, uint64_t now)
 			continue;
 		case VFAB_ST_FAILED:
 			return;
-		case VFAB_ST_FLIGHT:
-			if (w->due_ns > now)
+		case VFAB_ST_FLIGHT: {
+			uint64_t due = w->due_ns, started;
+
+			if (vfab_lead_start_ns(w->byte_len, w->due_ns) > now)
 				return;
+			/* A lone message teaches when to start the next one. */
+			started = w->next ? 0 : vfab_now_ns();
 			out = vfab_deliver(qp, w, now);
+			if (started)
+				vfab_lead_learn(w->byte_len, due, started, vfab_now_ns());
 			break;
+		}
 		case VFAB_ST_WAIT_TIMEOUT:
 			if (w->due_ns > now)
 				return;
@@ -181,6 +189,9 @@ uint64_t vfab_sq_next_due(const struct vfab_qp *qp)
 		due = h->due_ns;
 	if (c && c->stage == VFAB_ST_QUEUED)
 		return 1; /* nothing holds it back: send it as soon as possible */
+	if (c && c->stage == VFAB_ST_FLIGHT &&
+	    (!due || vfab_lead_start_ns(c->byte_len, c->due_ns) < due))
+		return vfab_lead_start_ns(c->byte_len, c->due_ns);
 	if (c && c->stage != VFAB_ST_FAILED && (!due || c->due_ns < due))
 		due = c->due_ns;
 	return due;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# shaping.sh [--quick] [--json FILE] [--retries N] [--build DIR] [--fabric NAME]
+# shaping.sh [--quick] [--only LIST] [--json FILE] [--retries N] [--build DIR]
+#            [--fabric NAME]
 #
 # The shaping benchmark (issue 3 §3): puts what the link model is configured
 # to do next to what applications measure through it, in one run. Each check
@@ -27,7 +28,8 @@
 # A check that fails is measured again, up to N more times (--retries,
 # default 1): the host is shared, and a busy neighbour can take the cores a
 # measurement needs; rows that needed more than one try say so.
-# --quick shortens every measurement (about half the time); --json writes
+# --only runs the named checks alone (comma-separated: bw,lat,incast,
+# oversub,loss). --quick shortens every measurement (about half the time); --json writes
 # every row and the ceiling to FILE. Prints the table
 #   check | configured | measured | ratio | margin | verdict
 # then the notes (how each expectation is derived, why a row was skipped).
@@ -37,10 +39,11 @@
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
 
-quick=0 json="" build="" fabric=tshape retries=1
+quick=0 json="" build="" fabric=tshape retries=1 only=bw,lat,incast,oversub,loss
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 && shift ;;
+	--only) only=${2:?--only needs a list} && shift 2 ;;
 	--json) json=${2:?--json needs a file} && shift 2 ;;
 	--retries) retries=${2:?--retries needs a number} && shift 2 ;;
 	--build) build=${2:?--build needs a directory} && shift 2 ;;
@@ -324,38 +327,49 @@ trap shaping_exit EXIT
 trap 'exit 1' INT TERM HUP # through the EXIT trap: the fabric comes down
 shaping_take_down_stale
 
+# wanted CHECK: whether --only names it.
+wanted() { [[ ,$only, == *,$1,* ]]; }
+
 measure_ceiling
-note_add "rates above 80 % of the copy ceiling ($(fmt "$rate_limit") Gb/s) are skipped"
-for rate in 10 25 50 100 200 400; do
-	if awk "BEGIN { exit !($rate > $rate_limit) }"; then
-		row "ib_write_bw @ $rate Gb/s" "$rate.00 Gb/s" "> 80 % of ceiling" "-" "+/-5 %" SKIP
-	else
-		with_retry check_bw "$rate"
-	fi
-done
-for lat in 2 10 50; do
-	with_retry check_lat "$lat"
-done
-note_add "latency: expected = mean over both directions of (sum of the hops' latency_ns" \
-	"in the region + the 8 B serialization at the slowest hop); latency_us is split" \
-	"over the sender's up and the receiver's down link"
-with_retry check_incast
-note_add "incast: both flows share node2's 50 Gb/s downlink; each is judged against its" \
-	"fair share, half the link (50 % ± 10 % of the share: 22.5..27.5 Gb/s)"
-with_retry check_oversub
-for p in 0.01 0.05; do
-	with_retry check_loss "$p"
-done
-note_add "loss: a lost attempt is retransmitted after the QP's ACK timeout. With 128 in" \
-	"flight (-u $T128_U: 1.05 ms, hidden behind the 128 x 336 us backlog) each loss costs" \
-	"only its own link time: expected = 25 Gb/s x (1 - lost/attempts). With 1 in flight" \
-	"(-t 1, -u $T1_U: $(calc "4.096 * 2 ^ $T1_U / 1000") ms) each loss stalls the flow for" \
-	"the timeout: expected = 8 Mib / (t0 + lost/messages x timeout), t0 measured right" \
-	"before and after with the link's loss set to 0 (vfab shape). Counts are the region's" \
-	"for exactly the messages perftest timed (-n)."
-note_add "loss: lossy_verify writes $((verify_bytes >> 20)) MiB of patterned data in mixed" \
-	"message sizes, sends $verify_sends numbered messages and reads the region back" \
-	"(timeout -u $T128_U); the receiver checks every byte and the order"
+if wanted bw; then
+	note_add "rates above 80 % of the copy ceiling ($(fmt "$rate_limit") Gb/s) are skipped"
+	for rate in 10 25 50 100 200 400; do
+		if awk "BEGIN { exit !($rate > $rate_limit) }"; then
+			row "ib_write_bw @ $rate Gb/s" "$rate.00 Gb/s" "> 80 % of ceiling" "-" "+/-5 %" SKIP
+		else
+			with_retry check_bw "$rate"
+		fi
+	done
+fi
+if wanted lat; then
+	for lat in 2 10 50; do
+		with_retry check_lat "$lat"
+	done
+	note_add "latency: expected = mean over both directions of (sum of the hops' latency_ns" \
+		"in the region + the 8 B serialization at the slowest hop); latency_us is split" \
+		"over the sender's up and the receiver's down link"
+fi
+if wanted incast; then
+	with_retry check_incast
+	note_add "incast: both flows share node2's 50 Gb/s downlink; each is judged against its" \
+		"fair share, half the link (50 % ± 10 % of the share: 22.5..27.5 Gb/s)"
+fi
+wanted oversub && with_retry check_oversub
+if wanted loss; then
+	for p in 0.01 0.05; do
+		with_retry check_loss "$p"
+	done
+	note_add "loss: a lost attempt is retransmitted after the QP's ACK timeout. With 128 in" \
+		"flight (-u $T128_U: 1.05 ms, hidden behind the 128 x 336 us backlog) each loss costs" \
+		"only its own link time: expected = 25 Gb/s x (1 - lost/attempts). With 1 in flight" \
+		"(-t 1, -u $T1_U: $(calc "4.096 * 2 ^ $T1_U / 1000") ms) each loss stalls the flow for" \
+		"the timeout: expected = 8 Mib / (t0 + lost/messages x timeout), t0 measured right" \
+		"before and after with the link's loss set to 0 (vfab shape). Counts are the region's" \
+		"for exactly the messages perftest timed (-n)."
+	note_add "loss: lossy_verify writes $((verify_bytes >> 20)) MiB of patterned data in mixed" \
+		"message sizes, sends $verify_sends numbered messages and reads the region back" \
+		"(timeout -u $T128_U); the receiver checks every byte and the order"
+fi
 
 print_table
 write_json "$json" "$quick" "$ceiling"

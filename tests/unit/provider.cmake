@@ -1,7 +1,8 @@
 # Unit tests of provider/: the QP state machine, the memory key checks, the
-# copies between processes, and the libibverbs layout and enum facts the
-# provider relies on.
+# copies between processes, the delivery lead, and the libibverbs layout and
+# enum facts the provider relies on.
 vfab_unit_test(test_qp_state SOURCES unit/test_qp_state.c LIBS vfab_provider_checks)
 vfab_unit_test(test_mr_check SOURCES unit/test_mr_check.c LIBS vfab_provider_checks)
 vfab_unit_test(test_abi_layout SOURCES unit/test_abi_layout.c)
 vfab_unit_test(test_xfer SOURCES unit/test_xfer.c LIBS vfab_provider_checks)
+vfab_unit_test(test_lead SOURCES unit/test_lead.c LIBS vfab_provider_checks)
