@@ -22,7 +22,8 @@
 #include <sys/types.h>
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
-#define VFAB_REGION_VERSION 2			/* 2: leaves, spine, node netdevs, GID prefixes */
+/* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request. */
+#define VFAB_REGION_VERSION 3
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -104,6 +105,7 @@ struct vfab_port_counters {
 	_Alignas(64) _Atomic uint64_t rcv_data_words;
 	_Atomic uint64_t rcv_packets;
 	_Atomic uint64_t out_of_sequence;
+	_Atomic uint64_t duplicate_request;
 	_Atomic uint64_t packet_seq_err;
 	_Atomic uint64_t rx_write_requests;
 	_Atomic uint64_t rx_read_requests;

@@ -26,6 +26,7 @@ const char *const vfabd_counter_names[VFABD_NCOUNTERS] = {
     [VFABD_CNT_UNICAST_RCV] = "unicast_rcv_packets",
     [VFABD_CNT_LINK_DOWNED] = "link_downed",
     [VFABD_CNT_OUT_OF_SEQUENCE] = "out_of_sequence",
+    [VFABD_CNT_DUPLICATE_REQUEST] = "duplicate_request",
     [VFABD_CNT_PACKET_SEQ_ERR] = "packet_seq_err",
     [VFABD_CNT_LOCAL_ACK_TIMEOUT] = "local_ack_timeout_err",
     [VFABD_CNT_RNR_NAK_RETRY] = "rnr_nak_retry_err",
@@ -53,6 +54,8 @@ void vfabd_port_counters(const struct vfabd *d, uint32_t hca, uint32_t port,
 	v[VFABD_CNT_LINK_DOWNED] = d->link_downed[hca][port - 1];
 	v[VFABD_CNT_OUT_OF_SEQUENCE] =
 	    atomic_load_explicit(&c->out_of_sequence, memory_order_relaxed);
+	v[VFABD_CNT_DUPLICATE_REQUEST] =
+	    atomic_load_explicit(&c->duplicate_request, memory_order_relaxed);
 	v[VFABD_CNT_PACKET_SEQ_ERR] =
 	    atomic_load_explicit(&c->packet_seq_err, memory_order_relaxed);
 	v[VFABD_CNT_LOCAL_ACK_TIMEOUT] =

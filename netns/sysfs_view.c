@@ -246,6 +246,8 @@ static int write_counters(int portfd, const struct vfab_port *p)
 
 		if (strcmp(n, "out_of_sequence") == 0)
 			v = atomic_load(&c->out_of_sequence);
+		else if (strcmp(n, "duplicate_request") == 0)
+			v = atomic_load(&c->duplicate_request);
 		else if (strcmp(n, "packet_seq_err") == 0)
 			v = atomic_load(&c->packet_seq_err);
 		else if (strcmp(n, "local_ack_timeout_err") == 0)

@@ -336,6 +336,53 @@ static bool receiving(uint32_t state)
 	return state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD;
 }
 
+/*
+ * IBA 9.9.3.1: the half of the 24-bit PSN space before the expected PSN is
+ * the duplicate region, the other half is ahead. psn != epsn here.
+ */
+static bool psn_behind(uint32_t psn, uint32_t epsn)
+{
+	return ((psn - epsn) & VFAB_PSN_MASK) >= (VFAB_PSN_MASK + 1) / 2;
+}
+
+/*
+ * A request whose PSN is not the expected one (destination lock held).
+ * Ahead: a PSN sequence error NAK the requester cannot use, so in effect no
+ * answer. Behind, with every packet of the message in the duplicate region:
+ * a duplicate the requester believes unanswered. Its SEND or WRITE already
+ * took effect (as far as the responder knows) and is only acknowledged
+ * again, so the requester completes although nothing arrives; a READ has no
+ * side effect and is executed again; an atomic could only be answered from
+ * the saved result of the original, which vfab does not keep (nor does rxe
+ * when it finds none): dropped. The expected PSN stays where it is.
+ */
+static __attribute__((cold)) void resp_psn_mismatch(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	uint32_t epsn = atomic_load(&m->d->epsn);
+	uint32_t last = (m->psn + (m->npkts ? m->npkts - 1 : 0)) & VFAB_PSN_MASK;
+
+	/* A message reaching from behind to epsn or past it is out of sequence there. */
+	if (!psn_behind(m->psn, epsn) || !psn_behind(last, epsn)) {
+		atomic_fetch_add_explicit(&dst_port(m)->cnt.out_of_sequence, 1,
+					  memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&dst_port(m)->cnt.duplicate_request, 1, memory_order_relaxed);
+	switch (m->wqe->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		res->kind = VFAB_RESP_ACK;
+		break;
+	case IBV_WR_RDMA_READ:
+		resp_read(m, res);
+		break;
+	default:
+		break;
+	}
+}
+
 void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct vfab_qp_slot *d = m->d;
@@ -347,9 +394,7 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 	    d->qp_type != IBV_QPT_RC || d->port != m->dst_port || !back_path_ok(m))
 		goto out;
 	if (m->psn != atomic_load(&d->epsn)) {
-		/* Out of sequence: the responder NAKs, the requester never progresses. */
-		atomic_fetch_add_explicit(&dst_port(m)->cnt.out_of_sequence, 1,
-					  memory_order_relaxed);
+		resp_psn_mismatch(m, res);
 		goto out;
 	}
 	switch (m->wqe->opcode) {

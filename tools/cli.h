@@ -54,6 +54,7 @@ int vfab_cmd_run(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_ssh(struct vfab_cli *cli, int argc, char **argv);
 /* Runtime control and observability (cmd_link.c ... cmd_report.c). */
 int vfab_cmd_link(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_addr(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_shape(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_fault(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_stats(struct vfab_cli *cli, int argc, char **argv);

@@ -124,8 +124,8 @@ static unsigned long long num(const struct vjson *o, const char *k)
 
 static void summary_ports(FILE *f, const struct vjson *ports)
 {
-	fprintf(f, "\nports:\n  %-24s %-7s %-22s %14s %14s %10s %8s %8s\n", "PORT", "STATE", "RATE",
-		"XMIT_BYTES", "RCV_BYTES", "XMIT_PKTS", "ACK_TMO", "OOS");
+	fprintf(f, "\nports:\n  %-24s %-7s %-22s %14s %14s %10s %8s %8s %8s\n", "PORT", "STATE",
+		"RATE", "XMIT_BYTES", "RCV_BYTES", "XMIT_PKTS", "ACK_TMO", "OOS", "DUP");
 	for (const struct vjson *p = ports ? ports->child : NULL; p; p = p->next) {
 		const struct vjson *c = vjson_get(p, "counters");
 		char name[160];
@@ -133,10 +133,11 @@ static void summary_ports(FILE *f, const struct vjson *ports)
 		snprintf(name, sizeof(name), "%s/%s/%llu", str(p, "node"), str(p, "hca"),
 			 num(p, "port"));
 		/* sysfs counts data in 4-byte words; people think in bytes. */
-		fprintf(f, "  %-24s %-7s %-22s %14llu %14llu %10llu %8llu %8llu\n", name,
+		fprintf(f, "  %-24s %-7s %-22s %14llu %14llu %10llu %8llu %8llu %8llu\n", name,
 			str(p, "state"), str(p, "rate"), 4 * num(c, "port_xmit_data"),
 			4 * num(c, "port_rcv_data"), num(c, "port_xmit_packets"),
-			num(c, "local_ack_timeout_err"), num(c, "out_of_sequence"));
+			num(c, "local_ack_timeout_err"), num(c, "out_of_sequence"),
+			num(c, "duplicate_request"));
 	}
 }
 

@@ -23,6 +23,7 @@ static const struct {
     {"shell", vfab_cmd_shell, "shell NODE            interactive shell inside NODE"},
     {"run", vfab_cmd_run, "run -- CMD...         CMD in every node at once, output prefixed"},
     {"ssh", vfab_cmd_ssh, "ssh NODE [CMD...]     ssh into NODE (fabrics up with --ssh)"},
+    {"addr", vfab_cmd_addr, "addr NODE [add|del A] list or change a node's addresses; GIDs follow"},
     {"link", vfab_cmd_link, "link N/HCA down|up    take an HCA port down or bring it up"},
     {"shape", vfab_cmd_shape, "shape LINK bw= lat=   change a link's rate, latency, loss"},
     {"fault", vfab_cmd_fault, "fault KIND NODE|LINK  kill, pause, resume a node; latency spikes"},

@@ -101,7 +101,8 @@ judge_lat()
 }
 
 # gen_config NAME NODES RATE_GBPS LATENCY_US [LOSS [LEAF_SIZE OVERSUB SPINE_US]]:
-# writes a fabric config into the temp dir and prints its path. Nodes get the
+# writes a fabric config into the temp dir and prints its path (RATE or
+# LATENCY "-": none, the link is not shaped in that respect). Nodes get the
 # default addresses (leaf L: 198.18.L.1, .2, ...).
 gen_config()
 {
@@ -121,8 +122,8 @@ gen_config()
 		[ -z "$leaf_size" ] || printf '  spine:\n    latency_us: %s\n' "$spine"
 		echo "  inter_node:"
 		echo "    type: roce"
-		echo "    bandwidth_gbps: $rate"
-		echo "    latency_us: $lat"
+		[ "$rate" = - ] || echo "    bandwidth_gbps: $rate"
+		[ "$lat" = - ] || echo "    latency_us: $lat"
 		echo "    oversubscription: $oversub"
 		echo "    loss: $loss"
 	} >"$f"

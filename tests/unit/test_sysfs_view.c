@@ -260,6 +260,7 @@ static void test_pkeys_and_counters(void **state)
 
 	atomic_store(&p->cnt.xmit_data_words, 1234);
 	atomic_store(&p->cnt.rnr_nak_retry_err, 7);
+	atomic_store(&p->cnt.duplicate_request, 9);
 	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys"), 128);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys/0", "0xffff\n");
@@ -271,6 +272,7 @@ static void test_pkeys_and_counters(void **state)
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/counters/port_xmit_discards", "0\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/rnr_nak_retry_err", "7\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/duplicate_request", "9\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/hw_counters/implied_nak_seq_err",
 		    "0\n");
 }

@@ -111,6 +111,7 @@ static void make_port_view(void)
 	write_file(PORT_DIR "/counters/port_rcv_data", "0\n");
 	write_file(PORT_DIR "/counters/link_downed", "0\n");
 	write_file(PORT_DIR "/hw_counters/out_of_sequence", "0\n");
+	write_file(PORT_DIR "/hw_counters/duplicate_request", "0\n");
 }
 
 struct ev {
@@ -345,8 +346,13 @@ static void test_counters_live(void **state)
 	assert_non_null(r);
 	make_port_view();
 	c = &r->hcas[0].ports[0].cnt;
-	atomic_fetch_add(&c->xmit_data_words, 123456);
+	/*
+	 * port_xmit_data last: a tick reads it before the hw counters, so one
+	 * that saw it changed sees them changed too.
+	 */
 	atomic_fetch_add(&c->out_of_sequence, 3);
+	atomic_fetch_add(&c->duplicate_request, 5);
+	atomic_fetch_add(&c->xmit_data_words, 123456);
 	/* Within a second (ticks are 250 ms). */
 	for (i = 0; i < 50; i++) {
 		read_file(PORT_DIR "/counters/port_xmit_data", text, sizeof(text));
@@ -357,6 +363,8 @@ static void test_counters_live(void **state)
 	assert_true(i < 50);
 	read_file(PORT_DIR "/hw_counters/out_of_sequence", text, sizeof(text));
 	assert_string_equal(text, "3\n");
+	read_file(PORT_DIR "/hw_counters/duplicate_request", text, sizeof(text));
+	assert_string_equal(text, "5\n");
 	/* port_xmit_data was a hard link of symbol_error: replaced, not written through. */
 	read_file(PORT_DIR "/counters/symbol_error", text, sizeof(text));
 	assert_string_equal(text, "0\n");
