@@ -29,8 +29,8 @@ static bool eng_started;
 static _Atomic uint32_t eng_nlisted;
 static _Atomic uint64_t eng_earliest = UINT64_MAX;
 /*
- * When a thread of the application last posted or polled with timed work
- * pending: a thread that posts polls next, as a rule.
+ * When a thread of the application last polled, or posted in between
+ * polls, with timed work pending.
  */
 static _Atomic uint64_t eng_app_seen_ns;
 /*
@@ -45,6 +45,12 @@ static _Atomic uint64_t eng_app_seen_ns;
  * Under eng_lock.
  */
 static uint64_t eng_wake_at;
+/*
+ * This thread polls CQs that are not armed: what it posts it will poll for.
+ * A thread that only posts (another one reaps) or that sleeps on completion
+ * channels gives no such promise.
+ */
+static __thread bool thread_polls;
 
 /* When the application was last seen, if recently enough to count on it; else 0. */
 static uint64_t app_polled(uint64_t now)
@@ -244,13 +250,15 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 
 void vfab_engine_schedule_posted(struct vfab_qp *qp, uint64_t due_ns)
 {
-	atomic_store_explicit(&eng_app_seen_ns, vfab_now_ns(), memory_order_relaxed);
+	if (thread_polls)
+		atomic_store_explicit(&eng_app_seen_ns, vfab_now_ns(), memory_order_relaxed);
 	vfab_engine_schedule(qp, due_ns);
 }
 
 void vfab_engine_kick(void)
 {
 	/* This thread stops polling: the engine is on its own from now. */
+	thread_polls = false;
 	atomic_store(&eng_app_seen_ns, 0);
 	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed))
 		return;
@@ -269,8 +277,10 @@ void vfab_engine_poll(bool cq_armed)
 		return;
 	now = vfab_now_ns();
 	/* A thread that polls an armed CQ is draining it before it sleeps. */
-	if (!cq_armed)
+	if (!cq_armed) {
+		thread_polls = true;
 		atomic_store_explicit(&eng_app_seen_ns, now, memory_order_relaxed);
+	}
 	if (now < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
 		return;
 	/* Never wait for the engine: it is probably doing this very work. */

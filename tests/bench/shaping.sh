@@ -15,6 +15,8 @@
 #             one-way path time the model gives for latency_us 2/10/50: the
 #             hops' latencies read back from `vfab report --json` plus the
 #             8 bytes' serialization.                              ±(1 us + 5 %)
+#             And ibv_rc_pingpong -e (completion channels, no polling) on
+#             50 us links: its round trip against the model's.      < 4 x
 #   incast    node0 and node1 write to node2 at once over 50 Gb/s ports;
 #             each flow gets half of node2's downlink.      each ±10 % of half
 #   oversub   2 leaves x 4 nodes, oversubscription 2: node0..3 (leaf0) write
@@ -68,11 +70,11 @@ done
 command -v ib_write_bw >/dev/null || fail "perftest (ib_write_bw) is not installed"
 
 if [ "$quick" = 1 ]; then
-	bw_secs=1 fair_secs=2 lat_iters=2000 verify_bytes=$((8 << 20)) verify_sends=500
+	bw_secs=1 fair_secs=2 lat_iters=2000 ev_iters=500 verify_bytes=$((8 << 20)) verify_sends=500
 	iters128=3000 lone_secs=1
 	ceil_args=(--runs 2 --seconds 0.5 --iters 20000)
 else
-	bw_secs=2 fair_secs=4 lat_iters=10000 verify_bytes=$((32 << 20)) verify_sends=2000
+	bw_secs=2 fair_secs=4 lat_iters=10000 ev_iters=2000 verify_bytes=$((32 << 20)) verify_sends=2000
 	iters128=6000 lone_secs=2
 	ceil_args=(--runs 3 --seconds 1 --iters 50000)
 fi
@@ -144,6 +146,30 @@ check_lat()
 		judge_lat "$name" "$want" "${got:-x}"
 	else
 		row "$name" "$(fmt "$want") us" "no result" "-" "+/-(1 us + 5 %)" FAIL
+	fi
+	fabric_down
+}
+
+# A program that sleeps on completion channels instead of polling: its timed
+# work falls to the progress thread, woken by the host's timers. Judged
+# loosely (wake-ups of blocked threads cost tens of us on a VM); what it
+# catches is work left waiting for a poll that never comes (~1 ms a message).
+check_events()
+{
+	local name="ibv_rc_pingpong -e @ 50 us, round trip" r=$VFAB_TMP/ev.json fwd rev want got
+	note "$name"
+	fabric_up "$(gen_config ev 2 100 50)"
+	report_to "$r"
+	fwd=$(path_oneway_us "$r" 8 node0/mlx5_0/1/up node1/mlx5_0/1/down)
+	rev=$(path_oneway_us "$r" 8 node1/mlx5_0/1/up node0/mlx5_0/1/down)
+	want=$(calc "$fwd + $rev" 4)
+	port=$((port + 1))
+	if run_flows ev "$port" "node1 $(node_ip node1) node0" -- \
+		ibv_rc_pingpong -d mlx5_0 -g 3 -s 8 -e -n "$ev_iters"; then
+		got=$(sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p' "$VFAB_TMP/ev.0.cli")
+		judge_at_most "$name" "$want" "${got:-x}" 4 us
+	else
+		row "$name" "$(fmt "$want") us" "no result" "-" "< 4 x" FAIL
 	fi
 	fabric_down
 }
@@ -360,9 +386,12 @@ if wanted lat; then
 	for lat in 2 10 50; do
 		with_retry check_lat "$lat"
 	done
+	with_retry check_events
 	note_add "latency: expected = mean over both directions of (sum of the hops' latency_ns" \
 		"in the region + the 8 B serialization at the slowest hop); latency_us is split" \
 		"over the sender's up and the receiver's down link"
+	note_add "channels: ibv_rc_pingpong -e blocks in ibv_get_cq_event; its usec/iter is a round" \
+		"trip, judged against 4 x the model's (wake-ups of blocked threads, not the model)"
 fi
 if wanted incast; then
 	with_retry check_incast

@@ -100,6 +100,19 @@ judge_lat()
 	row "$check" "$(fmt "$want") us" "$(fmt "$got") us" "$ratio" "$margin" "$verdict"
 }
 
+# judge_at_most CHECK WANT GOT FACTOR UNIT: GOT must not exceed FACTOR x WANT.
+judge_at_most()
+{
+	local check=$1 want=$2 got=$3 factor=$4 unit=$5 verdict=FAIL
+	if ! is_num "$got"; then
+		row "$check" "$(fmt "$want") $unit" "no result" "-" "< $factor x" FAIL
+		return
+	fi
+	awk "BEGIN { exit !($got <= $factor * $want) }" && verdict=PASS
+	row "$check" "$(fmt "$want") $unit" "$(fmt "$got") $unit" "$(calc "$got / $want" 3)" \
+		"< $factor x" "$verdict"
+}
+
 # gen_config NAME NODES RATE_GBPS LATENCY_US [LOSS [LEAF_SIZE OVERSUB SPINE_US]]:
 # writes a fabric config into the temp dir and prints its path (RATE or
 # LATENCY "-": none, the link is not shaped in that respect). Nodes get the
