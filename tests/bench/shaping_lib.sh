@@ -68,49 +68,37 @@ is_num()
 	num_between "$1" -1 inf
 }
 
-# judge_rel CHECK EXPECTED MEASURED TOLERANCE UNIT: |measured/expected - 1| <= TOLERANCE.
-judge_rel()
+# judge CHECK WANT GOT UNIT MARGIN PASS_IF: one row, PASS when the awk
+# condition PASS_IF on w (WANT) and g (GOT) holds; MARGIN describes it.
+judge()
 {
-	local check=$1 want=$2 got=$3 tol=$4 unit=$5 ratio verdict=FAIL margin
-	margin="+/-$(calc "$tol * 100" 0) %"
+	local check=$1 want=$2 got=$3 unit=$4 margin=$5 cond=$6 verdict=FAIL
 	if ! is_num "$got"; then
 		row "$check" "$(fmt "$want") $unit" "no result" "-" "$margin" FAIL
 		return
 	fi
-	ratio=$(calc "$got / $want" 3)
-	if awk "BEGIN { d = $ratio - 1; exit !(d <= $tol && -d <= $tol) }"; then
-		verdict=PASS
-	fi
-	row "$check" "$(fmt "$want") $unit" "$(fmt "$got") $unit" "$ratio" "$margin" "$verdict"
+	awk -v w="$want" -v g="$got" "BEGIN { exit !($cond) }" && verdict=PASS
+	row "$check" "$(fmt "$want") $unit" "$(fmt "$got") $unit" "$(calc "$got / $want" 3)" \
+		"$margin" "$verdict"
+}
+
+# judge_rel CHECK EXPECTED MEASURED TOL UNIT: within TOL (a fraction) of EXPECTED.
+judge_rel()
+{
+	judge "$1" "$2" "$3" "$5" "+/-$(calc "$4 * 100" 0) %" "g / w - 1 <= $4 && 1 - g / w <= $4"
 }
 
 # judge_lat CHECK EXPECTED_US MEASURED_US: within 1 us + 5 % of the expected figure.
 judge_lat()
 {
-	local check=$1 want=$2 got=$3 ratio verdict=FAIL margin
-	margin="+/-$(calc "1 + 0.05 * $want") us"
-	if ! is_num "$got"; then
-		row "$check" "$(fmt "$want") us" "no result" "-" "$margin" FAIL
-		return
-	fi
-	ratio=$(calc "$got / $want" 3)
-	if awk "BEGIN { d = $got - $want; if (d < 0) d = -d; exit !(d <= 1 + 0.05 * $want) }"; then
-		verdict=PASS
-	fi
-	row "$check" "$(fmt "$want") us" "$(fmt "$got") us" "$ratio" "$margin" "$verdict"
+	judge "$1" "$2" "$3" us "+/-$(calc "1 + 0.05 * $2") us" \
+		"g - w <= 1 + 0.05 * w && w - g <= 1 + 0.05 * w"
 }
 
 # judge_at_most CHECK WANT GOT FACTOR UNIT: GOT must not exceed FACTOR x WANT.
 judge_at_most()
 {
-	local check=$1 want=$2 got=$3 factor=$4 unit=$5 verdict=FAIL
-	if ! is_num "$got"; then
-		row "$check" "$(fmt "$want") $unit" "no result" "-" "< $factor x" FAIL
-		return
-	fi
-	awk "BEGIN { exit !($got <= $factor * $want) }" && verdict=PASS
-	row "$check" "$(fmt "$want") $unit" "$(fmt "$got") $unit" "$(calc "$got / $want" 3)" \
-		"< $factor x" "$verdict"
+	judge "$1" "$2" "$3" "$5" "< $4 x" "g <= $4 * w"
 }
 
 # gen_config NAME NODES RATE_GBPS LATENCY_US [LOSS [LEAF_SIZE OVERSUB SPINE_US]]:

@@ -98,14 +98,8 @@ diff <(vx node0 ip -br addr | sed 's/@[^ ]*//' | awk '{$1=$1; print}') \
 	<(awk '{$1=$1; print}' "$VFAB_TMP/list0") || fail "the listing differs from ip -br addr in node0"
 grep -q '198\.18\.0\.77' "$VFAB_TMP/list0" && fail "198.18.0.77 is there before the test"
 
-start_server node0 "$VFAB_TMP/asyncwatch.log" ibv_asyncwatch -d mlx5_0
+start_asyncwatch node0 "$VFAB_TMP/asyncwatch.log"
 watch_pid=$SERVER_PID
-for _ in $(seq 100); do
-	grep -q 'async event FD' "$VFAB_TMP/asyncwatch.log" 2>/dev/null && break
-	sleep 0.05
-done
-grep -q 'async event FD' "$VFAB_TMP/asyncwatch.log" || { show "$VFAB_TMP/asyncwatch.log"; fail "ibv_asyncwatch did not start"; }
-sleep 0.2 # its context's HELLO reached vfabd before the change
 
 note "vfab addr node0 add 198.18.0.77/24"
 add node0 198.18.0.77/24

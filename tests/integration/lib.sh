@@ -79,6 +79,20 @@ start_server()
 	VFAB_SERVER_PIDS+=("$SERVER_PID")
 }
 
+# start_asyncwatch NODE LOG: rdma-core's ibv_asyncwatch on mlx5_0 in NODE,
+# writing to LOG; returns once its context is open and known to vfabd, so
+# that it sees every event after that. Its pid in SERVER_PID.
+start_asyncwatch()
+{
+	start_server "$1" "$2" ibv_asyncwatch -d mlx5_0
+	for _ in $(seq 100); do
+		grep -q 'async event FD' "$2" 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q 'async event FD' "$2" || { show "$2"; fail "ibv_asyncwatch did not start in $1"; }
+	sleep 0.2 # its context's HELLO reached vfabd
+}
+
 # wait_listen NODE PORT [SECONDS]: until something listens on TCP PORT in NODE.
 # The RDMA tools listen only after they opened the device, so this also says
 # that the server's verbs set-up went through.

@@ -101,14 +101,8 @@ VFAB_FABRIC=$F # vx and start_server act on this fabric
 for i in 4 5 6 7; do
 	[ "$(view "$F" node0 mlx5_0 "gids/$i")" = "$EMPTY" ] || fail "node0: gids/$i is not empty before the test"
 done
-start_server node0 "$VFAB_TMP/asyncwatch.log" ibv_asyncwatch -d mlx5_0
+start_asyncwatch node0 "$VFAB_TMP/asyncwatch.log"
 watch_pid=$SERVER_PID
-for _ in $(seq 100); do
-	grep -q 'async event FD' "$VFAB_TMP/asyncwatch.log" 2>/dev/null && break
-	sleep 0.05
-done
-grep -q 'async event FD' "$VFAB_TMP/asyncwatch.log" || { show "$VFAB_TMP/asyncwatch.log"; fail "ibv_asyncwatch did not start"; }
-sleep 0.2 # its context's HELLO reached vfabd before the change
 
 note "(a) node0: ip addr add 198.19.5.1/24 dev eth0"
 vx node0 ip addr add 198.19.5.1/24 dev eth0 || fail "ip addr add in node0"
