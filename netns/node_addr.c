@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -14,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "netns/netcfg.h"
@@ -67,86 +65,19 @@ static int is_own_netns(int nsfd)
 	return ns.st_dev == self.st_dev && ns.st_ino == self.st_ino;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static ssize_t read_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, p + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /*
- * fn(arg, out) in a forked child that joined the node's network namespace;
- * its result and `out` come back through a pipe. The child never returns
- * into the caller's code: a failed setns ends it before any netlink request.
+ * fn(arg) inside the node's network namespace (vfab_netns_run), refused
+ * when the namespace file is the caller's own: a node that lost its
+ * namespace must never turn into changes on the host.
  */
-static int in_node_netns(const char *fabric, const char *node, int (*fn)(void *, void *), void *arg,
-			 void *out, size_t outlen)
+static int in_node_netns(const char *fabric, const char *node, int (*fn)(void *), void *arg)
 {
-	int nsfd = vfab_netns_open(fabric, node), fds[2], ret, status;
-	pid_t child;
+	int nsfd = vfab_netns_open(fabric, node), ret;
 
 	if (nsfd < 0)
 		return nsfd;
-	if (is_own_netns(nsfd)) {
-		close(nsfd);
-		return -EXDEV;
-	}
-	if (pipe2(fds, O_CLOEXEC)) {
-		ret = -errno;
-		close(nsfd);
-		return ret;
-	}
-	fflush(NULL); /* nothing buffered may be written twice */
-	child = fork();
-	if (child == 0) {
-		close(fds[0]);
-		ret = setns(nsfd, CLONE_NEWNET) ? -errno : fn(arg, out);
-		if (write_all(fds[1], &ret, sizeof(ret)) ||
-		    (ret >= 0 && outlen && write_all(fds[1], out, outlen)))
-			_exit(1);
-		_exit(0);
-	}
-	ret = child < 0 ? -errno : 0;
-	close(fds[1]);
+	ret = is_own_netns(nsfd) ? -EXDEV : vfab_netns_run(nsfd, fn, arg);
 	close(nsfd);
-	if (ret) {
-		close(fds[0]);
-		return ret;
-	}
-	if (read_all(fds[0], &ret, sizeof(ret)) != (ssize_t)sizeof(ret))
-		ret = -EIO;
-	else if (ret >= 0 && outlen && read_all(fds[0], out, outlen) != (ssize_t)outlen)
-		ret = -EIO;
-	close(fds[0]);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
 	return ret;
 }
 
@@ -217,13 +148,12 @@ struct change_req {
 	const struct vfab_ifaddr *a;
 };
 
-static int change_in_node(void *arg, void *out)
+static int change_in_node(void *arg)
 {
 	const struct change_req *req = arg;
 	struct nl_sock *sk;
 	int ifindex, ret;
 
-	(void)out;
 	ret = vfab_nl_open(&sk);
 	if (ret)
 		return ret;
@@ -248,7 +178,7 @@ int vfab_node_addr_change(const char *fabric, const char *node, const char *netd
 
 	if (strlen(netdev) >= IF_NAMESIZE || strchr(netdev, '/'))
 		return -ENODEV;
-	return in_node_netns(fabric, node, change_in_node, &req, NULL, 0);
+	return in_node_netns(fabric, node, change_in_node, &req);
 }
 
 static void operstate_text(struct rtnl_link *l, char *buf, size_t len)
@@ -276,14 +206,13 @@ static void collect_addrs(struct nl_cache *addrs, int ifindex, struct vfab_netde
 	}
 }
 
-static int list_in_node(void *arg, void *outp)
+static int list_in_node(void *arg)
 {
-	struct vfab_addr_list *out = outp;
+	struct vfab_addr_list *out = arg;
 	struct nl_cache *links = NULL, *addrs = NULL;
 	struct nl_sock *sk;
 	int ret;
 
-	(void)arg;
 	ret = vfab_nl_open(&sk);
 	if (ret)
 		return ret;
@@ -320,5 +249,5 @@ out:
 int vfab_node_addr_list(const char *fabric, const char *node, struct vfab_addr_list *out)
 {
 	memset(out, 0, sizeof(*out));
-	return in_node_netns(fabric, node, list_in_node, NULL, out, sizeof(*out));
+	return in_node_netns(fabric, node, list_in_node, out);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A running node's interface addresses, seen and changed from the host
- * (`vfab addr`). Every netlink request runs in a short-lived child that has
- * joined the node's published network namespace, so the calling process
- * never leaves its own; a namespace file that turns out to be the caller's
- * own namespace is refused rather than changing the host's network.
+ * (`vfab addr`). Every netlink request is made inside the node's published
+ * network namespace (vfab_netns_run, as `vfab up` configures nodes); a
+ * namespace file that turns out to be the caller's own namespace is refused
+ * rather than changing the host's network.
  */
 #ifndef VFAB_NETNS_NODE_ADDR_H
 #define VFAB_NETNS_NODE_ADDR_H
