@@ -437,7 +437,7 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns);
 void vfab_engine_schedule_posted(struct vfab_qp *qp, uint64_t due_ns);
 void vfab_engine_cancel(struct vfab_qp *qp);
 /* From poll_cq: runs due timed work of this process if any (never blocks). */
-void vfab_engine_poll(bool cq_armed);
+void vfab_engine_poll(const _Atomic uint32_t *cq_armed);
 /* A thread goes to sleep on a completion channel: no polling to count on. */
 void vfab_engine_kick(void);
 

@@ -45,7 +45,7 @@ int vfab_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	int i;
 
 	/* A polling thread is the promptest place to deliver what is due. */
-	vfab_engine_poll(atomic_load_explicit(&cq->s->armed, memory_order_relaxed));
+	vfab_engine_poll(&cq->s->armed);
 	pthread_spin_lock(&cq->poll_lock);
 	for (i = 0; i < n && take_entry(cq, &e); i++) {
 		struct ibv_wc *w = &wc[i];
@@ -100,7 +100,7 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
-	vfab_engine_poll(atomic_load_explicit(&cq->s->armed, memory_order_relaxed));
+	vfab_engine_poll(&cq->s->armed);
 	pthread_spin_lock(&cq->poll_lock);
 	rc = ex_load(cq);
 	/* On ENOENT the caller does not call end_poll. */

@@ -268,19 +268,24 @@ void vfab_engine_kick(void)
 	pthread_mutex_unlock(&eng_lock);
 }
 
-void vfab_engine_poll(bool cq_armed)
+void vfab_engine_poll(const _Atomic uint32_t *cq_armed)
 {
 	struct vfab_qp *next;
 	uint64_t now;
 
+	/*
+	 * Known as a poller even when nothing waits now: otherwise a thread
+	 * whose work the engine always finishes first would never be known as
+	 * one, and every post of it would wake the engine. A thread that polls
+	 * an armed CQ is draining it before it sleeps.
+	 */
+	if (!thread_polls && !atomic_load_explicit(cq_armed, memory_order_relaxed))
+		thread_polls = true;
 	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed))
 		return;
 	now = vfab_now_ns();
-	/* A thread that polls an armed CQ is draining it before it sleeps. */
-	if (!cq_armed) {
-		thread_polls = true;
+	if (!atomic_load_explicit(cq_armed, memory_order_relaxed))
 		atomic_store_explicit(&eng_app_seen_ns, now, memory_order_relaxed);
-	}
 	if (now < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
 		return;
 	/* Never wait for the engine: it is probably doing this very work. */
