@@ -12,6 +12,7 @@
 #include "fabric/region.h"
 #include "provider/verbs_abi.h"
 #include "provider/vfab_device.h"
+#include "provider/vfab_util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -253,18 +254,6 @@ static inline struct vfab_srq *to_vsrq(struct ibv_srq *srq)
 static inline struct vfab_ah *to_vah(struct ibv_ah *ah)
 {
 	return (struct vfab_ah *)ah;
-}
-
-/* ---- vfab_device.c ---- */
-void vfab_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t vfab_now_ns(void);
-
-/* A pause in busy-wait loops: lets the sibling hyperthread and the VM breathe. */
-static inline void vfab_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
 }
 
 /* ---- vfab_context.c ---- */

@@ -8,39 +8,13 @@
 #include "provider/vfab.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vfab_rmap *maps;
-
-void vfab_dbg(const char *fmt, ...)
-{
-	static int enabled = -1;
-	va_list ap;
-
-	if (enabled < 0)
-		enabled = getenv("VFAB_DEBUG") != NULL;
-	if (!enabled)
-		return;
-	va_start(ap, fmt);
-	fputs("vfab: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-uint64_t vfab_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * A fabric that went down and came up again has a new region file under the
