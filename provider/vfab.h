@@ -295,7 +295,7 @@ int vfab_destroy_cq(struct ibv_cq *cq);
 int vfab_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
-/* ---- vfab_comp.c: producing completions ---- */
+/* ---- vfab_cqe.c: producing completions into a CQ ring ---- */
 /* Appends a CQE (seq is filled here) to a CQ slot of any process. */
 int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited);
 /* Drops the CQEs of one QP still queued in a CQ of this process. */
@@ -310,6 +310,9 @@ void vfab_rq_consume(struct vfab_rq *rq);
 /* Completes every posted WQE with WR_FLUSH_ERR into cq_slot; caller holds the lock. */
 void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn);
 int vfab_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* "QP slot enters ERR" (slot lock held): receives flushed, the owner told. */
+void vfab_qp_slot_error(struct vfab_region *r, struct vfab_qp_slot *d, bool announce,
+			enum ibv_event_type ev);
 
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
@@ -346,10 +349,6 @@ int vfab_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init);
 int vfab_destroy_qp(struct ibv_qp *qp);
 int vfab_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
-/* Moves a QP to ERR from the requester side and flushes both queues. */
-void vfab_qp_enter_error(struct vfab_qp *qp);
-/* Picks up an ERR state set by a remote requester (sq_lock held). */
-void vfab_qp_sync_state(struct vfab_qp *qp);
 void vfab_qp_ex_init(struct vfab_qp *qp);
 void vfab_qp_ex_fini(struct vfab_qp *qp);
 
@@ -365,8 +364,6 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe, uint32_
  * *posted the number of WRs that were posted before the one that failed.
  */
 int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe, uint32_t n, uint32_t *posted);
-void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *wqe, enum ibv_wc_status status,
-		       uint32_t byte_len);
 
 /* ---- vfab_attempt.c: one WR on the wire ---- */
 enum vfab_outcome {
@@ -405,18 +402,18 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu);
  */
 uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n);
 
-/* ---- vfab_sq.c: the send queue of WRs not complete yet ---- */
+/* ---- vfab_sq.c: the send queue of WRs not complete yet (sq_lock held) ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);
 /* Whether new WRs must queue behind a waiting or failed one. */
 bool vfab_sq_blocked(const struct vfab_qp *qp);
-/* Runs what is due (sq_lock held); returns when the next event is due, 0: none. */
-uint64_t vfab_sq_progress(struct vfab_qp *qp);
+/* Takes the oldest WR off the queue; NULL when empty. */
+struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp);
+/* Keeps a popped WR for a later append (or frees it). */
+void vfab_sq_recycle(struct vfab_qp *qp, struct vfab_swqe *wqe);
+/* Sends, delivers or resends in order what is due at now; stops at a blocked WR. */
+void vfab_sq_advance(struct vfab_qp *qp, uint64_t now);
 /* When the next event of the queue is due, 0 when nothing is pending. */
 uint64_t vfab_sq_next_due(const struct vfab_qp *qp);
-void vfab_req_progress(struct vfab_qp *qp);	/* the same, taking sq_lock, rescheduling */
-bool vfab_req_try_progress(struct vfab_qp *qp); /* false: sq_lock was taken */
-/* Completes every queued WR with WR_FLUSH_ERR (sq_lock held). */
-void vfab_req_flush_pending(struct vfab_qp *qp);
 /* Frees the queue without completions (RESET, destroy). */
 void vfab_sq_drop(struct vfab_qp *qp);
 

@@ -8,6 +8,7 @@
  * queue (vfab_sq.c). Nothing here completes a WR: the outcome says what the
  * send queue has to do with it.
  */
+#include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_resp.h"
@@ -108,7 +109,7 @@ static __attribute__((cold)) enum vfab_outcome no_answer(struct vfab_qp *qp, str
 
 	if (!now)
 		now = vfab_now_ns();
-	atomic_fetch_add_explicit(&p->cnt.local_ack_timeout_err, 1, memory_order_relaxed);
+	vfab_count_event(&p->cnt.local_ack_timeout_err, 1);
 	qp->sq_psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
@@ -184,9 +185,8 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 	case VFAB_RESP_RNR:
 		qp->sq_psn = w->psn;
 		if (w->rnr_left == 0) {
-			atomic_fetch_add_explicit(
-			    &ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err, 1,
-			    memory_order_relaxed);
+			vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err,
+					 1);
 			return failed(w, IBV_WC_RNR_RETRY_EXC_ERR);
 		}
 		if (w->rnr_left != RNR_RETRY_FOREVER)

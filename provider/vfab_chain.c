@@ -7,6 +7,7 @@
  * one process_vm_writev, in posting (and ascending address) order; the
  * completions are those of the WRs sent one by one (vfab_req.c).
  */
+#include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_resp.h"
 

@@ -66,16 +66,4 @@ static inline bool vfab_dest_ports_up(struct vfab_qp *qp)
 	       vfab_port_active(ctx->r, qp->dest.hca, qp->dest.port);
 }
 
-/* What the link model counts for a message it does not time. */
-static inline void vfab_count_links(struct vfab_region *r, const struct fabric_path *p,
-				    uint64_t bytes, uint32_t msgs)
-{
-	for (uint32_t i = 0; i < p->nhops; i++) {
-		struct vfab_link *l = &r->links[p->link[i]];
-
-		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
-		atomic_fetch_add_explicit(&l->msgs, msgs, memory_order_relaxed);
-	}
-}
-
 #endif /* VFAB_DEST_H */

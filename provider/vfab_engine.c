@@ -14,7 +14,7 @@
  * when it stops polling is done at most that late; a thread that arms a CQ
  * to sleep on its channel hands the work back at once (vfab_engine_kick).
  */
-#include "provider/vfab.h"
+#include "provider/vfab_comp.h"
 
 #include <sched.h>
 #include <sys/prctl.h>
@@ -88,6 +88,16 @@ static struct vfab_qp *earliest(void)
 	return next;
 }
 
+/* The completer's progress under the QP's lock (held on entry, released). */
+static void progress_locked(struct vfab_qp *qp)
+{
+	uint64_t due = vfab_comp_progress(qp);
+
+	if (due)
+		vfab_engine_schedule(qp, due);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
 /*
  * Runs one due QP; eng_lock held on entry and on return. A poller only
  * tries: its thread may hold the QP's lock (between wr_start and wr_complete).
@@ -100,10 +110,14 @@ static void run(struct vfab_qp *qp, bool poller)
 	list_del(qp);
 	qp->eng_busy++;
 	pthread_mutex_unlock(&eng_lock);
-	if (!poller)
-		vfab_req_progress(qp);
-	else if (!vfab_req_try_progress(qp))
+	if (!poller) {
+		pthread_mutex_lock(&qp->sq_lock);
+		progress_locked(qp);
+	} else if (!pthread_mutex_trylock(&qp->sq_lock)) {
+		progress_locked(qp);
+	} else {
 		vfab_engine_schedule(qp, due);
+	}
 	pthread_mutex_lock(&eng_lock);
 	qp->eng_busy--;
 	pthread_cond_broadcast(&eng_idle);

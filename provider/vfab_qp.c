@@ -5,6 +5,7 @@
  * receive ring) is a region slot that requesters of other processes reach by
  * QPN; the send side lives in this process.
  */
+#include "provider/vfab_comp.h"
 #include "provider/vfab_dest.h"
 
 #include <errno.h>
@@ -234,7 +235,7 @@ int vfab_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 
 	(void)mask; /* everything is at hand: fill it all, as mlx5 does */
 	pthread_mutex_lock(&qp->sq_lock);
-	vfab_qp_sync_state(qp);
+	vfab_comp_sync_state(qp);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;

@@ -4,7 +4,7 @@
  * WRs built between wr_start and wr_complete are kept in a batch and posted
  * together by wr_complete, or dropped by wr_abort, like mlx5's doorbell.
  */
-#include "provider/vfab.h"
+#include "provider/vfab_comp.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -78,7 +78,7 @@ static int wr_complete(struct ibv_qp_ex *x)
 	int rc = qp->batch_err;
 	uint32_t i;
 
-	vfab_qp_sync_state(qp);
+	vfab_comp_sync_state(qp);
 	/* All or nothing: an invalid batch rings no doorbell. */
 	for (i = 0; !rc && i < qp->batch_len; i++)
 		rc = vfab_req_check_post(qp, &qp->batch[i], i);

@@ -5,7 +5,7 @@
  * Responder attributes go to the region slot under its lock, so a requester
  * of another process sees a consistent QP.
  */
-#include "provider/vfab.h"
+#include "provider/vfab_comp.h"
 #include "provider/vfab_qp_state.h"
 
 #include <errno.h>
@@ -157,40 +157,6 @@ static void enter_reset(struct vfab_qp *qp)
 	}
 }
 
-/* ERR with the slot lock held: the receive side flushes now. */
-static void slot_enter_error(struct vfab_qp *qp)
-{
-	struct vfab_context *ctx = qp->ctx;
-	struct vfab_qp_slot *s = qp->s;
-
-	atomic_store(&s->qp_state, IBV_QPS_ERR);
-	if (s->srq < 0)
-		vfab_rq_flush(ctx->r, &s->rq, s->recv_cq, qp->qpn);
-	else
-		vfab_async_event(ctx->r, s->async_pid, s->async_id, s->user_qp,
-				 IBV_EVENT_QP_LAST_WQE_REACHED);
-}
-
-void vfab_qp_enter_error(struct vfab_qp *qp)
-{
-	if (qp->state == IBV_QPS_ERR)
-		return;
-	if (!vfab_lock(&qp->s->lock)) {
-		slot_enter_error(qp);
-		vfab_unlock(&qp->s->lock);
-	}
-	qp->state = IBV_QPS_ERR;
-	vfab_req_flush_pending(qp);
-}
-
-void vfab_qp_sync_state(struct vfab_qp *qp)
-{
-	if (qp->state != IBV_QPS_ERR && atomic_load(&qp->s->qp_state) == IBV_QPS_ERR) {
-		qp->state = IBV_QPS_ERR;
-		vfab_req_flush_pending(qp);
-	}
-}
-
 int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);
@@ -200,7 +166,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	int rc;
 
 	pthread_mutex_lock(&qp->sq_lock);
-	vfab_qp_sync_state(qp);
+	vfab_comp_sync_state(qp);
 	cur = qp->state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
 		rc = EINVAL;
@@ -224,13 +190,13 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		apply_attrs(qp, attr, mask);
 	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
-		slot_enter_error(qp);
+		vfab_qp_slot_error(qp->ctx->r, s, false, 0);
 	else
 		atomic_store(&s->qp_state, next);
 	vfab_unlock(&s->lock);
 
 	if (next == IBV_QPS_ERR)
-		vfab_req_flush_pending(qp);
+		vfab_comp_flush(qp);
 	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
 	    attr->en_sqd_async_notify && !qp->pend_head)
 		vfab_async_event(qp->ctx->r, s->async_pid, s->async_id, s->user_qp,

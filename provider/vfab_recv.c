@@ -72,6 +72,26 @@ void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, 
 	}
 }
 
+/*
+ * The receive side of a QP slot enters ERR (slot lock held), whoever breaks
+ * it: its own modify_qp, its own requester's failed WR, or a remote
+ * requester whose message broke a responder rule. Posted receives flush;
+ * announce raises ev at the owner first; on an SRQ the owner learns that
+ * the QP takes no more receives from it.
+ */
+void vfab_qp_slot_error(struct vfab_region *r, struct vfab_qp_slot *d, bool announce,
+			enum ibv_event_type ev)
+{
+	atomic_store(&d->qp_state, IBV_QPS_ERR);
+	if (d->srq < 0)
+		vfab_rq_flush(r, &d->rq, d->recv_cq, d->qpn);
+	if (announce)
+		vfab_async_event(r, d->async_pid, d->async_id, d->user_qp, ev);
+	if (d->srq >= 0)
+		vfab_async_event(r, d->async_pid, d->async_id, d->user_qp,
+				 IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
 int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);

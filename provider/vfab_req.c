@@ -5,56 +5,17 @@
  * unshaped path a message is delivered and completed inside post_send, in
  * the caller's thread; what is on a shaped path, or waits for an IB timer,
  * goes to the send queue (vfab_sq.c), which the engine thread and poll_cq
- * move on.
+ * move on through the completer (vfab_comp.c), which writes every send CQE.
  */
-#include "provider/vfab.h"
+#include "provider/vfab_comp.h"
 #include "provider/vfab_lead.h"
 
 #include <errno.h>
 #include <string.h>
 
-static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 static bool is_atomic(uint32_t op)
 {
 	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-/*
- * Send CQEs carry the WR's send queue index in src_qp: poll_cq uses it to
- * free the send queue slots up to it, like hardware's WQE counter.
- */
-void vfab_req_complete(struct vfab_qp *qp, const struct vfab_swqe *w, enum ibv_wc_status status,
-		       uint32_t byte_len)
-{
-	struct vfab_cqe e;
-
-	if (status == IBV_WC_SUCCESS && !qp->sq_sig_all && !(w->flags & IBV_SEND_SIGNALED))
-		return;
-	memset(&e, 0, sizeof(e));
-	e.wr_id = w->wr_id;
-	e.status = status;
-	e.opcode = wc_opcode(w->opcode);
-	e.vendor_err = vfab_vendor_err(status);
-	e.byte_len = byte_len;
-	e.qp_num = qp->qpn;
-	e.src_qp = w->sq_index;
-	vfab_cq_push(qp->ctx->r, qp->s->send_cq, &e, false);
 }
 
 /* What post_send refuses outright rather than completing with an error. */
@@ -119,7 +80,7 @@ static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
 		return due;
 	while (vfab_now_ns() < at)
 		vfab_cpu_relax();
-	return vfab_sq_progress(qp);
+	return vfab_comp_progress(qp);
 }
 
 static int start(struct vfab_qp *qp, struct vfab_swqe *w)
@@ -129,7 +90,7 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	int rc;
 
 	if (qp->state == IBV_QPS_ERR) {
-		vfab_req_complete(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		vfab_comp_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
 		return 0;
 	}
 	/* RC order: nothing overtakes a WR that waits. */
@@ -144,18 +105,18 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	now = w->due_ns ? vfab_now_ns() : 0;
 	/* The common case: delivered and acknowledged at once, nothing before it. */
 	if (!qp->pend_head && out == VFAB_OUT_ACKED && w->due_ns <= now) {
-		vfab_req_complete(qp, w, IBV_WC_SUCCESS, w->byte_len);
+		vfab_comp_send(qp, w, IBV_WC_SUCCESS, w->byte_len);
 		return 0;
 	}
 	if (!qp->pend_head && out == VFAB_OUT_FAILED) {
-		vfab_req_complete(qp, w, (enum ibv_wc_status)w->status, 0);
-		vfab_qp_enter_error(qp);
+		vfab_comp_send(qp, w, (enum ibv_wc_status)w->status, 0);
+		vfab_comp_error(qp);
 		return 0;
 	}
 	if (vfab_sq_append(qp, w)) {
 		/* The WR is on its way but cannot be tracked: complete it as lost. */
-		vfab_req_complete(qp, w, IBV_WC_LOC_QP_OP_ERR, 0);
-		vfab_qp_enter_error(qp);
+		vfab_comp_send(qp, w, IBV_WC_LOC_QP_OP_ERR, 0);
+		vfab_comp_error(qp);
 		return 0;
 	}
 	due = vfab_sq_next_due(qp);
@@ -209,7 +170,7 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_
 			prepare(qp, &w[i + j]);
 		done = vfab_attempt_writes(qp, w + i, k);
 		for (j = 0; j < done; j++)
-			vfab_req_complete(qp, &w[i + j], IBV_WC_SUCCESS, w[i + j].byte_len);
+			vfab_comp_send(qp, &w[i + j], IBV_WC_SUCCESS, w[i + j].byte_len);
 		for (j = done; j < k && !rc; j++)
 			rc = start(qp, &w[i + j]);
 		if (rc) {
@@ -290,7 +251,7 @@ int vfab_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 
 	*bad = NULL;
 	pthread_mutex_lock(&qp->sq_lock);
-	vfab_qp_sync_state(qp);
+	vfab_comp_sync_state(qp);
 	/* WRs accepted before a bad one are posted, as on the HCA. */
 	while (wr && !rc) {
 		first = wr;

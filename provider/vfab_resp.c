@@ -6,6 +6,7 @@
  * receive completion that announces them.
  */
 #include "provider/vfab_resp.h"
+#include "provider/vfab_counters.h"
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_xfer.h"
 
@@ -20,22 +21,6 @@ struct rwqe {
 	uint32_t pd;
 	struct vfab_sge sge[VFAB_MAX_SRQ_SGE];
 };
-
-static void count_port(struct vfab_port *p, bool tx, uint64_t bytes, uint32_t packets)
-{
-	_Atomic uint64_t *words = tx ? &p->cnt.xmit_data_words : &p->cnt.rcv_data_words;
-	_Atomic uint64_t *pkts = tx ? &p->cnt.xmit_packets : &p->cnt.rcv_packets;
-
-	atomic_fetch_add_explicit(words, bytes / 4, memory_order_relaxed);
-	atomic_fetch_add_explicit(pkts, packets, memory_order_relaxed);
-}
-
-void vfab_count_ports(struct vfab_region *r, uint32_t from_hca, uint32_t from_port, uint32_t to_hca,
-		      uint32_t to_port, uint64_t bytes, uint32_t packets)
-{
-	count_port(&r->hcas[from_hca].ports[from_port - 1], true, bytes, packets);
-	count_port(&r->hcas[to_hca].ports[to_port - 1], false, bytes, packets);
-}
 
 static struct vfab_port *dst_port(const struct vfab_msg *m)
 {
@@ -146,16 +131,7 @@ static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_
 static __attribute__((cold)) void resp_error(const struct vfab_msg *m, enum ibv_event_type ev,
 					     bool announce)
 {
-	struct vfab_qp_slot *d = m->d;
-
-	atomic_store(&d->qp_state, IBV_QPS_ERR);
-	if (d->srq < 0)
-		vfab_rq_flush(m->r, &d->rq, d->recv_cq, d->qpn);
-	if (announce)
-		vfab_async_event(m->r, d->async_pid, d->async_id, d->user_qp, ev);
-	if (d->srq >= 0)
-		vfab_async_event(m->r, d->async_pid, d->async_id, d->user_qp,
-				 IBV_EVENT_QP_LAST_WQE_REACHED);
+	vfab_qp_slot_error(m->r, m->d, announce, ev);
 }
 
 static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status status)
@@ -233,7 +209,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 	}
 	if (imm)
 		push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)m->len, 0);
-	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_write_requests, 1, memory_order_relaxed);
+	vfab_count_event(&dst_port(m)->cnt.rx_write_requests, 1);
 	res->kind = VFAB_RESP_ACK;
 }
 
@@ -287,7 +263,7 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 			return;
 		}
 	}
-	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_read_requests, 1, memory_order_relaxed);
+	vfab_count_event(&dst_port(m)->cnt.rx_read_requests, 1);
 	res->kind = VFAB_RESP_ACK;
 }
 
@@ -326,7 +302,7 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 		copy_failed(m, rc, res);
 		return;
 	}
-	atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_atomic_requests, 1, memory_order_relaxed);
+	vfab_count_event(&dst_port(m)->cnt.rx_atomic_requests, 1);
 	res->atomic_orig = orig;
 	res->kind = VFAB_RESP_ACK;
 }
@@ -363,11 +339,10 @@ static __attribute__((cold)) void resp_psn_mismatch(const struct vfab_msg *m, st
 
 	/* A message reaching from behind to epsn or past it is out of sequence there. */
 	if (!psn_behind(m->psn, epsn) || !psn_behind(last, epsn)) {
-		atomic_fetch_add_explicit(&dst_port(m)->cnt.out_of_sequence, 1,
-					  memory_order_relaxed);
+		vfab_count_event(&dst_port(m)->cnt.out_of_sequence, 1);
 		return;
 	}
-	atomic_fetch_add_explicit(&dst_port(m)->cnt.duplicate_request, 1, memory_order_relaxed);
+	vfab_count_event(&dst_port(m)->cnt.duplicate_request, 1);
 	switch (m->wqe->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -484,8 +459,7 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 		push_recv(&m[k - 1], &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			  (uint32_t)m[k - 1].len, 0);
 	if (k) {
-		atomic_fetch_add_explicit(&dst_port(m)->cnt.rx_write_requests, k,
-					  memory_order_relaxed);
+		vfab_count_event(&dst_port(m)->cnt.rx_write_requests, k);
 		atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
 	}
 out:

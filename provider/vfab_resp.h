@@ -58,8 +58,4 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n);
 /* UD has no answer: the datagram is delivered or silently dropped. */
 void vfab_resp_ud(const struct vfab_msg *m);
 
-/* Counts a message on the two ports (the link model counts the links). */
-void vfab_count_ports(struct vfab_region *r, uint32_t from_hca, uint32_t from_port, uint32_t to_hca,
-		      uint32_t to_port, uint64_t bytes, uint32_t packets);
-
 #endif /* VFAB_RESP_H */

@@ -6,8 +6,9 @@
  * a WR that waits for an RNR or ACK timer holds back every later one (RC
  * order), and those later ones that were already on the wire go back to
  * queued and are sent again after it (go-back-N, as an HCA resends from the
- * NAKed PSN). Completions are posted strictly in order. Everything here runs
- * under the QP's sq_lock, from post_send, poll_cq or the engine thread.
+ * NAKed PSN). The completer (vfab_comp.c) retires it in order. Everything
+ * here runs under the QP's sq_lock, from post_send, poll_cq or the engine
+ * thread.
  */
 #include "provider/vfab.h"
 #include "provider/vfab_lead.h"
@@ -29,7 +30,7 @@ static struct vfab_swqe *take(struct vfab_qp *qp)
 	return w;
 }
 
-static void give_back(struct vfab_qp *qp, struct vfab_swqe *w)
+void vfab_sq_recycle(struct vfab_qp *qp, struct vfab_swqe *w)
 {
 	if (qp->nspare >= SPARES_KEPT) {
 		free(w);
@@ -65,7 +66,7 @@ bool vfab_sq_blocked(const struct vfab_qp *qp)
 	return t && t->stage != VFAB_ST_ACKED && t->stage != VFAB_ST_FLIGHT;
 }
 
-static struct vfab_swqe *pop_head(struct vfab_qp *qp)
+struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp)
 {
 	struct vfab_swqe *w = qp->pend_head;
 
@@ -79,21 +80,11 @@ static struct vfab_swqe *pop_head(struct vfab_qp *qp)
 	return w;
 }
 
-void vfab_req_flush_pending(struct vfab_qp *qp)
-{
-	struct vfab_swqe *w;
-
-	while ((w = pop_head(qp))) {
-		vfab_req_complete(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
-		give_back(qp, w);
-	}
-}
-
 void vfab_sq_drop(struct vfab_qp *qp)
 {
 	struct vfab_swqe *w;
 
-	while ((w = pop_head(qp)))
+	while ((w = vfab_sq_pop(qp)))
 		free(w);
 	qp->pend_cursor = NULL;
 	while ((w = qp->spare)) {
@@ -111,11 +102,8 @@ static void go_back(struct vfab_swqe *w)
 			w->stage = VFAB_ST_QUEUED;
 }
 
-/*
- * Sends, delivers or resends in order what is due, from the first WR not
- * acknowledged yet; stops at a blocked WR.
- */
-static void advance(struct vfab_qp *qp, uint64_t now)
+/* From the first WR not acknowledged yet (the completer retires the rest). */
+void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 {
 	struct vfab_swqe *w;
 
@@ -195,57 +183,4 @@ uint64_t vfab_sq_next_due(const struct vfab_qp *qp)
 	if (c && c->stage != VFAB_ST_FAILED && (!due || c->due_ns < due))
 		due = c->due_ns;
 	return due;
-}
-
-uint64_t vfab_sq_progress(struct vfab_qp *qp)
-{
-	uint64_t now = vfab_now_ns();
-	struct vfab_swqe *w;
-
-	vfab_qp_sync_state(qp);
-	if (qp->state == IBV_QPS_ERR) {
-		vfab_req_flush_pending(qp);
-		return 0;
-	}
-	advance(qp, now);
-	while ((w = qp->pend_head)) {
-		if (w->stage == VFAB_ST_ACKED && w->due_ns <= now) {
-			pop_head(qp);
-			vfab_req_complete(qp, w, IBV_WC_SUCCESS, w->byte_len);
-			give_back(qp, w);
-		} else if (w->stage == VFAB_ST_FAILED) {
-			/* Every WR before it has completed: now the QP breaks. */
-			pop_head(qp);
-			vfab_req_complete(qp, w, (enum ibv_wc_status)w->status, 0);
-			give_back(qp, w);
-			vfab_qp_enter_error(qp);
-			return 0;
-		} else {
-			break;
-		}
-	}
-	return vfab_sq_next_due(qp);
-}
-
-static void progress_locked(struct vfab_qp *qp)
-{
-	uint64_t due = vfab_sq_progress(qp);
-
-	if (due)
-		vfab_engine_schedule(qp, due);
-	pthread_mutex_unlock(&qp->sq_lock);
-}
-
-void vfab_req_progress(struct vfab_qp *qp)
-{
-	pthread_mutex_lock(&qp->sq_lock);
-	progress_locked(qp);
-}
-
-bool vfab_req_try_progress(struct vfab_qp *qp)
-{
-	if (pthread_mutex_trylock(&qp->sq_lock))
-		return false;
-	progress_locked(qp);
-	return true;
 }

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CQ producer: appends completions to a CQ ring, for this process or a
+ * peer (the completer's send CQEs, the responder's receive CQEs, the flushes),
+ * as the two HCAs would. Entries are published with a release
+ * store of their seq, after the data they complete, so a poller that sees the
+ * entry also sees the bytes. An armed CQ wakes its channel's FIFO.
+ */
+#include "provider/vfab.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* What poll_cq reports in vendor_err: the mlx5 CQE error syndrome. */
+uint32_t vfab_vendor_err(enum ibv_wc_status status)
+{
+	switch (status) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_LOC_LEN_ERR:
+		return 0x01;
+	case IBV_WC_LOC_QP_OP_ERR:
+		return 0x02;
+	case IBV_WC_LOC_PROT_ERR:
+		return 0x04;
+	case IBV_WC_WR_FLUSH_ERR:
+		return 0x05;
+	case IBV_WC_BAD_RESP_ERR:
+		return 0x10;
+	case IBV_WC_LOC_ACCESS_ERR:
+		return 0x11;
+	case IBV_WC_REM_INV_REQ_ERR:
+		return 0x12;
+	case IBV_WC_REM_ACCESS_ERR:
+		return 0x13;
+	case IBV_WC_REM_OP_ERR:
+		return 0x14;
+	case IBV_WC_RETRY_EXC_ERR:
+		return 0x15;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return 0x16;
+	default:
+		return 0xff;
+	}
+}
+
+/* Whether this completion fires the CQ's armed notification (lock held). */
+static bool take_arm(struct vfab_cq_slot *s, const struct vfab_cqe *e, bool solicited)
+{
+	uint32_t armed = atomic_load(&s->armed);
+
+	if (armed == 0)
+		return false;
+	if (armed == 2 && !solicited && e->status == IBV_WC_SUCCESS)
+		return false;
+	atomic_store(&s->armed, 0);
+	return true;
+}
+
+int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited)
+{
+	struct vfab_cq_slot *s = &r->cqs[cq_slot];
+	struct vfab_cqe *ring, *d;
+	uint64_t head, tail, cookie = 0;
+	int32_t chan_pid = 0, async_pid = 0;
+	uint32_t chan_id = 0, async_id = 0;
+	bool notify = false, overflow = false;
+	int rc = 0;
+
+	if (vfab_lock(&s->lock))
+		return -EIO;
+	if (atomic_load(&s->state) != VFAB_SLOT_USED || !s->ring_off) {
+		rc = -ENOENT;
+		goto out;
+	}
+	tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+	head = atomic_load_explicit(&s->head, memory_order_acquire);
+	cookie = s->user_cq;
+	if (tail - head >= s->cap) {
+		/* Hardware drops the CQE and reports CQ_ERR once. */
+		overflow = !atomic_exchange(&s->overflow, 1);
+		async_pid = s->async_pid;
+		async_id = s->async_id;
+		rc = -ENOSPC;
+		goto out;
+	}
+	ring = vfab_at(r, s->ring_off);
+	d = &ring[tail & (s->cap - 1)];
+	memcpy((char *)d + sizeof(d->seq), (const char *)e + sizeof(e->seq),
+	       sizeof(*d) - sizeof(d->seq));
+	atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
+	atomic_store_explicit(&s->tail, tail + 1, memory_order_relaxed);
+	if (s->chan_id && take_arm(s, e, solicited)) {
+		notify = true;
+		chan_pid = s->chan_pid;
+		chan_id = s->chan_id;
+	}
+out:
+	vfab_unlock(&s->lock);
+	if (notify)
+		vfab_fifo_send(r->rundir, chan_pid, chan_id, &cookie, sizeof(cookie));
+	if (overflow)
+		vfab_async_event(r, async_pid, async_id, cookie, IBV_EVENT_CQ_ERR);
+	return rc;
+}
+
+/*
+ * Removes the entries of a destroyed or reset QP, as mlx5 cleans its CQs, so
+ * a later poll never reports a QP number that no longer exists.
+ */
+void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn)
+{
+	struct vfab_cq_slot *s = cq->s;
+	uint64_t head, tail, i, w;
+
+	pthread_spin_lock(&cq->poll_lock);
+	if (vfab_lock(&s->lock)) {
+		pthread_spin_unlock(&cq->poll_lock);
+		return;
+	}
+	head = atomic_load(&s->head);
+	tail = atomic_load(&s->tail);
+	for (i = w = head; i < tail; i++) {
+		struct vfab_cqe *e = &cq->ring[i & cq->mask];
+
+		if (e->qp_num == qpn)
+			continue;
+		if (w != i) {
+			struct vfab_cqe *d = &cq->ring[w & cq->mask];
+
+			memcpy((char *)d + sizeof(d->seq), (char *)e + sizeof(e->seq),
+			       sizeof(*d) - sizeof(d->seq));
+			atomic_store_explicit(&d->seq, w + 1, memory_order_release);
+		}
+		w++;
+	}
+	/* Vacated entries must not look valid for the positions they will hold. */
+	for (i = w; i < tail; i++)
+		atomic_store(&cq->ring[i & cq->mask].seq, 0);
+	atomic_store(&s->tail, w);
+	vfab_unlock(&s->lock);
+	pthread_spin_unlock(&cq->poll_lock);
+}
