@@ -366,20 +366,15 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe, uint32_
 int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe, uint32_t n, uint32_t *posted);
 
 /* ---- vfab_attempt.c: one WR on the wire ---- */
-enum vfab_outcome {
-	VFAB_OUT_ACKED,	  /* delivered: completes at wqe->due_ns */
-	VFAB_OUT_FLIGHT,  /* booked: delivered at wqe->due_ns */
-	VFAB_OUT_BLOCKED, /* waits for a timer until wqe->due_ns */
-	VFAB_OUT_FAILED,  /* wqe->status is its error completion */
-};
 /*
- * Sends the WR (or again, after a wait); sets stage, due_ns and friends.
+ * Sends the WR (or again, after a wait); sets stage (and returns it), due_ns
+ * and friends.
  * now 0: the clock is read only when needed (a shaped path, a timer); a WR
  * delivered at once then gets due_ns 0.
  */
-enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+enum vfab_stage vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
 /* A FLIGHT WR reaches its destination at now. */
-enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
+enum vfab_stage vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *wqe, uint64_t now);
 /* The WR's local segments, checked against this HCA's keys, into iov. */
 enum ibv_wc_status vfab_gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
 			       unsigned int *n, uint64_t *len);

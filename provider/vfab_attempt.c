@@ -47,12 +47,11 @@ static bool reads_into_local(uint32_t op)
 	return op == IBV_WR_RDMA_READ || is_atomic(op);
 }
 
-static __attribute__((cold)) enum vfab_outcome failed(struct vfab_swqe *w,
-						      enum ibv_wc_status status)
+static __attribute__((cold)) enum vfab_stage failed(struct vfab_swqe *w, enum ibv_wc_status status)
 {
 	w->stage = VFAB_ST_FAILED;
 	w->status = status;
-	return VFAB_OUT_FAILED;
+	return VFAB_ST_FAILED;
 }
 
 enum ibv_wc_status vfab_gather(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
@@ -102,8 +101,8 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu)
 }
 
 /* Nothing came back: the ACK timer runs; the send queue retries or gives up. */
-static __attribute__((cold)) enum vfab_outcome no_answer(struct vfab_qp *qp, struct vfab_swqe *w,
-							 uint64_t now)
+static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struct vfab_swqe *w,
+						       uint64_t now)
 {
 	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
 
@@ -113,7 +112,7 @@ static __attribute__((cold)) enum vfab_outcome no_answer(struct vfab_qp *qp, str
 	qp->sq_psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
-	return VFAB_OUT_BLOCKED;
+	return VFAB_ST_WAIT_TIMEOUT;
 }
 
 /*
@@ -141,9 +140,9 @@ static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint6
  * The responder's half at now, to the destination d that vfab_dest gave
  * with both ports up; the ACK (if any) is due at w->ack_ns.
  */
-static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
-				     struct vfab_qp_slot *d, struct iovec *iov, unsigned int n,
-				     uint64_t len)
+static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
+				   struct vfab_qp_slot *d, struct iovec *iov, unsigned int n,
+				   uint64_t len)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_resp res;
@@ -181,7 +180,7 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 		}
 		w->stage = VFAB_ST_ACKED;
 		w->due_ns = w->ack_ns > now ? w->ack_ns : now;
-		return VFAB_OUT_ACKED;
+		return VFAB_ST_ACKED;
 	case VFAB_RESP_RNR:
 		qp->sq_psn = w->psn;
 		if (w->rnr_left == 0) {
@@ -193,7 +192,7 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
 			w->rnr_left--;
 		w->stage = VFAB_ST_WAIT_RNR;
 		w->due_ns = (now ? now : vfab_now_ns()) + rnr_ns(res.rnr_timer);
-		return VFAB_OUT_BLOCKED;
+		return VFAB_ST_WAIT_RNR;
 	case VFAB_RESP_NAK:
 		return failed(w, res.status);
 	default:
@@ -206,7 +205,7 @@ static enum vfab_outcome rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, ui
  * or, on a path with rate or latency, when the model says. Out of line: the
  * plain path's code stays compact (what runs before its copy delays it).
  */
-static __attribute__((noinline)) enum vfab_outcome
+static __attribute__((noinline)) enum vfab_stage
 rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct vfab_qp_slot *d,
 		   struct iovec *iov, unsigned int n, uint64_t len)
 {
@@ -226,19 +225,19 @@ rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct
 	rc_book(qp, w, len, now);
 	if (shaped && w->due_ns > now) {
 		w->stage = VFAB_ST_FLIGHT;
-		return VFAB_OUT_FLIGHT;
+		return VFAB_ST_FLIGHT;
 	}
 	if (!vfab_dest_ports_up(qp))
 		return no_answer(qp, w, now);
 	return rc_transfer(qp, w, now, d, iov, n, len);
 }
 
-static enum vfab_outcome rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
 	struct vfab_region *r = qp->ctx->r;
 	struct iovec iov[VFAB_MAX_SGE + 1];
 	struct vfab_qp_slot *d;
-	enum vfab_outcome out;
+	enum vfab_stage out;
 	enum ibv_wc_status st;
 	unsigned int n;
 	uint64_t len;
@@ -316,8 +315,8 @@ static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct io
 }
 
 /* UD has no ACK: once sent, the WR succeeds whatever happens to the datagram. */
-static enum vfab_outcome ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
-				    bool booked)
+static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
+				  bool booked)
 {
 	struct iovec iov[VFAB_MAX_SGE + 1];
 	struct fabric_booking b;
@@ -337,33 +336,33 @@ static enum vfab_outcome ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uin
 	w->stage = VFAB_ST_ACKED;
 	w->due_ns = now;
 	if (!ud_route(qp, w, &h, &p, &type, &path))
-		return VFAB_OUT_ACKED;
+		return VFAB_ST_ACKED;
 	if (!booked) {
 		bool shaped = fabric_path_shaped(qp->ctx->r, &path);
 
 		if (fabric_path_drop(qp->ctx->r, &path, &qp->rng))
-			return VFAB_OUT_ACKED;
+			return VFAB_ST_ACKED;
 		if (shaped && !now)
 			now = vfab_now_ns();
 		fabric_path_book(qp->ctx->r, &path, now, len, true, &b);
 		if (shaped && b.deliver_ns > now) {
 			w->stage = VFAB_ST_FLIGHT;
 			w->due_ns = b.deliver_ns;
-			return VFAB_OUT_FLIGHT;
+			return VFAB_ST_FLIGHT;
 		}
 	}
 	ud_transfer(qp, w, iov, n, len, h, p, type);
-	return VFAB_OUT_ACKED;
+	return VFAB_ST_ACKED;
 }
 
-enum vfab_outcome vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+enum vfab_stage vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, false);
 	return rc_attempt(qp, w, now);
 }
 
-enum vfab_outcome vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+enum vfab_stage vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
 	struct iovec iov[VFAB_MAX_SGE + 1];
 	struct vfab_qp_slot *d;

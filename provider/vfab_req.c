@@ -85,7 +85,7 @@ static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
 
 static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 {
-	enum vfab_outcome out;
+	enum vfab_stage out;
 	uint64_t now, due;
 	int rc;
 
@@ -104,11 +104,11 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	out = vfab_attempt(qp, w, 0);
 	now = w->due_ns ? vfab_now_ns() : 0;
 	/* The common case: delivered and acknowledged at once, nothing before it. */
-	if (!qp->pend_head && out == VFAB_OUT_ACKED && w->due_ns <= now) {
+	if (!qp->pend_head && out == VFAB_ST_ACKED && w->due_ns <= now) {
 		vfab_comp_send(qp, w, IBV_WC_SUCCESS, w->byte_len);
 		return 0;
 	}
-	if (!qp->pend_head && out == VFAB_OUT_FAILED) {
+	if (!qp->pend_head && out == VFAB_ST_FAILED) {
 		vfab_comp_send(qp, w, (enum ibv_wc_status)w->status, 0);
 		vfab_comp_error(qp);
 		return 0;

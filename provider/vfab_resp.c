@@ -41,39 +41,45 @@ static bool back_path_ok(const struct vfab_msg *m)
 	return false;
 }
 
-/* Takes the next receive WQE of the QP's RQ or SRQ; false when none is posted. */
-static bool take_rwqe(const struct vfab_msg *m, struct rwqe *out)
+/*
+ * Rule: a receive is posted (SEND, WRITE with immediate); RNR if none. With
+ * rw, the next receive WQE of the QP's RQ or SRQ is taken into it; without,
+ * the QP's own RQ is only looked at (a chain consumes it after its copy).
+ */
+static enum vfab_resp_kind check_rq(const struct vfab_msg *m, struct rwqe *rw)
 {
 	struct vfab_qp_slot *d = m->d;
 	struct vfab_srq_slot *srq = NULL;
 	struct vfab_rq *rq = &d->rq;
 	struct vfab_rwqe *w;
-	bool ok = false;
+	enum vfab_resp_kind kind = VFAB_RESP_RNR;
 
-	out->pd = d->pd;
+	if (!rw)
+		return vfab_rq_peek(m->r, rq) ? VFAB_RESP_PASS : VFAB_RESP_RNR;
+	rw->pd = d->pd;
 	if (d->srq >= 0) {
 		srq = &m->r->srqs[d->srq];
 		if (vfab_lock(&srq->lock))
-			return false;
+			return VFAB_RESP_RNR;
 		if (atomic_load(&srq->state) != VFAB_SLOT_USED)
 			goto out;
 		rq = &srq->rq;
-		out->pd = srq->pd;
+		rw->pd = srq->pd;
 	}
 	w = vfab_rq_peek(m->r, rq);
 	if (w) {
-		out->wr_id = w->wr_id;
-		out->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
-		memcpy(out->sge, w + 1, out->num_sge * sizeof(out->sge[0]));
+		rw->wr_id = w->wr_id;
+		rw->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
+		memcpy(rw->sge, w + 1, rw->num_sge * sizeof(rw->sge[0]));
 		vfab_rq_consume(rq);
-		ok = true;
+		kind = VFAB_RESP_PASS;
 		if (srq)
 			vfab_srq_check_limit(m->r, srq);
 	}
 out:
 	if (srq)
 		vfab_unlock(&srq->lock);
-	return ok;
+	return kind;
 }
 
 /* The receive buffers as this process's view of the owner's memory. */
@@ -127,13 +133,6 @@ static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_
 	vfab_cq_push(m->r, m->d->recv_cq, &e, (w->flags & IBV_SEND_SOLICITED) != 0);
 }
 
-/* The responder QP breaks: error state, receives flushed, owner told. */
-static __attribute__((cold)) void resp_error(const struct vfab_msg *m, enum ibv_event_type ev,
-					     bool announce)
-{
-	vfab_qp_slot_error(m->r, m->d, announce, ev);
-}
-
 static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status status)
 {
 	res->kind = VFAB_RESP_NAK;
@@ -152,24 +151,41 @@ static struct vfab_peer peer_of(const struct vfab_msg *m)
 	return p;
 }
 
-/* The target range of an RDMA request, checked as the responder's HCA does. */
-static bool remote_range(const struct vfab_msg *m, uint32_t access, uint64_t len, struct iovec *out,
-			 struct vfab_resp *res)
+/*
+ * Rule: R_Key, PD, range and access of the target of an RDMA request, as the
+ * responder's HCA checks them; out is the range in the owner's memory. A
+ * request of zero bytes carries no R_Key to check. NAK: *st says why.
+ */
+static enum vfab_resp_kind check_rkey(const struct vfab_msg *m, uint32_t access, uint64_t len,
+				      struct iovec *out, enum ibv_wc_status *st)
 {
 	const struct vfab_swqe *w = m->wqe;
-	enum ibv_wc_status st;
 	uint64_t va;
 
-	st = vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, m->d->pd,
-				  w->remote_addr, len, access, m->d->access, &va);
-	if (st != IBV_WC_SUCCESS) {
-		nak(res, st);
-		resp_error(m, IBV_EVENT_QP_ACCESS_ERR, true);
-		return false;
-	}
+	if (!len)
+		return VFAB_RESP_PASS;
+	*st = vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, m->d->pd,
+				   w->remote_addr, len, access, m->d->access, &va);
+	if (*st != IBV_WC_SUCCESS)
+		return VFAB_RESP_NAK;
 	out->iov_base = (void *)(uintptr_t)va;
 	out->iov_len = len;
-	return true;
+	return VFAB_RESP_PASS;
+}
+
+/* Rule: an atomic's target is 8-byte aligned; else an invalid request NAK. */
+static enum vfab_resp_kind check_atomic(const struct vfab_msg *m)
+{
+	return vfab_atomic_check_remote(m->wqe->remote_addr) == IBV_WC_SUCCESS ? VFAB_RESP_PASS
+									       : VFAB_RESP_NAK;
+}
+
+/* A remote access violation: the responder QP breaks, the requester hears why. */
+static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ibv_wc_status st,
+					       struct vfab_resp *res)
+{
+	nak(res, st);
+	vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_ACCESS_ERR);
 }
 
 /* A failed copy: the owner is gone (no answer) or the memory is. */
@@ -180,21 +196,22 @@ static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
 	}
-	nak(res, IBV_WC_REM_ACCESS_ERR);
-	resp_error(m, IBV_EVENT_QP_ACCESS_ERR, true);
+	access_error(m, IBV_WC_REM_ACCESS_ERR, res);
 }
 
 static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	bool imm = m->wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	enum ibv_wc_status st;
 	struct iovec dst;
 	struct rwqe rw;
 	int rc;
 
-	/* A zero-length RDMA WRITE carries no R_Key to check. */
-	if (m->len && !remote_range(m, IBV_ACCESS_REMOTE_WRITE, m->len, &dst, res))
+	if (check_rkey(m, IBV_ACCESS_REMOTE_WRITE, m->len, &dst, &st) != VFAB_RESP_PASS) {
+		access_error(m, st, res);
 		return;
-	if (imm && !take_rwqe(m, &rw)) {
+	}
+	if (imm && check_rq(m, &rw) != VFAB_RESP_PASS) {
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
@@ -223,7 +240,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	uint64_t cap;
 	int rc;
 
-	if (!take_rwqe(m, &rw)) {
+	if (check_rq(m, &rw) != VFAB_RESP_PASS) {
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
@@ -234,7 +251,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		/* The receiver sees its own error; the sender hears why. */
 		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		nak(res, st == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_OP_ERR);
-		resp_error(m, IBV_EVENT_QP_FATAL, false);
+		vfab_qp_slot_error(m->r, m->d, false, IBV_EVENT_QP_FATAL);
 		return;
 	}
 	p = peer_of(m);
@@ -249,12 +266,15 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 
 static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 {
+	enum ibv_wc_status st;
 	struct iovec src;
 	int rc;
 
+	if (check_rkey(m, IBV_ACCESS_REMOTE_READ, m->len, &src, &st) != VFAB_RESP_PASS) {
+		access_error(m, st, res);
+		return;
+	}
 	if (m->len) {
-		if (!remote_range(m, IBV_ACCESS_REMOTE_READ, m->len, &src, res))
-			return;
 		struct vfab_peer p = peer_of(m);
 
 		rc = vfab_xfer_read(&p, m->liov, m->nliov, &src, 1);
@@ -274,15 +294,19 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 	struct vfab_peer p = peer_of(m);
 	uint64_t orig = 0, val;
 	struct iovec target, mine = {&orig, sizeof(orig)}, next = {&val, sizeof(val)};
+	enum ibv_wc_status st;
 	int rc;
 
-	if (vfab_atomic_check_remote(w->remote_addr) != IBV_WC_SUCCESS) {
+	if (check_atomic(m) != VFAB_RESP_PASS) {
 		nak(res, IBV_WC_REM_INV_REQ_ERR);
-		resp_error(m, IBV_EVENT_QP_REQ_ERR, true);
+		vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
-	if (!remote_range(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, res))
+	if (check_rkey(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, &st) !=
+	    VFAB_RESP_PASS) {
+		access_error(m, st, res);
 		return;
+	}
 	if (vfab_lock(&m->r->atomic_lock)) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -313,6 +337,21 @@ static bool receiving(uint32_t state)
 }
 
 /*
+ * Rule: the destination is an RC QP in a receiving state on the port the
+ * message reached, connected back to the requester. Anything else never
+ * answers (destination lock held).
+ */
+static enum vfab_resp_kind check_state(const struct vfab_msg *m)
+{
+	struct vfab_qp_slot *d = m->d;
+
+	if (atomic_load(&d->state) != VFAB_SLOT_USED || !receiving(atomic_load(&d->qp_state)) ||
+	    d->qp_type != IBV_QPT_RC || d->port != m->dst_port || !back_path_ok(m))
+		return VFAB_RESP_NO_ANSWER;
+	return VFAB_RESP_PASS;
+}
+
+/*
  * IBA 9.9.3.1: the half of the 24-bit PSN space before the expected PSN is
  * the duplicate region, the other half is ahead. psn != epsn here.
  */
@@ -322,54 +361,70 @@ static bool psn_behind(uint32_t psn, uint32_t epsn)
 }
 
 /*
- * A request whose PSN is not the expected one (destination lock held).
- * Ahead: a PSN sequence error NAK the requester cannot use, so in effect no
- * answer. Behind, with every packet of the message in the duplicate region:
- * a duplicate the requester believes unanswered. Its SEND or WRITE already
- * took effect (as far as the responder knows) and is only acknowledged
- * again, so the requester completes although nothing arrives; a READ has no
- * side effect and is executed again; an atomic could only be answered from
- * the saved result of the original, which vfab does not keep (nor does rxe
- * when it finds none): dropped. The expected PSN stays where it is.
+ * Rule: the request's PSN is the expected one (destination lock held); PASS
+ * with *dup false. Ahead: a PSN sequence error NAK the requester cannot use,
+ * so in effect no answer. Behind, with every packet of the message in the
+ * duplicate region (*dup): a duplicate the requester believes unanswered.
+ * Its SEND or WRITE already took effect (as far as the responder knows) and
+ * is only acknowledged again, so the requester completes although nothing
+ * arrives; a READ has no side effect and is executed again (PASS); an atomic
+ * could only be answered from the saved result of the original, which vfab
+ * does not keep (nor does rxe when it finds none): dropped. Either way the
+ * expected PSN stays where it is.
  */
-static __attribute__((cold)) void resp_psn_mismatch(const struct vfab_msg *m, struct vfab_resp *res)
+static enum vfab_resp_kind check_psn(const struct vfab_msg *m, bool *dup)
 {
 	uint32_t epsn = atomic_load(&m->d->epsn);
 	uint32_t last = (m->psn + (m->npkts ? m->npkts - 1 : 0)) & VFAB_PSN_MASK;
 
+	*dup = false;
+	if (__builtin_expect(m->psn == epsn, 1))
+		return VFAB_RESP_PASS;
 	/* A message reaching from behind to epsn or past it is out of sequence there. */
-	if (!psn_behind(m->psn, epsn) || !psn_behind(last, epsn)) {
-		vfab_count_event(&dst_port(m)->cnt.out_of_sequence, 1);
-		return;
-	}
-	vfab_count_event(&dst_port(m)->cnt.duplicate_request, 1);
+	if (!psn_behind(m->psn, epsn) || !psn_behind(last, epsn))
+		return VFAB_RESP_NO_ANSWER;
+	*dup = true;
 	switch (m->wqe->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
-		res->kind = VFAB_RESP_ACK;
-		break;
+		return VFAB_RESP_ACK;
 	case IBV_WR_RDMA_READ:
-		resp_read(m, res);
-		break;
+		return VFAB_RESP_PASS;
 	default:
-		break;
+		return VFAB_RESP_NO_ANSWER;
 	}
+}
+
+/* A request off the expected PSN, as check_psn judged it: counted, and a READ runs again. */
+static __attribute__((cold)) void resp_psn_mismatch(const struct vfab_msg *m,
+						    enum vfab_resp_kind kind, bool dup,
+						    struct vfab_resp *res)
+{
+	struct vfab_port *p = dst_port(m);
+
+	vfab_count_event(dup ? &p->cnt.duplicate_request : &p->cnt.out_of_sequence, 1);
+	if (kind == VFAB_RESP_PASS)
+		resp_read(m, res);
+	else
+		res->kind = kind;
 }
 
 void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct vfab_qp_slot *d = m->d;
+	enum vfab_resp_kind kind;
+	bool dup;
 
 	res->kind = VFAB_RESP_NO_ANSWER;
 	if (vfab_lock(&d->lock))
 		return;
-	if (atomic_load(&d->state) != VFAB_SLOT_USED || !receiving(atomic_load(&d->qp_state)) ||
-	    d->qp_type != IBV_QPT_RC || d->port != m->dst_port || !back_path_ok(m))
+	if (check_state(m) != VFAB_RESP_PASS)
 		goto out;
-	if (m->psn != atomic_load(&d->epsn)) {
-		resp_psn_mismatch(m, res);
+	kind = check_psn(m, &dup);
+	if (kind != VFAB_RESP_PASS || dup) {
+		resp_psn_mismatch(m, kind, dup, res);
 		goto out;
 	}
 	switch (m->wqe->opcode) {
@@ -400,53 +455,44 @@ out:
 	vfab_unlock(&d->lock);
 }
 
-/* What every message of a chain needs from the destination QP (lock held). */
-static bool accepts_rc(const struct vfab_msg *m)
-{
-	struct vfab_qp_slot *d = m->d;
-
-	return atomic_load(&d->state) == VFAB_SLOT_USED && receiving(atomic_load(&d->qp_state)) &&
-	       d->qp_type == IBV_QPT_RC && d->port == m->dst_port && back_path_ok(m);
-}
-
+/*
+ * The rules of resp_write, message by message, under one hold of the lock;
+ * only the copy is batched. A chain starts only at the expected PSN and
+ * stops before the first message a rule would not let through: that one
+ * has had no effect here, and vfab_resp_rc gives it its exact outcome.
+ */
 uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 {
 	struct vfab_qp_slot *d = m[0].d;
 	struct iovec dst[VFAB_CHAIN_MAX];
+	enum ibv_wc_status st;
 	uint32_t k, nd = 0;
 	struct rwqe rw;
-	bool imm = false;
+	bool imm = false, dup;
 
 	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
 		return 0;
-	if (!accepts_rc(&m[0]) || m[0].psn != atomic_load(&d->epsn)) {
+	if (check_state(&m[0]) != VFAB_RESP_PASS || check_psn(&m[0], &dup) != VFAB_RESP_PASS ||
+	    dup) {
 		k = 0;
 		goto out;
 	}
 	for (k = 0; k < n; k++) {
-		const struct vfab_swqe *w = m[k].wqe;
-		uint64_t va;
-
-		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		if (check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len, &dst[nd], &st) !=
+		    VFAB_RESP_PASS)
+			break;
+		if (m[k].wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 			/*
-			 * Consumed only after the copy: nobody else takes from a
-			 * QP's own ring while we hold its lock; an SRQ's is shared.
+			 * Only last, and only from the QP's own ring, consumed
+			 * after the copy: nobody else takes from it while we
+			 * hold its lock; an SRQ's is shared.
 			 */
-			if (k != n - 1 || d->srq >= 0 || !vfab_rq_peek(m->r, &d->rq))
+			if (k != n - 1 || d->srq >= 0 || check_rq(&m[k], NULL) != VFAB_RESP_PASS)
 				break;
 			imm = true;
 		}
-		if (!m[k].len)
-			continue;
-		if (vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, d->pd,
-					 w->remote_addr, m[k].len, IBV_ACCESS_REMOTE_WRITE,
-					 d->access, &va) != IBV_WC_SUCCESS) {
-			imm = false;
-			break;
-		}
-		dst[nd].iov_base = (void *)(uintptr_t)va;
-		dst[nd].iov_len = m[k].len;
-		nd++;
+		if (m[k].len)
+			nd++;
 	}
 	/* A failed copy may have written part of it: the single path writes it again. */
 	if (k && nd &&
@@ -455,7 +501,7 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 		k = 0;
 		goto out;
 	}
-	if (imm && take_rwqe(&m[k - 1], &rw))
+	if (imm && check_rq(&m[k - 1], &rw) == VFAB_RESP_PASS)
 		push_recv(&m[k - 1], &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			  (uint32_t)m[k - 1].len, 0);
 	if (k) {
@@ -542,7 +588,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	if (atomic_load(&d->state) != VFAB_SLOT_USED || !receiving(atomic_load(&d->qp_state)) ||
 	    d->qp_type != IBV_QPT_UD || d->port != m->dst_port || d->qkey != qkey)
 		goto out;
-	if (!take_rwqe(m, &rw))
+	if (check_rq(m, &rw) != VFAB_RESP_PASS)
 		goto out; /* no receive posted: the datagram is dropped */
 	st = scatter_list(m, &rw, dst, &n, &cap);
 	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES)

@@ -108,7 +108,7 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 	struct vfab_swqe *w;
 
 	for (w = qp->pend_cursor; w; w = w->next) {
-		enum vfab_outcome out;
+		enum vfab_stage out;
 
 		switch (w->stage) {
 		case VFAB_ST_ACKED:
@@ -152,13 +152,13 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 			out = vfab_attempt(qp, w, now);
 			break;
 		}
-		if (out == VFAB_OUT_BLOCKED) {
+		if (out == VFAB_ST_WAIT_RNR || out == VFAB_ST_WAIT_TIMEOUT) {
 			go_back(w);
 			return;
 		}
-		if (out == VFAB_OUT_FAILED)
+		if (out == VFAB_ST_FAILED)
 			return;
-		if (out == VFAB_OUT_ACKED && qp->pend_cursor == w)
+		if (out == VFAB_ST_ACKED && qp->pend_cursor == w)
 			qp->pend_cursor = w->next;
 	}
 }
