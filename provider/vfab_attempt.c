@@ -148,22 +148,9 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	struct vfab_resp res;
 	struct vfab_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.d = d;
-	m.memfd = qp->dest.memfd;
-	m.r = ctx->r;
-	m.wqe = w;
-	m.self_pid = ctx->owner.pid;
-	m.src_hca = ctx->hca_idx;
-	m.src_port = qp->s->port;
-	m.src_qpn = qp->qpn;
-	m.liov = iov;
-	m.nliov = n;
-	m.len = len;
+	vfab_msg_build(&m, qp, w, iov, n, len, d, qp->dest.hca, qp->dest.port, qp->dest.memfd);
 	m.psn = w->psn;
 	m.npkts = w->npkts;
-	m.dst_hca = qp->dest.hca;
-	m.dst_port = qp->dest.port;
 	vfab_resp_rc(&m, &res);
 
 	switch (res.kind) {
@@ -285,30 +272,19 @@ static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct io
 			unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint8_t type)
 {
 	struct vfab_context *ctx = qp->ctx;
+	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
 	struct vfab_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.memfd = -1;
-	m.d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
-	if (m.d) {
-		m.r = ctx->r;
-		m.wqe = w;
-		m.self_pid = ctx->owner.pid;
-		m.src_hca = ctx->hca_idx;
+	if (d) {
+		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, -1);
 		m.src_port = w->ah->port;
-		m.src_qpn = qp->qpn;
 		m.src_qkey = qp->attr.qkey;
-		m.liov = iov;
-		m.nliov = n;
-		m.len = len;
 		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
 		m.dgid = w->ah->dgid;
 		m.sgid_type = type;
 		m.traffic_class = w->ah->traffic_class;
 		m.hop_limit = w->ah->hop_limit;
 		m.flow_label = w->ah->flow_label;
-		m.dst_hca = h;
-		m.dst_port = p;
 		vfab_resp_ud(&m);
 	}
 	vfab_count_ports(ctx->r, ctx->hca_idx, w->ah->port, h, p, len, 1);

@@ -35,22 +35,11 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 	for (i = 0; i < n; i++) {
 		if (vfab_gather(qp, &w[i], qp->chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
 			break;
-		memset(&m[i], 0, sizeof(m[i]));
-		m[i].r = ctx->r;
-		m[i].wqe = &w[i];
-		m[i].self_pid = ctx->owner.pid;
-		m[i].src_hca = ctx->hca_idx;
-		m[i].src_port = qp->s->port;
-		m[i].src_qpn = qp->qpn;
-		m[i].liov = qp->chain_iov + nl;
-		m[i].nliov = cnt;
-		m[i].len = len;
+		/* memfd -1: one process_vm_writev for all. */
+		vfab_msg_build(&m[i], qp, &w[i], qp->chain_iov + nl, cnt, len, d, qp->dest.hca,
+			       qp->dest.port, -1);
 		m[i].psn = psn;
 		m[i].npkts = vfab_packets(len, qp->mtu_bytes);
-		m[i].d = d;
-		m[i].memfd = -1; /* one process_vm_writev for all */
-		m[i].dst_hca = qp->dest.hca;
-		m[i].dst_port = qp->dest.port;
 		w[i].byte_len = (uint32_t)len;
 		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
 		nl += cnt;

@@ -9,6 +9,7 @@
 
 #include "provider/vfab.h"
 
+#include <string.h>
 #include <sys/uio.h>
 
 struct vfab_msg {
@@ -30,6 +31,35 @@ struct vfab_msg {
 	int memfd;
 	uint32_t dst_hca, dst_port;
 };
+
+/*
+ * The one builder of a message: WR w of qp, its gathered local segments
+ * (iov, n, len bytes), to QP slot d at port dst_port of HCA dst_hca; memfd
+ * as in struct vfab_msg. RC adds the PSNs, UD its source port, Q_Key and
+ * GRH fields. Inline: the plain path builds one per post.
+ */
+static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
+				  const struct vfab_swqe *w, struct iovec *iov, unsigned int n,
+				  uint64_t len, struct vfab_qp_slot *d, uint32_t dst_hca,
+				  uint32_t dst_port, int memfd)
+{
+	const struct vfab_context *ctx = qp->ctx;
+
+	memset(m, 0, sizeof(*m));
+	m->r = ctx->r;
+	m->wqe = w;
+	m->self_pid = ctx->owner.pid;
+	m->src_hca = ctx->hca_idx;
+	m->src_port = qp->s->port;
+	m->src_qpn = qp->qpn;
+	m->liov = iov;
+	m->nliov = n;
+	m->len = len;
+	m->d = d;
+	m->memfd = memfd;
+	m->dst_hca = dst_hca;
+	m->dst_port = dst_port;
+}
 
 enum vfab_resp_kind {
 	VFAB_RESP_ACK,	     /* done; for atomics atomic_orig holds the old value */
