@@ -182,11 +182,15 @@ struct vfab_dest {
 	int memfd; /* the owner's /proc/<pid>/mem for small copies, -1 none */
 };
 
+/*
+ * A QP of this process, grouped as Linux rxe groups its QP: what is fixed at
+ * creation, then one part per subsystem that owns it.
+ */
 struct vfab_qp {
 	struct vabi_qp vqp;
 	struct vfab_context *ctx;
 	int slot;
-	struct vfab_qp_slot *s;
+	struct vfab_qp_slot *s; /* the region's slot: what peers see (responder side) */
 	uint32_t qpn;
 	struct vfab_pd *pd;
 	struct vfab_cq *scq, *rcq;
@@ -195,40 +199,53 @@ struct vfab_qp {
 	bool sq_sig_all;
 	uint64_t send_ops_flags;
 
-	/* Requester side, under sq_lock. */
-	pthread_mutex_t sq_lock;
-	enum ibv_qp_state state; /* this side's view; the slot is authoritative */
+	/* Under sq.lock: this side's view of the state (the slot is authoritative). */
+	enum ibv_qp_state state;
 	struct ibv_qp_attr attr; /* last values set by modify_qp */
-	uint32_t sq_psn;
-	uint32_t sq_posted;
-	_Atomic uint32_t sq_retired; /* advanced by poll_cq */
-	uint32_t mtu_bytes;
-	struct vfab_dest dest;
-	uint64_t rng; /* loss draws */
-	/* Send queue of WRs not complete yet (enum vfab_stage), and spares. */
-	struct vfab_swqe *pend_head, *pend_tail;
-	struct vfab_swqe *pend_cursor; /* first WR not ACKED yet, NULL if none */
-	struct vfab_swqe *spare;
-	uint32_t nspare;
 
-	/* Receive side producers of this process. */
-	pthread_mutex_t rq_lock;
+	/* The send queue (vfab_sq.c, retired by vfab_comp.c), under its lock. */
+	struct vfab_qp_sq {
+		pthread_mutex_t lock; /* also guards state, attr, req and batch */
+		uint32_t posted;
+		_Atomic uint32_t retired; /* advanced by poll_cq */
+		/* WRs not complete yet (enum vfab_stage), and spares. */
+		struct vfab_swqe *head, *tail;
+		struct vfab_swqe *cursor; /* first WR not ACKED yet, NULL if none */
+		struct vfab_swqe *spare;
+		uint32_t nspare;
+	} sq;
 
-	/* post_send converts a list into this, VFAB_CHAIN_MAX WRs at a time. */
-	struct vfab_swqe *post_buf;
-	/* The local segments of a chain (vfab_attempt_writes), VFAB_CHAIN_IOV. */
-	struct iovec *chain_iov;
+	/* The requester (vfab_req.c, vfab_attempt.c, vfab_chain.c, vfab_dest.c). */
+	struct vfab_qp_req {
+		uint32_t psn; /* next PSN to send */
+		uint32_t mtu_bytes;
+		struct vfab_dest dest;
+		uint64_t rng; /* loss draws */
+		/* post_send converts a list into this, VFAB_CHAIN_MAX WRs at a time. */
+		struct vfab_swqe *post_buf;
+		/* The local segments of a chain (vfab_attempt_writes), VFAB_CHAIN_IOV. */
+		struct iovec *chain_iov;
+	} req;
 
-	/* ibv_wr_* batch between wr_start and wr_complete. */
-	struct vfab_swqe *batch;
-	uint32_t batch_len, batch_cap;
-	int batch_err;
+	/* ibv_wr_* batch between wr_start and wr_complete (vfab_qp_ex.c). */
+	struct vfab_qp_batch {
+		struct vfab_swqe *wqe;
+		uint32_t len, cap;
+		int err;
+	} batch;
 
-	/* Engine bookkeeping, under the engine lock. */
-	struct vfab_qp *eng_next, *eng_prev;
-	bool eng_listed;
-	int eng_busy;
-	uint64_t eng_due_ns;
+	/* Receive side producers of this process (vfab_recv.c). */
+	struct vfab_qp_rq {
+		pthread_mutex_t lock;
+	} rq;
+
+	/* Engine bookkeeping (vfab_engine.c), under the engine lock. */
+	struct vfab_qp_eng {
+		struct vfab_qp *next, *prev;
+		bool listed;
+		int busy;
+		uint64_t due_ns;
+	} eng;
 };
 
 static inline struct vfab_context *to_vctx(struct ibv_context *c)

@@ -109,7 +109,7 @@ static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struc
 	if (!now)
 		now = vfab_now_ns();
 	vfab_count_event(&p->cnt.local_ack_timeout_err, 1);
-	qp->sq_psn = w->psn; /* go back to this WR */
+	qp->req.psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
 	return VFAB_ST_WAIT_TIMEOUT;
@@ -125,15 +125,16 @@ static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint6
 	struct fabric_booking req, resp;
 
 	if (reads_into_local(w->opcode)) {
-		fabric_path_book(r, &qp->dest.fwd, now, is_atomic(w->opcode) ? len : 0, true, &req);
-		fabric_path_book(r, &qp->dest.rev, req.deliver_ns, len, true, &resp);
+		fabric_path_book(r, &qp->req.dest.fwd, now, is_atomic(w->opcode) ? len : 0, true,
+				 &req);
+		fabric_path_book(r, &qp->req.dest.rev, req.deliver_ns, len, true, &resp);
 		w->due_ns = w->opcode == IBV_WR_RDMA_READ ? resp.deliver_ns : req.deliver_ns;
 		w->ack_ns = resp.deliver_ns;
 		return;
 	}
-	fabric_path_book(r, &qp->dest.fwd, now, len, true, &req);
+	fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &req);
 	w->due_ns = req.deliver_ns;
-	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->dest.rev);
+	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->req.dest.rev);
 }
 
 /*
@@ -148,7 +149,8 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	struct vfab_resp res;
 	struct vfab_msg m;
 
-	vfab_msg_build(&m, qp, w, iov, n, len, d, qp->dest.hca, qp->dest.port, qp->dest.memfd);
+	vfab_msg_build(&m, qp, w, iov, n, len, d, qp->req.dest.hca, qp->req.dest.port,
+		       qp->req.dest.memfd);
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);
@@ -169,7 +171,7 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		w->due_ns = w->ack_ns > now ? w->ack_ns : now;
 		return VFAB_ST_ACKED;
 	case VFAB_RESP_RNR:
-		qp->sq_psn = w->psn;
+		qp->req.psn = w->psn;
 		if (w->rnr_left == 0) {
 			vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err,
 					 1);
@@ -200,13 +202,14 @@ rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct
 	bool shaped;
 
 	/* A lost attempt looks like no answer; its bytes still crossed links. */
-	if (fabric_path_drop(r, &qp->dest.fwd, &qp->rng)) {
-		fabric_path_book(r, &qp->dest.fwd, now, len, true, &(struct fabric_booking){0});
+	if (fabric_path_drop(r, &qp->req.dest.fwd, &qp->req.rng)) {
+		fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &(struct fabric_booking){0});
 		return no_answer(qp, w, now);
 	}
-	qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	qp->req.psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
 	/* Only a shaped path needs the time: an unshaped one delivers at once. */
-	shaped = fabric_path_shaped(r, &qp->dest.fwd) || fabric_path_shaped(r, &qp->dest.rev);
+	shaped =
+	    fabric_path_shaped(r, &qp->req.dest.fwd) || fabric_path_shaped(r, &qp->req.dest.rev);
 	if (shaped && !now)
 		now = vfab_now_ns();
 	rc_book(qp, w, len, now);
@@ -233,8 +236,8 @@ static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	if (__builtin_expect(st != IBV_WC_SUCCESS, 0))
 		return failed(w, st);
 	w->byte_len = (uint32_t)len;
-	w->psn = qp->sq_psn;
-	w->npkts = is_atomic(w->opcode) ? 1 : vfab_packets(len, qp->mtu_bytes);
+	w->psn = qp->req.psn;
+	w->npkts = is_atomic(w->opcode) ? 1 : vfab_packets(len, qp->req.mtu_bytes);
 	d = vfab_dest(qp);
 	if (__builtin_expect(!d, 0))
 		return no_answer(qp, w, now);
@@ -243,14 +246,14 @@ static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	/* Nothing to time or lose: deliver now, count the links afterwards. */
 	if (__builtin_expect(!vfab_dest_ports_up(qp), 0))
 		return no_answer(qp, w, now);
-	qp->sq_psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	qp->req.psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
 	w->ack_ns = 0;
 	out = rc_transfer(qp, w, now, d, iov, n, len);
 	if (reads_into_local(w->opcode)) {
-		vfab_count_links(r, &qp->dest.fwd, is_atomic(w->opcode) ? len : 0, 1);
-		vfab_count_links(r, &qp->dest.rev, len, 1);
+		vfab_count_links(r, &qp->req.dest.fwd, is_atomic(w->opcode) ? len : 0, 1);
+		vfab_count_links(r, &qp->req.dest.rev, len, 1);
 	} else {
-		vfab_count_links(r, &qp->dest.fwd, len, 1);
+		vfab_count_links(r, &qp->req.dest.fwd, len, 1);
 	}
 	return out;
 }
@@ -304,7 +307,7 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	uint8_t type;
 
 	st = vfab_gather(qp, w, iov, &n, &len);
-	if (st == IBV_WC_SUCCESS && len > qp->mtu_bytes)
+	if (st == IBV_WC_SUCCESS && len > qp->req.mtu_bytes)
 		st = IBV_WC_LOC_LEN_ERR;
 	if (st != IBV_WC_SUCCESS)
 		return failed(w, st);
@@ -316,7 +319,7 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	if (!booked) {
 		bool shaped = fabric_path_shaped(qp->ctx->r, &path);
 
-		if (fabric_path_drop(qp->ctx->r, &path, &qp->rng))
+		if (fabric_path_drop(qp->ctx->r, &path, &qp->req.rng))
 			return VFAB_ST_ACKED;
 		if (shaped && !now)
 			now = vfab_now_ns();

@@ -22,7 +22,7 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_msg m[VFAB_CHAIN_MAX];
 	struct vfab_qp_slot *d;
-	uint32_t i, k, psn = qp->sq_psn, npkts = 0;
+	uint32_t i, k, psn = qp->req.psn, npkts = 0;
 	unsigned int nl = 0, cnt;
 	uint64_t len, bytes = 0;
 
@@ -33,13 +33,13 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 	if (!d || d->owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) || !vfab_dest_ports_up(qp))
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (vfab_gather(qp, &w[i], qp->chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
+		if (vfab_gather(qp, &w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
 			break;
 		/* memfd -1: one process_vm_writev for all. */
-		vfab_msg_build(&m[i], qp, &w[i], qp->chain_iov + nl, cnt, len, d, qp->dest.hca,
-			       qp->dest.port, -1);
+		vfab_msg_build(&m[i], qp, &w[i], qp->req.chain_iov + nl, cnt, len, d,
+			       qp->req.dest.hca, qp->req.dest.port, -1);
 		m[i].psn = psn;
-		m[i].npkts = vfab_packets(len, qp->mtu_bytes);
+		m[i].npkts = vfab_packets(len, qp->req.mtu_bytes);
 		w[i].byte_len = (uint32_t)len;
 		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
 		nl += cnt;
@@ -54,10 +54,10 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 		npkts += m[i].npkts;
 	}
 	if (k) {
-		qp->sq_psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
-		vfab_count_links(ctx->r, &qp->dest.fwd, bytes, k);
-		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->dest.hca, qp->dest.port,
-				 bytes, npkts);
+		qp->req.psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
+		vfab_count_links(ctx->r, &qp->req.dest.fwd, bytes, k);
+		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->req.dest.hca,
+				 qp->req.dest.port, bytes, npkts);
 	}
 	return k;
 }

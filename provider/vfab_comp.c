@@ -47,7 +47,7 @@ uint64_t vfab_comp_progress(struct vfab_qp *qp)
 		return 0;
 	}
 	vfab_sq_advance(qp, now);
-	while ((w = qp->pend_head)) {
+	while ((w = qp->sq.head)) {
 		if (w->stage == VFAB_ST_ACKED && w->due_ns <= now) {
 			vfab_sq_pop(qp);
 			vfab_comp_send(qp, w, IBV_WC_SUCCESS, w->byte_len);

@@ -16,7 +16,7 @@ static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
 	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[e->qp_num & (VFAB_MAX_QPS - 1)]);
 
 	if (qp && qp->qpn == e->qp_num)
-		atomic_store_explicit(&qp->sq_retired, e->src_qp, memory_order_release);
+		atomic_store_explicit(&qp->sq.retired, e->src_qp, memory_order_release);
 }
 
 /* Takes the next valid entry into *out; poll_lock held. */

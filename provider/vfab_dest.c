@@ -9,7 +9,7 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_region *r = ctx->r;
-	struct vfab_dest *dc = &qp->dest;
+	struct vfab_dest *dc = &qp->req.dest;
 	const struct vfab_port *sp = &ctx->hca->ports[qp->s->port - 1];
 	struct vfab_qp_slot *d;
 	struct vfab_route rt;
@@ -46,9 +46,9 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 
 void vfab_dest_close(struct vfab_qp *qp)
 {
-	if (qp->dest.memfd >= 0)
-		close(qp->dest.memfd);
-	qp->dest.memfd = -1;
+	if (qp->req.dest.memfd >= 0)
+		close(qp->req.dest.memfd);
+	qp->req.dest.memfd = -1;
 }
 
 static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
@@ -64,7 +64,7 @@ static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
 bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen)
 {
 	struct vfab_region *r = qp->ctx->r;
-	struct vfab_dest *dc = &qp->dest;
+	struct vfab_dest *dc = &qp->req.dest;
 
 	/*
 	 * Links changed after link_gen was read are seen here or make the next

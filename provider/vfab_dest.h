@@ -26,7 +26,7 @@ bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen);
 static inline struct vfab_qp_slot *vfab_dest(struct vfab_qp *qp)
 {
 	struct vfab_region *r = qp->ctx->r;
-	const struct vfab_dest *dc = &qp->dest;
+	const struct vfab_dest *dc = &qp->req.dest;
 	struct vfab_qp_slot *d = &r->qps[dc->slot];
 
 	if (__builtin_expect(dc->valid, 1) &&
@@ -47,8 +47,8 @@ static inline bool vfab_dest_plain(struct vfab_qp *qp)
 {
 	uint32_t gen = atomic_load_explicit(&qp->ctx->r->link_gen, memory_order_acquire);
 
-	if (__builtin_expect(qp->dest.plain_known && qp->dest.link_gen == gen, 1))
-		return qp->dest.plain;
+	if (__builtin_expect(qp->req.dest.plain_known && qp->req.dest.link_gen == gen, 1))
+		return qp->req.dest.plain;
 	return vfab_dest_read_links(qp, gen);
 }
 
@@ -63,7 +63,7 @@ static inline bool vfab_dest_ports_up(struct vfab_qp *qp)
 	struct vfab_context *ctx = qp->ctx;
 
 	return vfab_port_active(ctx->r, ctx->hca_idx, qp->s->port) &&
-	       vfab_port_active(ctx->r, qp->dest.hca, qp->dest.port);
+	       vfab_port_active(ctx->r, qp->req.dest.hca, qp->req.dest.port);
 }
 
 #endif /* VFAB_DEST_H */

@@ -65,14 +65,14 @@ static uint64_t app_polled(uint64_t now)
 
 static void list_del(struct vfab_qp *qp)
 {
-	if (qp->eng_prev)
-		qp->eng_prev->eng_next = qp->eng_next;
+	if (qp->eng.prev)
+		qp->eng.prev->eng.next = qp->eng.next;
 	else
-		eng_list = qp->eng_next;
-	if (qp->eng_next)
-		qp->eng_next->eng_prev = qp->eng_prev;
-	qp->eng_next = qp->eng_prev = NULL;
-	qp->eng_listed = false;
+		eng_list = qp->eng.next;
+	if (qp->eng.next)
+		qp->eng.next->eng.prev = qp->eng.prev;
+	qp->eng.next = qp->eng.prev = NULL;
+	qp->eng.listed = false;
 	atomic_fetch_sub(&eng_nlisted, 1);
 }
 
@@ -81,10 +81,10 @@ static struct vfab_qp *earliest(void)
 {
 	struct vfab_qp *qp, *next = NULL;
 
-	for (qp = eng_list; qp; qp = qp->eng_next)
-		if (!next || qp->eng_due_ns < next->eng_due_ns)
+	for (qp = eng_list; qp; qp = qp->eng.next)
+		if (!next || qp->eng.due_ns < next->eng.due_ns)
 			next = qp;
-	atomic_store(&eng_earliest, next ? next->eng_due_ns : UINT64_MAX);
+	atomic_store(&eng_earliest, next ? next->eng.due_ns : UINT64_MAX);
 	return next;
 }
 
@@ -95,7 +95,7 @@ static void progress_locked(struct vfab_qp *qp)
 
 	if (due)
 		vfab_engine_schedule(qp, due);
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 }
 
 /*
@@ -104,22 +104,22 @@ static void progress_locked(struct vfab_qp *qp)
  */
 static void run(struct vfab_qp *qp, bool poller)
 {
-	uint64_t due = qp->eng_due_ns;
+	uint64_t due = qp->eng.due_ns;
 
 	/* Progress lists the QP again itself if it still has work. */
 	list_del(qp);
-	qp->eng_busy++;
+	qp->eng.busy++;
 	pthread_mutex_unlock(&eng_lock);
 	if (!poller) {
-		pthread_mutex_lock(&qp->sq_lock);
+		pthread_mutex_lock(&qp->sq.lock);
 		progress_locked(qp);
-	} else if (!pthread_mutex_trylock(&qp->sq_lock)) {
+	} else if (!pthread_mutex_trylock(&qp->sq.lock)) {
 		progress_locked(qp);
 	} else {
 		vfab_engine_schedule(qp, due);
 	}
 	pthread_mutex_lock(&eng_lock);
-	qp->eng_busy--;
+	qp->eng.busy--;
 	pthread_cond_broadcast(&eng_idle);
 }
 
@@ -171,15 +171,15 @@ static void *engine_main(void *arg)
 			pthread_cond_wait(&eng_wake, &eng_lock);
 			eng_wake_at = 0;
 			continue;
-		} else if (next->eng_due_ns <= now) {
+		} else if (next->eng.due_ns <= now) {
 			run(next, false);
 			continue;
-		} else if (next->eng_due_ns - now <= SPIN_NS) {
-			spin_until(next->eng_due_ns);
+		} else if (next->eng.due_ns - now <= SPIN_NS) {
+			spin_until(next->eng.due_ns);
 			continue;
 		} else {
 			/* Sleep until a little before the due time; the rest is spun. */
-			wake = next->eng_due_ns - SPIN_NS;
+			wake = next->eng.due_ns - SPIN_NS;
 		}
 		ts.tv_sec = (time_t)(wake / 1000000000ull);
 		ts.tv_nsec = (long)(wake % 1000000000ull);
@@ -236,17 +236,17 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 {
 	pthread_mutex_lock(&eng_lock);
 	start_engine();
-	if (!qp->eng_listed) {
-		qp->eng_next = eng_list;
-		qp->eng_prev = NULL;
+	if (!qp->eng.listed) {
+		qp->eng.next = eng_list;
+		qp->eng.prev = NULL;
 		if (eng_list)
-			eng_list->eng_prev = qp;
+			eng_list->eng.prev = qp;
 		eng_list = qp;
-		qp->eng_listed = true;
-		qp->eng_due_ns = due_ns;
+		qp->eng.listed = true;
+		qp->eng.due_ns = due_ns;
 		atomic_fetch_add(&eng_nlisted, 1);
-	} else if (due_ns < qp->eng_due_ns) {
-		qp->eng_due_ns = due_ns;
+	} else if (due_ns < qp->eng.due_ns) {
+		qp->eng.due_ns = due_ns;
 	}
 	/*
 	 * The engine sleeps until the earliest due time: wake it only for an
@@ -306,7 +306,7 @@ void vfab_engine_poll(const _Atomic uint32_t *cq_armed)
 	if (pthread_mutex_trylock(&eng_lock))
 		return;
 	next = earliest();
-	if (next && next->eng_due_ns <= vfab_now_ns())
+	if (next && next->eng.due_ns <= vfab_now_ns())
 		run(next, true);
 	pthread_mutex_unlock(&eng_lock);
 }
@@ -317,9 +317,9 @@ void vfab_engine_cancel(struct vfab_qp *qp)
 	pthread_mutex_lock(&eng_lock);
 	/* A running progress call may list the QP again before it returns. */
 	for (;;) {
-		if (qp->eng_listed)
+		if (qp->eng.listed)
 			list_del(qp);
-		if (!qp->eng_busy)
+		if (!qp->eng.busy)
 			break;
 		pthread_cond_wait(&eng_idle, &eng_lock);
 	}

@@ -98,8 +98,8 @@ static void fill_slot(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
 
 static void qp_free_scratch(struct vfab_qp *qp)
 {
-	free(qp->post_buf);
-	free(qp->chain_iov);
+	free(qp->req.post_buf);
+	free(qp->req.chain_iov);
 }
 
 static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_attr_ex *a)
@@ -113,10 +113,10 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		goto fail;
 	qp = calloc(1, sizeof(*qp));
 	if (qp) {
-		qp->post_buf = malloc(VFAB_CHAIN_MAX * sizeof(*qp->post_buf));
-		qp->chain_iov = malloc(VFAB_CHAIN_IOV * sizeof(*qp->chain_iov));
+		qp->req.post_buf = malloc(VFAB_CHAIN_MAX * sizeof(*qp->req.post_buf));
+		qp->req.chain_iov = malloc(VFAB_CHAIN_IOV * sizeof(*qp->req.chain_iov));
 	}
-	if (!qp || !qp->post_buf || !qp->chain_iov) {
+	if (!qp || !qp->req.post_buf || !qp->req.chain_iov) {
 		if (qp)
 			qp_free_scratch(qp);
 		free(qp);
@@ -149,10 +149,10 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	}
 	qp->slot = slot;
 	qp->s = &ctx->r->qps[slot];
-	qp->dest.memfd = -1;
+	qp->req.dest.memfd = -1;
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
-	qp->rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
+	qp->req.rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
 	{
 		pthread_mutexattr_t ma;
 
@@ -163,10 +163,10 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		 */
 		pthread_mutexattr_init(&ma);
 		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-		pthread_mutex_init(&qp->sq_lock, &ma);
+		pthread_mutex_init(&qp->sq.lock, &ma);
 		pthread_mutexattr_destroy(&ma);
 	}
-	pthread_mutex_init(&qp->rq_lock, NULL);
+	pthread_mutex_init(&qp->rq.lock, NULL);
 	fill_slot(qp, a);
 
 	ib = &qp->vqp.qp;
@@ -234,17 +234,17 @@ int vfab_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	struct vfab_qp *qp = to_vqp(ibqp);
 
 	(void)mask; /* everything is at hand: fill it all, as mlx5 does */
-	pthread_mutex_lock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->sq.lock);
 	vfab_comp_sync_state(qp);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	attr->path_mig_state = IBV_MIG_MIGRATED;
 	attr->rq_psn = atomic_load(&qp->s->epsn);
-	attr->sq_psn = qp->sq_psn;
+	attr->sq_psn = qp->req.psn;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;
@@ -263,10 +263,10 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	struct vfab_context *ctx = qp->ctx;
 
 	vfab_engine_cancel(qp);
-	pthread_mutex_lock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->sq.lock);
 	/* Destroying is not an error: queued WRs vanish without completions. */
 	vfab_sq_drop(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 
 	atomic_store(&ctx->map->qps[qp->slot], NULL);
 	vfab_qp_free(ctx->r, qp->slot);
@@ -282,8 +282,8 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	vfab_qp_ex_fini(qp);
 	vfab_dest_close(qp);
 	qp_free_scratch(qp);
-	pthread_mutex_destroy(&qp->sq_lock);
-	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->sq.lock);
+	pthread_mutex_destroy(&qp->rq.lock);
 	free(qp);
 	return 0;
 }

@@ -22,20 +22,20 @@ static struct vfab_swqe *new_wqe(struct ibv_qp_ex *x, uint32_t opcode)
 	struct vfab_qp *qp = xqp(x);
 	struct vfab_swqe *w;
 
-	if (qp->batch_err)
+	if (qp->batch.err)
 		return NULL;
-	if (qp->batch_len == qp->batch_cap) {
-		uint32_t cap = qp->batch_cap ? qp->batch_cap * 2 : 8;
-		struct vfab_swqe *b = realloc(qp->batch, cap * sizeof(*b));
+	if (qp->batch.len == qp->batch.cap) {
+		uint32_t cap = qp->batch.cap ? qp->batch.cap * 2 : 8;
+		struct vfab_swqe *b = realloc(qp->batch.wqe, cap * sizeof(*b));
 
 		if (!b) {
-			qp->batch_err = ENOMEM;
+			qp->batch.err = ENOMEM;
 			return NULL;
 		}
-		qp->batch = b;
-		qp->batch_cap = cap;
+		qp->batch.wqe = b;
+		qp->batch.cap = cap;
 	}
-	w = &qp->batch[qp->batch_len++];
+	w = &qp->batch.wqe[qp->batch.len++];
 	w->wr_id = x->wr_id;
 	w->flags = x->wr_flags;
 	w->opcode = opcode;
@@ -54,38 +54,38 @@ static struct vfab_swqe *cur_wqe(struct ibv_qp_ex *x)
 {
 	struct vfab_qp *qp = xqp(x);
 
-	if (qp->batch_err)
+	if (qp->batch.err)
 		return NULL;
-	if (!qp->batch_len) {
-		qp->batch_err = EINVAL;
+	if (!qp->batch.len) {
+		qp->batch.err = EINVAL;
 		return NULL;
 	}
-	return &qp->batch[qp->batch_len - 1];
+	return &qp->batch.wqe[qp->batch.len - 1];
 }
 
 static void wr_start(struct ibv_qp_ex *x)
 {
 	struct vfab_qp *qp = xqp(x);
 
-	pthread_mutex_lock(&qp->sq_lock);
-	qp->batch_len = 0;
-	qp->batch_err = 0;
+	pthread_mutex_lock(&qp->sq.lock);
+	qp->batch.len = 0;
+	qp->batch.err = 0;
 }
 
 static int wr_complete(struct ibv_qp_ex *x)
 {
 	struct vfab_qp *qp = xqp(x);
-	int rc = qp->batch_err;
+	int rc = qp->batch.err;
 	uint32_t i;
 
 	vfab_comp_sync_state(qp);
 	/* All or nothing: an invalid batch rings no doorbell. */
-	for (i = 0; !rc && i < qp->batch_len; i++)
-		rc = vfab_req_check_post(qp, &qp->batch[i], i);
-	if (!rc && qp->batch_len)
-		rc = vfab_req_submit(qp, qp->batch, qp->batch_len, &i);
-	qp->batch_len = 0;
-	pthread_mutex_unlock(&qp->sq_lock);
+	for (i = 0; !rc && i < qp->batch.len; i++)
+		rc = vfab_req_check_post(qp, &qp->batch.wqe[i], i);
+	if (!rc && qp->batch.len)
+		rc = vfab_req_submit(qp, qp->batch.wqe, qp->batch.len, &i);
+	qp->batch.len = 0;
+	pthread_mutex_unlock(&qp->sq.lock);
 	return rc;
 }
 
@@ -93,8 +93,8 @@ static void wr_abort(struct ibv_qp_ex *x)
 {
 	struct vfab_qp *qp = xqp(x);
 
-	qp->batch_len = 0;
-	pthread_mutex_unlock(&qp->sq_lock);
+	qp->batch.len = 0;
+	pthread_mutex_unlock(&qp->sq.lock);
 }
 
 static void wr_send(struct ibv_qp_ex *x)
@@ -176,7 +176,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge 
 	if (!w)
 		return;
 	if (n > xqp(x)->cap.max_send_sge) {
-		xqp(x)->batch_err = ENOMEM;
+		xqp(x)->batch.err = ENOMEM;
 		return;
 	}
 	memcpy(w->sge, list, n * sizeof(*list));
@@ -200,7 +200,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *x, size_t n, const struct 
 	for (i = 0; i < n; i++)
 		total += bufs[i].length;
 	if (total > xqp(x)->cap.max_inline_data) {
-		xqp(x)->batch_err = ENOMEM;
+		xqp(x)->batch.err = ENOMEM;
 		return;
 	}
 	w->inline_len = 0;
@@ -244,7 +244,7 @@ void vfab_qp_ex_init(struct vfab_qp *qp)
 
 void vfab_qp_ex_fini(struct vfab_qp *qp)
 {
-	free(qp->batch);
-	qp->batch = NULL;
-	qp->batch_cap = 0;
+	free(qp->batch.wqe);
+	qp->batch.wqe = NULL;
+	qp->batch.cap = 0;
 }

@@ -71,7 +71,8 @@ static void apply_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mas
 		c->port_num = a->port_num;
 		s->port = a->port_num;
 		if (qp->vqp.qp.qp_type == IBV_QPT_UD)
-			qp->mtu_bytes = mtu_bytes(qp->ctx->hca->ports[a->port_num - 1].active_mtu);
+			qp->req.mtu_bytes =
+			    mtu_bytes(qp->ctx->hca->ports[a->port_num - 1].active_mtu);
 	}
 	if (mask & IBV_QP_PKEY_INDEX) {
 		c->pkey_index = a->pkey_index;
@@ -88,18 +89,18 @@ static void apply_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mas
 	if (mask & IBV_QP_PATH_MTU) {
 		c->path_mtu = a->path_mtu;
 		s->path_mtu = a->path_mtu;
-		qp->mtu_bytes = mtu_bytes(a->path_mtu);
+		qp->req.mtu_bytes = mtu_bytes(a->path_mtu);
 	}
 	if (mask & IBV_QP_AV) {
 		c->ah_attr = a->ah_attr;
 		memcpy(s->dgid, a->ah_attr.grh.dgid.raw, sizeof(s->dgid));
 		s->sgid_index = a->ah_attr.grh.sgid_index;
-		qp->dest.valid = false;
+		qp->req.dest.valid = false;
 	}
 	if (mask & IBV_QP_DEST_QPN) {
 		c->dest_qp_num = a->dest_qp_num;
 		s->dest_qpn = a->dest_qp_num;
-		qp->dest.valid = false;
+		qp->req.dest.valid = false;
 	}
 	if (mask & IBV_QP_RQ_PSN) {
 		c->rq_psn = a->rq_psn & VFAB_PSN_MASK;
@@ -107,7 +108,7 @@ static void apply_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mas
 	}
 	if (mask & IBV_QP_SQ_PSN) {
 		c->sq_psn = a->sq_psn & VFAB_PSN_MASK;
-		qp->sq_psn = c->sq_psn;
+		qp->req.psn = c->sq_psn;
 	}
 	if (mask & IBV_QP_MIN_RNR_TIMER) {
 		c->min_rnr_timer = a->min_rnr_timer;
@@ -141,10 +142,10 @@ static void enter_reset(struct vfab_qp *qp)
 	struct vfab_qp_slot *s = qp->s;
 
 	vfab_sq_drop(qp);
-	qp->sq_posted = 0;
-	atomic_store(&qp->sq_retired, 0);
-	qp->sq_psn = 0;
-	qp->dest.valid = false;
+	qp->sq.posted = 0;
+	atomic_store(&qp->sq.retired, 0);
+	qp->req.psn = 0;
+	qp->req.dest.valid = false;
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	s->port = 0;
 	s->access = 0;
@@ -165,7 +166,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	bool reset = false;
 	int rc;
 
-	pthread_mutex_lock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->sq.lock);
 	vfab_comp_sync_state(qp);
 	cur = qp->state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
@@ -198,12 +199,12 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (next == IBV_QPS_ERR)
 		vfab_comp_flush(qp);
 	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
-	    attr->en_sqd_async_notify && !qp->pend_head)
+	    attr->en_sqd_async_notify && !qp->sq.head)
 		vfab_async_event(qp->ctx->r, s->async_pid, s->async_id, s->user_qp,
 				 IBV_EVENT_SQ_DRAINED);
 	qp->state = next;
 out:
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 	if (reset) {
 		vfab_engine_cancel(qp);
 		vfab_cq_clean(qp->scq, qp->qpn);

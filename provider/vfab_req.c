@@ -45,8 +45,8 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 	if (w->num_sge > qp->cap.max_send_sge ||
 	    (w->is_inline && w->inline_len > qp->cap.max_inline_data))
 		return ENOMEM;
-	if ((uint32_t)(qp->sq_posted + ahead -
-		       atomic_load_explicit(&qp->sq_retired, memory_order_acquire)) >=
+	if ((uint32_t)(qp->sq.posted + ahead -
+		       atomic_load_explicit(&qp->sq.retired, memory_order_acquire)) >=
 	    qp->cap.max_send_wr)
 		return ENOMEM;
 	return 0;
@@ -55,7 +55,7 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 /* The WR takes its place in the send queue. */
 static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 {
-	w->sq_index = ++qp->sq_posted;
+	w->sq_index = ++qp->sq.posted;
 	w->retries_left = (uint8_t)qp->attr.retry_cnt;
 	w->rnr_left = (uint8_t)qp->attr.rnr_retry;
 	w->stage = VFAB_ST_QUEUED;
@@ -74,7 +74,7 @@ static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
 {
 	uint64_t now = vfab_now_ns(),
-		 at = vfab_lead_start_ns(qp->pend_tail->byte_len, qp->pend_tail->due_ns);
+		 at = vfab_lead_start_ns(qp->sq.tail->byte_len, qp->sq.tail->due_ns);
 
 	if (at <= now || at - now > INLINE_WAIT_NS)
 		return due;
@@ -97,18 +97,18 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	if (vfab_sq_blocked(qp)) {
 		rc = vfab_sq_append(qp, w);
 		if (rc)
-			qp->sq_posted--;
+			qp->sq.posted--;
 		return rc;
 	}
 	/* Time 0: read the clock only if the path is shaped or the WR must wait. */
 	out = vfab_attempt(qp, w, 0);
 	now = w->due_ns ? vfab_now_ns() : 0;
 	/* The common case: delivered and acknowledged at once, nothing before it. */
-	if (!qp->pend_head && out == VFAB_ST_ACKED && w->due_ns <= now) {
+	if (!qp->sq.head && out == VFAB_ST_ACKED && w->due_ns <= now) {
 		vfab_comp_send(qp, w, IBV_WC_SUCCESS, w->byte_len);
 		return 0;
 	}
-	if (!qp->pend_head && out == VFAB_ST_FAILED) {
+	if (!qp->sq.head && out == VFAB_ST_FAILED) {
 		vfab_comp_send(qp, w, (enum ibv_wc_status)w->status, 0);
 		vfab_comp_error(qp);
 		return 0;
@@ -121,8 +121,7 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	}
 	due = vfab_sq_next_due(qp);
 	/* Only WRs already delivered (waiting for their ACK) stand before it. */
-	if (qp->pend_tail && qp->pend_cursor == qp->pend_tail &&
-	    qp->pend_tail->stage == VFAB_ST_FLIGHT)
+	if (qp->sq.tail && qp->sq.cursor == qp->sq.tail && qp->sq.tail->stage == VFAB_ST_FLIGHT)
 		due = deliver_soon_inline(qp, due);
 	if (due)
 		vfab_engine_schedule_posted(qp, due);
@@ -137,7 +136,7 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 {
 	uint32_t k;
 
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->pend_head)
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->sq.head)
 		return 0;
 	for (k = 0; k < n && k < VFAB_CHAIN_MAX; k++) {
 		if (w[k].opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
@@ -176,7 +175,7 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_
 		if (rc) {
 			j--;
 			/* Not posted: neither is anything after it (start took back its own). */
-			qp->sq_posted -= k - j - 1;
+			qp->sq.posted -= k - j - 1;
 			i += j;
 		} else {
 			i += k;
@@ -244,13 +243,13 @@ static int from_wr(struct vfab_qp *qp, const struct ibv_send_wr *wr, struct vfab
 int vfab_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);
-	struct vfab_swqe *w = qp->post_buf;
+	struct vfab_swqe *w = qp->req.post_buf;
 	struct ibv_send_wr *first;
 	uint32_t n, posted;
 	int rc = 0, rc2;
 
 	*bad = NULL;
-	pthread_mutex_lock(&qp->sq_lock);
+	pthread_mutex_lock(&qp->sq.lock);
 	vfab_comp_sync_state(qp);
 	/* WRs accepted before a bad one are posted, as on the HCA. */
 	while (wr && !rc) {
@@ -271,6 +270,6 @@ int vfab_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 			rc = rc2;
 		}
 	}
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 	return rc;
 }

@@ -21,24 +21,24 @@
 
 static struct vfab_swqe *take(struct vfab_qp *qp)
 {
-	struct vfab_swqe *w = qp->spare;
+	struct vfab_swqe *w = qp->sq.spare;
 
 	if (!w)
 		return malloc(sizeof(*w));
-	qp->spare = w->next;
-	qp->nspare--;
+	qp->sq.spare = w->next;
+	qp->sq.nspare--;
 	return w;
 }
 
 void vfab_sq_recycle(struct vfab_qp *qp, struct vfab_swqe *w)
 {
-	if (qp->nspare >= SPARES_KEPT) {
+	if (qp->sq.nspare >= SPARES_KEPT) {
 		free(w);
 		return;
 	}
-	w->next = qp->spare;
-	qp->spare = w;
-	qp->nspare++;
+	w->next = qp->sq.spare;
+	qp->sq.spare = w;
+	qp->sq.nspare++;
 }
 
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *w)
@@ -49,33 +49,33 @@ int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *w)
 		return ENOMEM;
 	memcpy(c, w, sizeof(*c));
 	c->next = NULL;
-	if (qp->pend_tail)
-		qp->pend_tail->next = c;
+	if (qp->sq.tail)
+		qp->sq.tail->next = c;
 	else
-		qp->pend_head = c;
-	qp->pend_tail = c;
-	if (!qp->pend_cursor && c->stage != VFAB_ST_ACKED)
-		qp->pend_cursor = c;
+		qp->sq.head = c;
+	qp->sq.tail = c;
+	if (!qp->sq.cursor && c->stage != VFAB_ST_ACKED)
+		qp->sq.cursor = c;
 	return 0;
 }
 
 bool vfab_sq_blocked(const struct vfab_qp *qp)
 {
-	const struct vfab_swqe *t = qp->pend_tail;
+	const struct vfab_swqe *t = qp->sq.tail;
 
 	return t && t->stage != VFAB_ST_ACKED && t->stage != VFAB_ST_FLIGHT;
 }
 
 struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp)
 {
-	struct vfab_swqe *w = qp->pend_head;
+	struct vfab_swqe *w = qp->sq.head;
 
 	if (w) {
-		qp->pend_head = w->next;
-		if (!qp->pend_head)
-			qp->pend_tail = NULL;
-		if (qp->pend_cursor == w)
-			qp->pend_cursor = w->next;
+		qp->sq.head = w->next;
+		if (!qp->sq.head)
+			qp->sq.tail = NULL;
+		if (qp->sq.cursor == w)
+			qp->sq.cursor = w->next;
 	}
 	return w;
 }
@@ -86,12 +86,12 @@ void vfab_sq_drop(struct vfab_qp *qp)
 
 	while ((w = vfab_sq_pop(qp)))
 		free(w);
-	qp->pend_cursor = NULL;
-	while ((w = qp->spare)) {
-		qp->spare = w->next;
+	qp->sq.cursor = NULL;
+	while ((w = qp->sq.spare)) {
+		qp->sq.spare = w->next;
 		free(w);
 	}
-	qp->nspare = 0;
+	qp->sq.nspare = 0;
 }
 
 /* The WRs after a blocked one were sent for nothing: they go again later. */
@@ -107,13 +107,13 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 {
 	struct vfab_swqe *w;
 
-	for (w = qp->pend_cursor; w; w = w->next) {
+	for (w = qp->sq.cursor; w; w = w->next) {
 		enum vfab_stage out;
 
 		switch (w->stage) {
 		case VFAB_ST_ACKED:
-			if (qp->pend_cursor == w)
-				qp->pend_cursor = w->next;
+			if (qp->sq.cursor == w)
+				qp->sq.cursor = w->next;
 			continue;
 		case VFAB_ST_FAILED:
 			return;
@@ -158,8 +158,8 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 		}
 		if (out == VFAB_ST_FAILED)
 			return;
-		if (out == VFAB_ST_ACKED && qp->pend_cursor == w)
-			qp->pend_cursor = w->next;
+		if (out == VFAB_ST_ACKED && qp->sq.cursor == w)
+			qp->sq.cursor = w->next;
 	}
 }
 
@@ -170,7 +170,7 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
  */
 uint64_t vfab_sq_next_due(const struct vfab_qp *qp)
 {
-	const struct vfab_swqe *h = qp->pend_head, *c = qp->pend_cursor;
+	const struct vfab_swqe *h = qp->sq.head, *c = qp->sq.cursor;
 	uint64_t due = 0;
 
 	if (h && h->stage == VFAB_ST_ACKED)
