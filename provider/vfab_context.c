@@ -45,16 +45,6 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .free_context = vfab_free_context,
 };
 
-uint32_t vfab_next_id(struct vfab_region *r)
-{
-	uint32_t id;
-
-	do {
-		id = atomic_fetch_add(&r->next_ctx_id, 1);
-	} while (id == 0);
-	return id;
-}
-
 /*
  * Liveness: vfabd reaps our slots when this connection drops without BYE.
  * The HCA and the async FIFO register the context for port events
