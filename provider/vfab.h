@@ -385,12 +385,12 @@ void vfab_qp_ex_fini(struct vfab_qp *qp);
 /* ---- vfab_req.c: posting ---- */
 int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 /*
- * What post_send refuses outright (sq_lock held): 0 or an errno value.
+ * What post_send refuses outright (sq.lock held): 0 or an errno value.
  * ahead: WRs of the same post already accepted but not submitted yet.
  */
 int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *wqe, uint32_t ahead);
 /*
- * Starts validated WRs in order (sq_lock held); 0 or an errno value, with
+ * Starts validated WRs in order (sq.lock held); 0 or an errno value, with
  * *posted the number of WRs that were posted before the one that failed.
  */
 int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *wqe, uint32_t n, uint32_t *posted);
@@ -427,7 +427,7 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu);
  */
 uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n);
 
-/* ---- vfab_sq.c: the send queue of WRs not complete yet (sq_lock held) ---- */
+/* ---- vfab_sq.c: the send queue of WRs not complete yet (sq.lock held) ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);
 /* Whether new WRs must queue behind a waiting or failed one. */
 bool vfab_sq_blocked(const struct vfab_qp *qp);

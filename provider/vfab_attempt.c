@@ -5,8 +5,8 @@
  * the delivery itself (the responder's half, vfab_resp.c). On an unshaped
  * path the message arrives at once and is delivered inside post_send; on a
  * shaped one it is booked now and delivered when the model says, by the send
- * queue (vfab_sq.c). Nothing here completes a WR: the outcome says what the
- * send queue has to do with it.
+ * queue (vfab_sq.c). Nothing here completes a WR: the stage it leaves the WR
+ * in (and returns) says what the send queue and the completer do with it.
  */
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"

@@ -3,7 +3,7 @@
  * The completer, after Linux rxe's rxe_comp.c: it alone writes send CQEs,
  * retires the send queue in order once each WR's ACK is due, and takes the
  * requester side of a QP to ERR with the flush of its send queue. Everything
- * here runs under the QP's sq_lock.
+ * here runs under the QP's sq.lock.
  */
 #ifndef VFAB_COMP_H
 #define VFAB_COMP_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Completion queues: a ring in the region that requesters of any process
- * fill (vfab_comp.c) and the owner polls without touching a lock shared with
+ * fill (vfab_cqe.c) and the owner polls without touching a lock shared with
  * them; both ibv_poll_cq and the extended ibv_start_poll API read it.
  */
 #include "provider/vfab.h"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Send-side CQEs carry the WR's send queue index in src_qp (see vfab_req.c). */
+/* Send-side CQEs carry the WR's send queue index in src_qp (see vfab_comp.h). */
 static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
 {
 	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[e->qp_num & (VFAB_MAX_QPS - 1)]);

@@ -7,7 +7,7 @@
  * order), and those later ones that were already on the wire go back to
  * queued and are sent again after it (go-back-N, as an HCA resends from the
  * NAKed PSN). The completer (vfab_comp.c) retires it in order. Everything
- * here runs under the QP's sq_lock, from post_send, poll_cq or the engine
+ * here runs under the QP's sq.lock, from post_send, poll_cq or the engine
  * thread.
  */
 #include "provider/vfab.h"
