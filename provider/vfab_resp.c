@@ -109,6 +109,24 @@ static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rw
 	return IBV_WC_SUCCESS;
 }
 
+/*
+ * The L3 header a RoCE datagram arrived with, as mlx5 reports it for UD in
+ * bits 25:24 of the CQE's flags_rqpn, which libmlx5 hands out as wc.sl (and
+ * the kernel's mlx5 decodes into the network header type): UCX reads it to
+ * find the destination GID in the GRH area (IPv4: only the last 20 bytes).
+ */
+enum roce_l3 { ROCE_L3_GRH = 0, ROCE_L3_IPV6 = 1, ROCE_L3_IPV4 = 2 };
+
+static enum roce_l3 roce_l3_type(const struct vfab_msg *m)
+{
+	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (m->sgid_type != VFAB_GID_ROCE_V2)
+		return ROCE_L3_GRH;
+	return !memcmp(m->sgid, v4prefix, 12) && !memcmp(m->dgid, v4prefix, 12) ? ROCE_L3_IPV4
+										: ROCE_L3_IPV6;
+}
+
 static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_wc_status status,
 		      enum ibv_wc_opcode opcode, uint32_t byte_len, uint32_t flags)
 {
@@ -124,6 +142,7 @@ static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_
 	    .src_qp = m->src_qpn,
 	    .wc_flags = flags,
 	    .pkey_index = (uint16_t)m->d->pkey_index,
+	    .sl = m->d->qp_type == IBV_QPT_UD ? (uint8_t)roce_l3_type(m) : 0,
 	};
 
 	if (status == IBV_WC_SUCCESS && imm) {
@@ -532,15 +551,15 @@ static uint16_t ip_checksum(const uint8_t *hdr, size_t len)
  */
 static void build_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES])
 {
-	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	bool v2 = m->sgid_type == VFAB_GID_ROCE_V2;
+	enum roce_l3 l3 = roce_l3_type(m);
+	bool v2 = l3 != ROCE_L3_GRH;
 	/* BTH + DETH + payload + ICRC, plus UDP for RoCE v2. */
 	uint32_t payload = 12 + 8 + (uint32_t)m->len + 4 + (v2 ? 8 : 0);
 	uint32_t vtf;
 	uint16_t csum;
 
 	memset(grh, 0, VFAB_GRH_BYTES);
-	if (v2 && !memcmp(m->sgid, v4prefix, 12) && !memcmp(m->dgid, v4prefix, 12)) {
+	if (l3 == ROCE_L3_IPV4) {
 		uint8_t *ip = grh + 20;
 		uint16_t tot = (uint16_t)(20 + payload);
 

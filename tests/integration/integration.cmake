@@ -37,6 +37,8 @@ vfab_integration_test(int_ud_pingpong 120
   ${_vfab_it}/pingpong.sh 18533 ibv_ud_pingpong -d mlx5_0 -g 3)
 vfab_integration_test(int_srq_pingpong 120
   ${_vfab_it}/pingpong.sh 18534 ibv_srq_pingpong -d mlx5_0 -g 3)
+# UD completions as middleware reads them (wc.sl = RoCE L3 type, the GRH area).
+vfab_integration_test(int_ud_grh 180 ${_vfab_it}/ud_grh.sh)
 
 # perftest, short runs (-n iterations).
 set(_vfab_port 18521)
