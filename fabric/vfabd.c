@@ -12,6 +12,8 @@
 #include "fabric/config.h"
 #include "fabric/ctl.h"
 #include "fabric/topology.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "vfabd.h"
 
 #include <errno.h>
@@ -28,7 +30,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define FABRIC_NAME_MAX 32
 #define RUNDIR_MAX 200 /* leaves room for "/vfabd.sock" in a sockaddr_un path */
 
 struct opts {
@@ -47,19 +48,6 @@ static void usage(FILE *f)
 		   "DIR/vfabd.sock. Exit: 0 ok, 1 runtime failure, 2 usage/config error.\n");
 }
 
-static bool fabric_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > FABRIC_NAME_MAX)
-		return false;
-	for (; *s; s++)
-		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
-		    !(*s >= '0' && *s <= '9') && *s != '_' && *s != '-')
-			return false;
-	return true;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {{"fabric", required_argument, NULL, 'f'},
@@ -70,7 +58,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	const char *rundir = NULL;
 	int ch;
 
-	o->fabric = "vfab";
+	o->fabric = VFAB_DEFAULT_FABRIC;
 	while ((ch = getopt_long(argc, argv, "f:c:r:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
@@ -95,9 +83,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return -EINVAL;
 	}
-	if (!fabric_name_ok(o->fabric)) {
+	if (vfab_fabric_name_check(o->fabric)) {
 		fprintf(stderr, "vfabd: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
-			o->fabric, FABRIC_NAME_MAX);
+			o->fabric, VFAB_FABRIC_NAME_MAX);
 		return -EINVAL;
 	}
 	if (rundir && (!*rundir || strlen(rundir) > RUNDIR_MAX)) {
@@ -107,46 +95,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (rundir)
 		snprintf(o->rundir, sizeof(o->rundir), "%s", rundir);
 	else
-		snprintf(o->rundir, sizeof(o->rundir), "/run/vfab/%s", o->fabric);
-	return 0;
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
+		vfab_run_dir(o->rundir, sizeof(o->rundir), o->fabric); /* fits: name <= 32 */
 	return 0;
 }
 
 static int write_pid_file(const char *rundir)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	FILE *f;
+	char path[PATH_MAX];
+	int rc = vfab_vfabd_pid_path(path, sizeof(path), rundir);
 
-	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
-	snprintf(tmp, sizeof(tmp), "%s/.vfabd.pid.tmp", rundir);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	fprintf(f, "%d\n", (int)getpid());
-	if (fclose(f) != 0 || rename(tmp, path) < 0) {
-		int rc = -errno;
-
-		unlink(tmp);
-		return rc;
-	}
-	return 0;
+	return rc ? rc : vfab_write_pid_file(path, getpid());
 }
 
 static int listen_socket(const char *rundir)
@@ -154,9 +112,9 @@ static int listen_socket(const char *rundir)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, n, rc;
 
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", rundir, VFAB_CTL_SOCK);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
+	n = vfab_ctl_sock_path(sa.sun_path, sizeof(sa.sun_path), rundir);
+	if (n)
+		return n;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -190,10 +148,10 @@ static void remove_run_files(const char *rundir)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%s", rundir, VFAB_CTL_SOCK);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
-	unlink(path);
+	if (vfab_ctl_sock_path(path, sizeof(path), rundir) == 0)
+		unlink(path);
+	if (vfab_vfabd_pid_path(path, sizeof(path), rundir) == 0)
+		unlink(path);
 }
 
 static int load_config(const struct opts *o, struct vfab_config *cfg)
@@ -221,7 +179,7 @@ static int create_region(struct opts *o, const struct vfab_config *cfg, struct v
 			o->fabric, path, o->fabric);
 		return -EEXIST;
 	}
-	rc = mkdir_p(o->rundir);
+	rc = vfab_mkdir_p(o->rundir, 0755);
 	if (rc) {
 		fprintf(stderr, "vfabd: cannot create %s: %s\n", o->rundir, strerror(-rc));
 		return rc;

@@ -92,7 +92,6 @@ struct vfabd {
 };
 
 void vfabd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t vfabd_now_ms(void); /* CLOCK_MONOTONIC */
 
 /* Runs until SIGTERM/SIGINT or SHUTDOWN. 0, or -errno on a fatal error. */
 int vfabd_serve(struct vfabd *d);
@@ -111,8 +110,6 @@ void vfabd_reply_body(struct vfabd_conn *c, char *body, size_t n);
 
 /* Frees the objects of every owner pid that no longer runs. Returns objects freed. */
 int vfabd_reap_dead(struct vfab_region *r);
-/* True when pid is gone or a zombie (its memory, and so its objects, are gone). */
-bool vfabd_pid_dead(pid_t pid);
 
 /* vfabd_target.c: names in requests. */
 /* "node/hca[/port]" -> HCA index and port (0: every port). -ENOENT unknown, -EINVAL syntax. */

@@ -37,6 +37,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/paths.h"
+
 /*
  * `vfab up` returns as soon as its last node is built: a node attached only
  * on the next 250 ms tick would see address changes made right after that
@@ -186,7 +189,7 @@ static void attach(struct vfabd *d, uint32_t node)
 	char path[PATH_MAX];
 	int nsfd, rc;
 
-	snprintf(path, sizeof(path), "/run/netns/vfab-%s-%s", d->fabric, id);
+	vfab_netns_path(path, sizeof(path), d->fabric, id);
 	nsfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (nsfd < 0 && errno == ENOENT)
 		return; /* not built yet */
@@ -237,7 +240,7 @@ static void fast_timer(struct vfabd *d)
 
 	if (read(aw->timer_fd, &expirations, sizeof(expirations)) < 0)
 		return;
-	if (!attach_waiting(d) || vfabd_now_ms() > aw->fast_until_ms)
+	if (!attach_waiting(d) || (uint64_t)vfab_now_ms() > aw->fast_until_ms)
 		timerfd_settime(aw->timer_fd, 0, &off, NULL);
 }
 
@@ -286,7 +289,7 @@ static int fast_timer_start(struct vfabd_addrwatch *aw)
 	aw->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (aw->timer_fd < 0)
 		return -errno;
-	aw->fast_until_ms = vfabd_now_ms() + AW_FAST_FOR_MS;
+	aw->fast_until_ms = (uint64_t)vfab_now_ms() + AW_FAST_FOR_MS;
 	if (timerfd_settime(aw->timer_fd, 0, &its, NULL) ||
 	    epoll_ctl(aw->epfd, EPOLL_CTL_ADD, aw->timer_fd, &ev))
 		return -errno;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+
 #define KILL_ROUNDS 10	    /* rescans for children forked while we were killing */
 #define STOP_ROUNDS 5	    /* the same for a pause */
 #define FAULT_MAX_S 86400.0 /* a day: longer is a typo, not an experiment */
@@ -122,7 +124,7 @@ static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, co
 		return;
 	}
 	p->active = true;
-	p->until_ms = secs ? vfabd_now_ms() + (uint64_t)llround(s * 1000) : 0;
+	p->until_ms = secs ? (uint64_t)vfab_now_ms() + (uint64_t)llround(s * 1000) : 0;
 	if (secs)
 		snprintf(params, sizeof(params), "%.6g", s);
 	snprintf(detail, sizeof(detail), "%d process(es) stopped, %s", n,
@@ -187,7 +189,7 @@ static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, cha
 	d->spikes = ns;
 	s.nlinks = (uint32_t)n;
 	s.add_ns = (uint32_t)llround(lat * 1e3);
-	s.until_ms = vfabd_now_ms() + (uint64_t)llround(secs * 1000);
+	s.until_ms = (uint64_t)vfab_now_ms() + (uint64_t)llround(secs * 1000);
 	snprintf(s.target, sizeof(s.target), "%s", target);
 	for (int k = 0; k < n; k++) {
 		uint32_t l = s.links[k];
@@ -241,7 +243,7 @@ void vfabd_req_fault(struct vfabd *d, struct vfabd_conn *c, char *args)
 
 int vfabd_faults_due(struct vfabd *d)
 {
-	uint64_t now = vfabd_now_ms(), next = UINT64_MAX;
+	uint64_t now = (uint64_t)vfab_now_ms(), next = UINT64_MAX;
 
 	for (uint32_t i = 0; i < VFAB_MAX_NODES; i++) {
 		struct vfabd_pause *p = &d->pauses[i];

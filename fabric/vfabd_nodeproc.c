@@ -18,6 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
+
 struct ns_set {
 	int n;
 	dev_t dev[2];
@@ -51,64 +55,23 @@ static bool ns_has(const struct ns_set *s, pid_t pid)
 	return false;
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return n;
-}
-
-/* State letter and start time from /proc/PID/stat; false when it is gone. */
-static bool proc_stat(pid_t pid, char *state, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	int field = 3;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return false;
-	/* "pid (comm) S ...": comm may contain ')' so take the last one. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return false;
-	p += 2;
-	*state = *p;
-	while (field < 22 && (p = strchr(p, ' '))) {
-		p++;
-		field++;
-	}
-	if (!p)
-		return false;
-	*start = strtoull(p, NULL, 10);
-	return true;
-}
-
 bool vfabd_proc_same(const struct vfabd_proc *p)
 {
 	unsigned long long start;
 	char state;
 
-	return proc_stat(p->pid, &state, &start) && start == p->start && state != 'Z' &&
+	return vfab_proc_stat(p->pid, &state, &start) == 0 && start == p->start && state != 'Z' &&
 	       state != 'X';
 }
 
 static bool is_infrastructure(pid_t pid, const pid_t *holders, int nholders)
 {
-	char path[64], comm[32];
+	char comm[32];
 
 	for (int i = 0; i < nholders; i++)
 		if (pid == holders[i])
 			return true;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	return read_small(path, comm, sizeof(comm)) > 0 && strcmp(comm, "sshd\n") == 0;
+	return vfab_pid_comm(pid, comm, sizeof(comm)) == 0 && strcmp(comm, "sshd") == 0;
 }
 
 static int push(struct vfabd_proc **v, size_t *n, size_t *cap, pid_t pid, unsigned long long st)
@@ -138,15 +101,14 @@ int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **o
 	DIR *dir;
 	int rc = 0;
 
-	snprintf(path, sizeof(path), "/run/netns/vfab-%s-%s", d->r->fabric, nd->id);
-	ns_add(&ns, path);
+	if (vfab_netns_path(path, sizeof(path), d->r->fabric, nd->id) == 0)
+		ns_add(&ns, path);
 	if (holders[0] > 0) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)holders[0]);
 		ns_add(&ns, path);
 	}
-	snprintf(path, sizeof(path), "%s/nodes/%s/holder.pid", d->r->rundir, nd->id);
-	if (read_small(path, path, sizeof(path)) > 0)
-		holders[1] = (pid_t)strtol(path, NULL, 10);
+	if (vfab_holder_pid_path(path, sizeof(path), d->r->rundir, nd->id) == 0)
+		vfab_read_pid_file(path, &holders[1]);
 	if (!ns.n)
 		return -ESRCH;
 	dir = opendir("/proc");
@@ -160,7 +122,7 @@ int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **o
 		if (*end || pid <= 0 || pid == self || !ns_has(&ns, (pid_t)pid))
 			continue;
 		if (is_infrastructure((pid_t)pid, holders, 2) ||
-		    !proc_stat((pid_t)pid, &state, &start) || state == 'Z' || state == 'X')
+		    vfab_proc_stat((pid_t)pid, &state, &start) || state == 'Z' || state == 'X')
 			continue;
 		rc = push(&v, &n, &cap, (pid_t)pid, start);
 		if (rc)

@@ -14,31 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/proc.h"
+
 #define MAX_PIDS_PER_TICK 1024 /* more owners than this wait for the next tick */
-
-bool vfabd_pid_dead(pid_t pid)
-{
-	char path[64], buf[256], *rp;
-	ssize_t n;
-	int fd;
-
-	if (pid <= 0)
-		return false;
-	if (kill(pid, 0) < 0 && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* "pid (comm) S ...": comm may contain ')' so take the last one. */
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-}
 
 struct pid_set {
 	pid_t pids[MAX_PIDS_PER_TICK];
@@ -80,7 +58,7 @@ int vfabd_reap_dead(struct vfab_region *r)
 	for (size_t i = 0; i < set.n; i++) {
 		int n;
 
-		if (!vfabd_pid_dead(set.pids[i]))
+		if (vfab_pid_alive(set.pids[i]))
 			continue;
 		n = vfab_region_reap_pid(r, set.pids[i]);
 		if (n > 0)

@@ -40,14 +40,6 @@ void vfabd_log(const char *fmt, ...)
 		ts.tv_nsec / 1000000, (int)getpid(), msg);
 }
 
-uint64_t vfabd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Queues bytes for the peer; a connection past OUT_MAX is shut down. */
 static void queue_out(struct vfabd_conn *c, const char *data, size_t n)
 {

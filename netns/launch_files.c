@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "netns/etc_view.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 /* A growing text buffer: the files are a few hundred bytes per node. */
 struct text {

@@ -13,7 +13,7 @@
 
 #include "fabric/ipnet.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index, uint32_t k)
 {

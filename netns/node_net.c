@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/netcfg.h"
 #include "netns/netns_file.h"
 

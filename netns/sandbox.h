@@ -12,11 +12,11 @@
 
 #include "fabric/config.h"
 #include "fabric/region.h"
+#include "base/paths.h"
 
 /* In the run dir: this fabric made the host's empty /dev/infiniband mount point. */
 #define VFAB_DEVIB_MARKER "dev-infiniband-created"
 #define VFAB_HOST_DEVIB "/dev/infiniband"
-#define VFAB_RUN_ROOT "/run/vfab"
 
 struct vfab_sandbox {
 	const char *fabric;

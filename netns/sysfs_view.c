@@ -12,7 +12,7 @@
 
 #include "fabric/gid.h"
 #include "fabric/topology.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 /* The numbers of /dev/full: any command sent to the "kernel" fails cleanly. */
 #define UVERBS_MAJOR 1

@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
 #include "netns/node_sshd.h"
+#include "base/clock.h"
+#include "base/proc.h"
+#include "base/paths.h"
 
 #define MAX_NODES (VFAB_MAX_NODES + 8)
 #define TERM_GRACE_MS 500
@@ -87,8 +90,7 @@ static void collect_nodes(const char *fabric, const char *rundir, struct node_se
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= VFAB_NAME_MAX)
 			continue;
 		snprintf(s->ids[s->n], VFAB_NAME_MAX, "%s", de->d_name);
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir, de->d_name) ==
-			0 &&
+		if (vfab_holder_pid_path(path, sizeof(path), rundir, de->d_name) == 0 &&
 		    vfab_read_pid_file(path, &pid) == 0 && vfab_holder_is_alive(pid)) {
 			s->holders[s->n] = pid;
 			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -143,13 +145,6 @@ static int signal_node_processes(const struct node_set *s, int sig)
 	return count;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
 /* SIGTERM, a grace period, then SIGKILL until nothing is left (or we give up). */
 static int kill_node_processes(const struct node_set *s)
 {
@@ -161,7 +156,7 @@ static int kill_node_processes(const struct node_set *s)
 		return 0;
 	deadline = vfab_now_ms() + TERM_GRACE_MS;
 	do {
-		sleep_ms(5);
+		vfab_sleep_ms(5);
 		/* Signal 0 just counts the survivors (and children forked meanwhile). */
 		if (signal_node_processes(s, 0) == 0)
 			return 0;
@@ -170,7 +165,7 @@ static int kill_node_processes(const struct node_set *s)
 	do {
 		if (signal_node_processes(s, SIGKILL) == 0)
 			return 0;
-		sleep_ms(5);
+		vfab_sleep_ms(5);
 	} while (vfab_now_ms() < deadline);
 	return -EBUSY;
 }

@@ -15,10 +15,11 @@
 
 #include "fabric/gid.h"
 #include "fabric/region.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/netns_file.h"
 #include "netns/node_addr.h"
 #include "tools/cli.h"
+#include "base/clock.h"
 
 /*
  * vfabd applies a change within milliseconds; the margin keeps a busy host

@@ -15,8 +15,9 @@
 
 #include "fabric/ctl.h"
 #include "fabric/vfabd_json.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "tools/cli.h"
+#include "base/clock.h"
 
 #define REPORT_ANSWER_MS 10000
 #define REPORT_MAX_BYTES (256u << 20)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"
 #include "tools/cli.h"

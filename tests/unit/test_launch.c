@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/launch_files.h"
 #include "tools/run_mux.h"
 

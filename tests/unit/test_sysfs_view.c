@@ -25,7 +25,7 @@
 #include "fabric/topology.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/sysfs_view.h"
 
 /* Two nodes; node a has two HCAs, the second with two ports, and an IPv6. */

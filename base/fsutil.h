@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small file-system helpers shared by the sandbox code and the CLI. All of
+ * Small file-system helpers shared by the sandbox code, the daemon and the CLI. All of
  * them return 0 (or a length) on success and -errno on failure, so callers can
  * turn a failure into one message at the edge.
  */
-#ifndef VFAB_NETNS_FSUTIL_H
-#define VFAB_NETNS_FSUTIL_H
+#ifndef VFAB_BASE_FSUTIL_H
+#define VFAB_BASE_FSUTIL_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,23 +31,14 @@ ssize_t vfab_read_file(const char *path, char *buf, size_t len);
 /* Copy a whole file (config copies; small files only). */
 int vfab_copy_file(const char *src, const char *dst, mode_t mode);
 
-/* A pid file holds a decimal pid and a newline. */
+/* A pid file holds a decimal pid and a newline; it is replaced atomically. */
 int vfab_read_pid_file(const char *path, pid_t *pid);
 int vfab_write_pid_file(const char *path, pid_t pid);
 
 /* rm -rf without crossing mount points or following symlinks; a missing path is fine. */
 int vfab_rm_rf(const char *path);
 
-/* Does the process exist and is it not a zombie? */
-int vfab_pid_alive(pid_t pid);
-
-/* /proc/PID/comm without the newline. */
-int vfab_pid_comm(pid_t pid, char *buf, size_t len);
-
 /* The directory of the running executable (dirname of /proc/self/exe). */
 int vfab_self_exe_dir(char *buf, size_t len);
 
-/* Monotonic clock in milliseconds, for timeouts and reported timings. */
-long long vfab_now_ms(void);
-
-#endif /* VFAB_NETNS_FSUTIL_H */
+#endif /* VFAB_BASE_FSUTIL_H */

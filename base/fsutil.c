@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 int vfab_pathf(char *buf, size_t len, const char *fmt, ...)
@@ -160,9 +159,23 @@ int vfab_read_pid_file(const char *path, pid_t *pid)
 	return 0;
 }
 
+/*
+ * Written to a temporary file and renamed over: a reader (vfab status, the
+ * teardown, node_enter) sees the old pid or the new one, never a torn file.
+ */
 int vfab_write_pid_file(const char *path, pid_t pid)
 {
-	return vfab_write_filef(path, "%d\n", (int)pid);
+	char tmp[4096];
+	int ret = vfab_pathf(tmp, sizeof(tmp), "%s.tmp", path);
+
+	if (ret)
+		return ret;
+	ret = vfab_write_filef(tmp, "%d\n", (int)pid);
+	if (ret == 0 && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
 }
 
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -188,38 +201,6 @@ int vfab_rm_rf(const char *path)
 	return ret;
 }
 
-int vfab_pid_alive(pid_t pid)
-{
-	char path[64], buf[512], *p;
-
-	if (pid <= 0)
-		return 0;
-	if (vfab_pathf(path, sizeof(path), "/proc/%d/stat", (int)pid))
-		return 0;
-	if (vfab_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* The state letter follows the last ')' (comm may hold parentheses). */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
-	return p[2] != 'Z' && p[2] != 'X';
-}
-
-int vfab_pid_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-
-	if (vfab_pathf(path, sizeof(path), "/proc/%d/comm", (int)pid))
-		return -EINVAL;
-	n = vfab_read_file(path, buf, len);
-	if (n < 0)
-		return (int)n;
-	if (n > 0 && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	return 0;
-}
-
 int vfab_self_exe_dir(char *buf, size_t len)
 {
 	char exe[4096];
@@ -229,12 +210,4 @@ int vfab_self_exe_dir(char *buf, size_t len)
 		return -errno;
 	exe[n] = '\0';
 	return vfab_pathf(buf, len, "%s", dirname(exe));
-}
-
-long long vfab_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
