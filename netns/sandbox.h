@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/region.h"
 #include "base/paths.h"
 

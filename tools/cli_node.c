@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "base/fsutil.h"
 #include "netns/node_enter.h"
 #include "netns/sandbox.h"

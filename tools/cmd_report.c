@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "fabric/ctl.h"
-#include "fabric/vfabd_json.h"
+#include "daemon/vfabd_json.h"
 #include "base/fsutil.h"
 #include "tools/cli.h"
 #include "base/clock.h"

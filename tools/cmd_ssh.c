@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "base/fsutil.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "fabric/region.h"
-#include "fabric/vfabd_json.h"
+#include "daemon/vfabd_json.h"
 #include "tools/cli.h"
 #include "base/clock.h"
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
 #include "netns/launch_files.h"

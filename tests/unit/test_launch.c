@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "base/fsutil.h"
 #include "netns/launch_files.h"
 #include "tools/run_mux.h"

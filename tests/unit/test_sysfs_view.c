@@ -19,7 +19,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
 #include "fabric/topology.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* JSON writer and reader for vfabd's REPORT (see vfabd_json.h). */
-#include "fabric/vfabd_json.h"
+#include "daemon/vfabd_json.h"
 
 #include <errno.h>
 #include <math.h>

@@ -6,7 +6,7 @@
  * is read whole, but the document is not a snapshot of one instant.
  */
 #include "fabric/topology.h"
-#include "fabric/vfabd_json.h"
+#include "daemon/vfabd_json.h"
 #include "vfabd.h"
 
 #include <errno.h>

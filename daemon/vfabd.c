@@ -9,7 +9,7 @@
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.
  */
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/ctl.h"
 #include "fabric/topology.h"
 #include "base/fsutil.h"

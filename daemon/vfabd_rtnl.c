@@ -20,6 +20,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "netns/netns_file.h"
+
 #define RCVBUF (1 << 20) /* notifications queued before the kernel drops some (ENOBUFS) */
 #define DUMP_TIMEOUT_S 1 /* a dump never blocks vfabd's loop for longer */
 
@@ -162,19 +164,27 @@ int vfabd_rtnl_dump(int dump_fd, uint32_t *seq, struct vfabd_rtnl_dump *dump)
 	return rc ? rc : dump_request(dump_fd, seq, RTM_GETADDR, dump);
 }
 
-int vfabd_rtnl_open(int nsfd, int self_ns, int *ev_fd, int *dump_fd)
-{
-	int rc = 0;
+struct open_arg {
+	int *ev_fd, *dump_fd;
+};
 
-	if (setns(nsfd, CLONE_NEWNET))
-		return -errno;
-	*ev_fd = nl_socket(RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK);
-	*dump_fd = *ev_fd < 0 ? -1 : nl_socket(0);
-	if (setns(self_ns, CLONE_NEWNET)) {
-		/* Going on in a node's namespace would bind nothing right ever again. */
-		vfabd_log("cannot return to vfabd's own network namespace: %s", strerror(errno));
-		abort();
-	}
+/* Runs inside the node's namespace: a netlink socket belongs to the one it was made in. */
+static int open_sockets(void *arg)
+{
+	struct open_arg *a = arg;
+
+	*a->ev_fd = nl_socket(RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK);
+	*a->dump_fd = *a->ev_fd < 0 ? -1 : nl_socket(0);
+	return 0;
+}
+
+int vfabd_rtnl_open(int nsfd, int *ev_fd, int *dump_fd)
+{
+	struct open_arg a = {ev_fd, dump_fd};
+	int rc = vfab_netns_run(nsfd, open_sockets, &a);
+
+	if (rc)
+		return rc;
 	if (*ev_fd < 0 || *dump_fd < 0) {
 		rc = *ev_fd < 0 ? *ev_fd : *dump_fd;
 		if (*ev_fd >= 0)

@@ -36,12 +36,12 @@ struct vfabd_rtnl_dump {
 };
 
 /*
- * Two sockets inside the network namespace nsfd, then back into self_ns:
+ * Two sockets inside the network namespace nsfd (vfab_netns_run):
  * *ev_fd (non-blocking) subscribed to the IPv4/IPv6 address and link
  * groups, *dump_fd for requests. 0, or -errno (-EINVAL: nsfd is no network
  * namespace, e.g. a netns file not bound yet).
  */
-int vfabd_rtnl_open(int nsfd, int self_ns, int *ev_fd, int *dump_fd);
+int vfabd_rtnl_open(int nsfd, int *ev_fd, int *dump_fd);
 
 /* The namespace's links and addresses into *dump (zeroed first). 0 or -errno. */
 int vfabd_rtnl_dump(int dump_fd, uint32_t *seq, struct vfabd_rtnl_dump *dump);

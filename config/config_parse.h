@@ -8,7 +8,7 @@
 #define VFAB_CONFIG_PARSE_H
 
 #include "config_yaml.h"
-#include "fabric/config.h"
+#include "config/config.h"
 
 #define CFG_SUBNET_BASE 0xc6120000u /* 198.18.0.0 */
 #define CFG_SUBNET_PREFIX 15

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/paths.h"
+#include "netns/netns_file.h"
 
 /*
  * `vfab up` returns as soon as its last node is built: a node attached only
@@ -65,9 +65,8 @@ struct aw_node {
 
 struct vfabd_addrwatch {
 	int epfd;
-	int timer_fd;		/* the fast timer, while nodes are waiting */
-	uint64_t fast_until_ms; /* CLOCK_MONOTONIC */
-	int self_ns;		/* vfabd's own network namespace, to come back to */
+	int timer_fd;				    /* the fast timer, while nodes are waiting */
+	uint64_t fast_until_ms;			    /* CLOCK_MONOTONIC */
 	int ifindex[VFAB_MAX_HCAS][VFAB_MAX_PORTS]; /* 0: the port does not follow yet */
 	struct aw_node nodes[VFAB_MAX_NODES];
 };
@@ -186,14 +185,11 @@ static void attach(struct vfabd *d, uint32_t node)
 	struct aw_node *n = &d->aw->nodes[node];
 	const char *id = d->r->nodes[node].id;
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = node};
-	char path[PATH_MAX];
-	int nsfd, rc;
+	int nsfd = vfab_netns_open(d->fabric, id), rc;
 
-	vfab_netns_path(path, sizeof(path), d->fabric, id);
-	nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0 && errno == ENOENT)
+	if (nsfd == -ENOENT)
 		return; /* not built yet */
-	rc = nsfd < 0 ? -errno : vfabd_rtnl_open(nsfd, d->aw->self_ns, &n->ev_fd, &n->dump_fd);
+	rc = nsfd < 0 ? nsfd : vfabd_rtnl_open(nsfd, &n->ev_fd, &n->dump_fd);
 	if (nsfd >= 0)
 		close(nsfd);
 	/* EINVAL: the file exists but the namespace is not bound on it yet. */
@@ -306,9 +302,8 @@ int vfabd_addrwatch_init(struct vfabd *d)
 	for (size_t i = 0; i < VFAB_MAX_NODES; i++)
 		aw->nodes[i].ev_fd = aw->nodes[i].dump_fd = -1;
 	aw->timer_fd = -1;
-	aw->self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	aw->epfd = aw->self_ns < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
-	if (aw->self_ns < 0 || aw->epfd < 0)
+	aw->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (aw->epfd < 0)
 		rc = -errno;
 	else
 		rc = fast_timer_start(aw);
@@ -334,8 +329,6 @@ void vfabd_addrwatch_free(struct vfabd *d)
 		close(aw->timer_fd);
 	if (aw->epfd >= 0)
 		close(aw->epfd);
-	if (aw->self_ns >= 0)
-		close(aw->self_ns);
 	free(aw);
 	d->aw = NULL;
 }
