@@ -130,12 +130,6 @@ int vfabd_find_node(const struct vfab_region *r, const char *id);
 void vfabd_event_add(struct vfabd *d, const char *kind, const char *target, const char *params,
 		     const char *detail);
 
-/* vfabd_sysfs.c: the node views under <rundir>/nodes/<node>/class/infiniband/. */
-/* Opens .../<hca>/ports/<port>/<sub> (sub may be "" for the port dir). fd or -errno. */
-int vfabd_view_open(const struct vfab_region *r, uint32_t hca, uint32_t port, const char *sub);
-/* Replaces dirfd/name with text by writing a temp file and renaming it over. */
-int vfabd_view_replace(int dirfd, const char *name, const char *text);
-
 /* vfabd_link.c: LINK and SHAPE requests. */
 void vfabd_req_link(struct vfabd *d, struct vfabd_conn *c, char *args);
 void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args);
@@ -161,31 +155,7 @@ int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **o
 /* Is pid still the process recorded (same start time)? */
 bool vfabd_proc_same(const struct vfabd_proc *p);
 
-/* vfabd_counters.c: sysfs counters/ and hw_counters/ from the region. */
-enum vfabd_counter {
-	/* ports/<p>/counters/ */
-	VFABD_CNT_XMIT_DATA,
-	VFABD_CNT_RCV_DATA,
-	VFABD_CNT_XMIT_PACKETS,
-	VFABD_CNT_RCV_PACKETS,
-	VFABD_CNT_UNICAST_XMIT,
-	VFABD_CNT_UNICAST_RCV,
-	VFABD_CNT_LINK_DOWNED,
-	/* ports/<p>/hw_counters/ from here on */
-	VFABD_CNT_OUT_OF_SEQUENCE,
-	VFABD_CNT_DUPLICATE_REQUEST,
-	VFABD_CNT_PACKET_SEQ_ERR,
-	VFABD_CNT_LOCAL_ACK_TIMEOUT,
-	VFABD_CNT_RNR_NAK_RETRY,
-	VFABD_CNT_RX_WRITE,
-	VFABD_CNT_RX_READ,
-	VFABD_CNT_RX_ATOMIC,
-	VFABD_NCOUNTERS
-};
-/* The sysfs file name of each counter. */
-extern const char *const vfabd_counter_names[VFABD_NCOUNTERS];
-void vfabd_port_counters(const struct vfabd *d, uint32_t hca, uint32_t port,
-			 uint64_t v[VFABD_NCOUNTERS]);
+/* vfabd_counters.c: live sysfs counters/ and hw_counters/ from the region (netns/sysfs_view.h). */
 int vfabd_counters_init(struct vfabd *d);
 void vfabd_counters_tick(struct vfabd *d);
 void vfabd_counters_free(struct vfabd *d);

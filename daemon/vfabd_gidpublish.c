@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fabric/gid.h"
+#include "netns/sysfs_view.h"
 
 /* The entry of index idx in the region's current layout (NULL: empty). */
 static const struct vfab_gid *entry_at(const struct vfab_port *p, uint32_t idx)
@@ -72,49 +73,18 @@ static void region_update(struct vfab_port *p, const struct vfab_gid *t, uint32_
 	atomic_fetch_add_explicit(&p->gid_gen, 1, memory_order_release);
 }
 
-/* The three view files of one index, as netns/sysfs_view.c writes them. */
-static int view_entry(int gids, int types, int ndevs, uint32_t idx, const struct vfab_gid *g,
-		      const char *netdev)
-{
-	static const uint8_t zero[16];
-	char name[16], text[VFAB_GID_STR_LEN], line[VFAB_GID_STR_LEN + VFAB_IFNAME_MAX + 2];
-	int rc;
-
-	snprintf(name, sizeof(name), "%u", idx);
-	vfab_gid_format(g ? g->raw : zero, text);
-	snprintf(line, sizeof(line), "%s\n", text);
-	rc = vfabd_view_replace(gids, name, line);
-	if (!rc) {
-		snprintf(line, sizeof(line), "%s\n",
-			 vfab_gid_type_name(g ? g->type : VFAB_GID_EMPTY));
-		rc = vfabd_view_replace(types, name, line);
-	}
-	if (!rc) {
-		snprintf(line, sizeof(line), "%s\n", g ? netdev : "");
-		rc = vfabd_view_replace(ndevs, name, line);
-	}
-	return rc;
-}
-
 static int view_update(struct vfabd *d, uint32_t hca, uint32_t port, const bool *changed,
 		       const struct vfab_gid *t)
 {
 	const char *netdev = d->r->hcas[hca].ports[port - 1].netdev;
-	int gids = vfabd_view_open(d->r, hca, port, "gids");
-	int types = vfabd_view_open(d->r, hca, port, "gid_attrs/types");
-	int ndevs = vfabd_view_open(d->r, hca, port, "gid_attrs/ndevs");
-	int rc = gids < 0 ? gids : types < 0 ? types : ndevs < 0 ? ndevs : 0;
+	struct vfab_sysfs_gid_dirs dirs;
+	int rc = vfab_sysfs_gid_dirs_open(d->r, hca, port, &dirs);
 
 	for (uint32_t i = 0; !rc && i < VFAB_PORT_GIDS; i++)
 		if (changed[i])
-			rc = view_entry(gids, types, ndevs, i,
-					t[i].type != VFAB_GID_EMPTY ? &t[i] : NULL, netdev);
-	if (gids >= 0)
-		close(gids);
-	if (types >= 0)
-		close(types);
-	if (ndevs >= 0)
-		close(ndevs);
+			rc = vfab_sysfs_replace_gid(
+			    &dirs, i, t[i].type != VFAB_GID_EMPTY ? &t[i] : NULL, netdev);
+	vfab_sysfs_gid_dirs_close(&dirs); /* a failed open left every fd at -1 */
 	return rc;
 }
 

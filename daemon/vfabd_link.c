@@ -6,6 +6,7 @@
  * event hardware would raise.
  */
 #include "fabric/topology.h"
+#include "netns/sysfs_view.h"
 #include "vfabd.h"
 
 #include <errno.h>
@@ -35,15 +36,16 @@ void vfabd_link_set_latency(struct vfabd *d, uint32_t link, uint32_t base_ns)
 /* Rewrites state and phys_state in the view; a node without a view is fine. */
 static int view_port_state(struct vfabd *d, uint32_t hca, uint32_t port, bool up)
 {
-	int fd = vfabd_view_open(d->r, hca, port, ""), rc;
+	uint32_t state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	int fd = vfab_sysfs_port_open(d->r, hca, port, ""), rc;
 
 	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
 		return fd;
-	rc = vfabd_view_replace(fd, "state", up ? "4: ACTIVE\n" : "1: DOWN\n");
+	rc = vfab_sysfs_replace(fd, "state", vfab_sysfs_state_text(state));
 	if (!rc)
-		rc = vfabd_view_replace(fd, "phys_state", up ? "5: LinkUp\n" : "3: Disabled\n");
+		rc = vfab_sysfs_replace(fd, "phys_state", vfab_sysfs_phys_state_text(state));
 	close(fd);
 	return rc;
 }
@@ -57,12 +59,12 @@ static int view_port_rate(struct vfabd *d, uint32_t hca, uint32_t port)
 	if (rc < 0)
 		return rc;
 	snprintf(line, sizeof(line), "%s\n", rate);
-	fd = vfabd_view_open(d->r, hca, port, "");
+	fd = vfab_sysfs_port_open(d->r, hca, port, "");
 	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
 		return fd;
-	rc = vfabd_view_replace(fd, "rate", line);
+	rc = vfab_sysfs_replace(fd, "rate", line);
 	close(fd);
 	return rc;
 }

@@ -7,6 +7,7 @@
  */
 #include "fabric/topology.h"
 #include "daemon/vfabd_json.h"
+#include "netns/sysfs_view.h"
 #include "vfabd.h"
 
 #include <errno.h>
@@ -115,7 +116,7 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 {
 	const struct vfab_hca *hca = &d->r->hcas[h];
 	const struct vfab_port *pt = &hca->ports[p - 1];
-	uint64_t v[VFABD_NCOUNTERS];
+	uint64_t v[VFAB_NCOUNTERS];
 	uint32_t state = atomic_load(&pt->state);
 	char rate[64];
 
@@ -133,9 +134,9 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	vjson_str(b, pt->netdev);
 	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", pt->link_up,
 		     pt->link_down);
-	vfabd_port_counters(d, h, p, v);
-	for (int i = 0; i < VFABD_NCOUNTERS; i++)
-		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfabd_counter_names[i],
+	vfab_sysfs_counter_values(pt, d->link_downed[h][p - 1], v);
+	for (int i = 0; i < VFAB_NCOUNTERS; i++)
+		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfab_sysfs_counter_names[i],
 			     (unsigned long long)v[i]);
 	vjson_text(b, "}}");
 }

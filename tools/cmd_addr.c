@@ -20,6 +20,7 @@
 #include "netns/node_addr.h"
 #include "tools/cli.h"
 #include "base/clock.h"
+#include "netns/sysfs_view.h"
 
 /*
  * vfabd applies a change within milliseconds; the margin keeps a busy host
@@ -219,8 +220,11 @@ static int view_shows(const struct vfab_cli *cli, const char *node, const struct
 	ssize_t n;
 
 	for (int f = 0; f < 2; f++) {
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/class/infiniband/%s/ports/%u/%s/%d",
-			       cli->rundir, node, pg->hca->name, pg->port, files[f], idx))
+		char sub[32];
+
+		snprintf(sub, sizeof(sub), "%s/%d", files[f], idx);
+		if (vfab_sysfs_port_path(path, sizeof(path), cli->rundir, node, pg->hca->name,
+					 pg->port, sub))
 			return 0;
 		n = vfab_read_file(path, got, sizeof(got) - 1);
 		if (n < 0)
