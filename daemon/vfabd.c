@@ -14,7 +14,6 @@
 #include "fabric/topology.h"
 #include "base/fsutil.h"
 #include "base/paths.h"
-#include "vfabd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +28,14 @@
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_addrwatch.h"
+#include "vfabd_counters.h"
+#include "vfabd_faultlog.h"
+#include "vfabd_faults.h"
+#include "vfabd_log.h"
+#include "vfabd_server.h"
 
 #define RUNDIR_MAX 200 /* leaves room for "/vfabd.sock" in a sockaddr_un path */
 
@@ -206,18 +213,18 @@ static int setup(const struct opts *o, struct vfabd *d)
 {
 	int rc;
 
-	d->listen_fd = d->signal_fd = d->timer_fd = -1;
+	d->srv.listen_fd = d->srv.signal_fd = d->srv.timer_fd = -1;
 	rc = vfabd_counters_init(d);
 	if (rc >= 0)
-		rc = d->signal_fd = signal_fd();
+		rc = d->srv.signal_fd = signal_fd();
 	if (rc >= 0) {
-		d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		rc = d->timer_fd < 0 ? -errno : 0;
+		d->srv.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		rc = d->srv.timer_fd < 0 ? -errno : 0;
 	}
 	if (rc >= 0)
 		rc = write_pid_file(o->rundir);
 	if (rc >= 0)
-		rc = d->listen_fd = listen_socket(o->rundir);
+		rc = d->srv.listen_fd = listen_socket(o->rundir);
 	if (rc >= 0) {
 		int aw = vfabd_addrwatch_init(d);
 
@@ -227,10 +234,10 @@ static int setup(const struct opts *o, struct vfabd *d)
 		return 0;
 	}
 	fprintf(stderr, "vfabd: cannot set up %s: %s\n", o->rundir, strerror(-rc));
-	if (d->signal_fd >= 0)
-		close(d->signal_fd);
-	if (d->timer_fd >= 0)
-		close(d->timer_fd);
+	if (d->srv.signal_fd >= 0)
+		close(d->srv.signal_fd);
+	if (d->srv.timer_fd >= 0)
+		close(d->srv.timer_fd);
 	vfabd_counters_free(d);
 	remove_run_files(o->rundir);
 	return rc;
@@ -245,15 +252,16 @@ static int serve(const struct opts *o, struct vfabd *d)
 	rc = vfabd_serve(d);
 	if (rc)
 		vfabd_log("event loop failed: %s", strerror(-rc));
-	close(d->listen_fd);
+	close(d->srv.listen_fd);
 	/* No paused node or latency spike outlives the daemon that made it. */
-	vfabd_control_release(d);
+	vfabd_faults_release(d);
+	vfabd_faultlog_free(&d->log);
 	vfabd_close_all(d);
 	vfabd_counters_free(d);
 	vfabd_addrwatch_free(d);
 	remove_run_files(o->rundir);
-	close(d->signal_fd);
-	close(d->timer_fd);
+	close(d->srv.signal_fd);
+	close(d->srv.timer_fd);
 	vfabd_log("stopped (the region stays until 'vfab down')");
 	return rc;
 }

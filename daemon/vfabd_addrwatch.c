@@ -24,8 +24,8 @@
  * the GID from the inet6addr notifier that ipv6_add_addr() calls before DAD
  * starts, and keeps it when DAD fails.
  */
-#include "vfabd.h"
-#include "vfabd_rtnl.h"
+
+#include "vfabd_addrwatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +36,12 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_gidpublish.h"
+#include "vfabd_gidslots.h"
+#include "vfabd_log.h"
+#include "vfabd_rtnl.h"
 
 #include "base/clock.h"
 #include "netns/netns_file.h"

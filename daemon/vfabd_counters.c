@@ -8,7 +8,8 @@
  * process can open an HCA before its node exists); an idle fabric costs no
  * file-system writes at all.
  */
-#include "vfabd.h"
+
+#include "vfabd_counters.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_log.h"
 
 #include "netns/sysfs_view.h"
 
@@ -25,24 +29,25 @@ struct vfabd_port_cache {
 
 int vfabd_counters_init(struct vfabd *d)
 {
-	d->cache = calloc((size_t)VFAB_MAX_HCAS * VFAB_MAX_PORTS, sizeof(*d->cache));
-	return d->cache ? 0 : -ENOMEM;
+	d->counters.cache =
+	    calloc((size_t)VFAB_MAX_HCAS * VFAB_MAX_PORTS, sizeof(*d->counters.cache));
+	return d->counters.cache ? 0 : -ENOMEM;
 }
 
 void vfabd_counters_free(struct vfabd *d)
 {
-	free(d->cache);
-	d->cache = NULL;
+	free(d->counters.cache);
+	d->counters.cache = NULL;
 }
 
 /* Writes the changed counters of one port; a port without a view waits for one. */
 static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 {
-	struct vfabd_port_cache *cache = &d->cache[hca * VFAB_MAX_PORTS + port - 1];
+	struct vfabd_port_cache *cache = &d->counters.cache[hca * VFAB_MAX_PORTS + port - 1];
 	uint64_t v[VFAB_NCOUNTERS];
 	int dirs[2] = {-1, -1};
 
-	vfab_sysfs_counter_values(&d->r->hcas[hca].ports[port - 1], d->link_downed[hca][port - 1],
+	vfab_sysfs_counter_values(&d->r->hcas[hca].ports[port - 1], d->link.downed[hca][port - 1],
 				  v);
 	for (int i = 0; i < VFAB_NCOUNTERS; i++) {
 		int *dir = &dirs[vfab_sysfs_counter_is_hw(i)];
@@ -76,7 +81,7 @@ static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 
 void vfabd_counters_tick(struct vfabd *d)
 {
-	if (!d->cache)
+	if (!d->counters.cache)
 		return;
 	for (uint32_t h = 0; h < d->r->nhcas && h < VFAB_MAX_HCAS; h++) {
 		if (!d->r->hcas[h].in_use)

@@ -10,7 +10,8 @@
  * path must name a FIFO directly under <rundir>/fifo/ and is opened without
  * following links: a client cannot make the daemon write anywhere else.
  */
-#include "vfabd.h"
+
+#include "vfabd_events.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_log.h"
 
 static bool fifo_path_ok(const struct vfab_region *r, const char *path)
 {
@@ -90,8 +95,8 @@ int vfabd_raise_port_event(struct vfabd *d, uint32_t hca, uint32_t port, uint32_
 {
 	int delivered = 0;
 
-	for (size_t i = 0; i < d->nconns; i++) {
-		struct vfabd_conn *c = &d->conns[i];
+	for (size_t i = 0; i < d->srv.nconns; i++) {
+		struct vfabd_conn *c = &d->srv.conns[i];
 		int rc;
 
 		if (c->bye || !c->async || c->hca != (int32_t)hca)

@@ -6,7 +6,8 @@
  * (vfabd_faults_due, driven by the event loop); a daemon that stops resumes
  * and restores everything first, so no fault outlives it.
  */
-#include "vfabd.h"
+
+#include "vfabd_faults.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_faultlog.h"
+#include "vfabd_link.h"
+#include "vfabd_nodeproc.h"
+#include "vfabd_target.h"
 
 #include "base/clock.h"
 
@@ -67,7 +75,7 @@ static int signal_node(struct vfabd *d, uint32_t node, int sig, int rounds,
 
 static void resume_node(struct vfabd *d, uint32_t node, const char *why)
 {
-	struct vfabd_pause *p = &d->pauses[node];
+	struct vfabd_pause *p = &d->faults.pauses[node];
 	char detail[128];
 	int n = 0;
 
@@ -77,7 +85,7 @@ static void resume_node(struct vfabd *d, uint32_t node, const char *why)
 	free(p->procs);
 	*p = (struct vfabd_pause){0};
 	snprintf(detail, sizeof(detail), "%d process(es) continued (%s)", n, why);
-	vfabd_event_add(d, "resume", d->r->nodes[node].id, "", detail);
+	vfabd_event_add(&d->log, "resume", d->r->nodes[node].id, "", detail);
 }
 
 static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
@@ -95,18 +103,18 @@ static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
 		return;
 	}
 	/* Killed processes cannot be continued: the pause is over for them. */
-	if (d->pauses[node].active) {
-		free(d->pauses[node].procs);
-		d->pauses[node] = (struct vfabd_pause){0};
+	if (d->faults.pauses[node].active) {
+		free(d->faults.pauses[node].procs);
+		d->faults.pauses[node] = (struct vfabd_pause){0};
 	}
 	snprintf(detail, sizeof(detail), "%d process(es) killed", n);
-	vfabd_event_add(d, "kill", d->r->nodes[node].id, "", detail);
+	vfabd_event_add(&d->log, "kill", d->r->nodes[node].id, "", detail);
 	vfabd_replyf(c, "OK %s: %s", d->r->nodes[node].id, detail);
 }
 
 static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, const char *secs)
 {
-	struct vfabd_pause *p = &d->pauses[node];
+	struct vfabd_pause *p = &d->faults.pauses[node];
 	char detail[96], params[32] = "";
 	double s = 0;
 	int n;
@@ -129,26 +137,27 @@ static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, co
 		snprintf(params, sizeof(params), "%.6g", s);
 	snprintf(detail, sizeof(detail), "%d process(es) stopped, %s", n,
 		 secs ? "resumed after the time" : "until FAULT resume");
-	vfabd_event_add(d, "pause", d->r->nodes[node].id, params, detail);
+	vfabd_event_add(&d->log, "pause", d->r->nodes[node].id, params, detail);
 	vfabd_replyf(c, "OK %s: %s", d->r->nodes[node].id, detail);
 }
 
 static void spike_end(struct vfabd *d, size_t i)
 {
-	struct vfabd_spike *s = &d->spikes[i];
+	struct vfabd_spike *s = &d->faults.spikes[i];
 	char params[32];
 
 	for (uint32_t k = 0; k < s->nlinks; k++) {
 		uint32_t l = s->links[k];
 		uint32_t cur = __atomic_load_n(&d->r->links[l].latency_ns, __ATOMIC_RELAXED);
-		uint32_t base = cur > d->spike_add_ns[l] ? cur - d->spike_add_ns[l] : 0;
+		uint32_t base =
+		    cur > d->faults.spike_add_ns[l] ? cur - d->faults.spike_add_ns[l] : 0;
 
-		d->spike_add_ns[l] -= s->add_ns;
+		d->faults.spike_add_ns[l] -= s->add_ns;
 		vfabd_link_set_latency(d, l, base);
 	}
 	snprintf(params, sizeof(params), "lat=%.6g", s->add_ns / 1e3);
-	vfabd_event_add(d, "spike_end", s->target, params, "latency restored");
-	d->spikes[i] = d->spikes[--d->nspikes];
+	vfabd_event_add(&d->log, "spike_end", s->target, params, "latency restored");
+	d->faults.spikes[i] = d->faults.spikes[--d->faults.nspikes];
 }
 
 static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, char *save)
@@ -181,12 +190,12 @@ static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, cha
 		vfabd_reply_err(c, n, "no link or port '%s'", target);
 		return;
 	}
-	ns = realloc(d->spikes, (d->nspikes + 1) * sizeof(*ns));
+	ns = realloc(d->faults.spikes, (d->faults.nspikes + 1) * sizeof(*ns));
 	if (!ns) {
 		vfabd_reply_err(c, -ENOMEM, "no memory for the spike");
 		return;
 	}
-	d->spikes = ns;
+	d->faults.spikes = ns;
 	s.nlinks = (uint32_t)n;
 	s.add_ns = (uint32_t)llround(lat * 1e3);
 	s.until_ms = (uint64_t)vfab_now_ms() + (uint64_t)llround(secs * 1000);
@@ -194,14 +203,15 @@ static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, cha
 	for (int k = 0; k < n; k++) {
 		uint32_t l = s.links[k];
 		uint32_t cur = __atomic_load_n(&d->r->links[l].latency_ns, __ATOMIC_RELAXED);
-		uint32_t base = cur > d->spike_add_ns[l] ? cur - d->spike_add_ns[l] : 0;
+		uint32_t base =
+		    cur > d->faults.spike_add_ns[l] ? cur - d->faults.spike_add_ns[l] : 0;
 
-		d->spike_add_ns[l] += s.add_ns;
+		d->faults.spike_add_ns[l] += s.add_ns;
 		vfabd_link_set_latency(d, l, base);
 	}
-	d->spikes[d->nspikes++] = s;
+	d->faults.spikes[d->faults.nspikes++] = s;
 	snprintf(params, sizeof(params), "lat=%.6g for=%.6g", lat, secs);
-	vfabd_event_add(d, "spike", target, params, "");
+	vfabd_event_add(&d->log, "spike", target, params, "");
 	vfabd_replyf(c, "OK %s: +%.6g us on %d link(s) for %.6g s", target, lat, n, secs);
 }
 
@@ -233,7 +243,7 @@ void vfabd_req_fault(struct vfabd *d, struct vfabd_conn *c, char *args)
 		fault_kill(d, c, (uint32_t)node);
 	} else if (!strcmp(kind, "pause")) {
 		fault_pause(d, c, (uint32_t)node, extra);
-	} else if (!d->pauses[node].active) {
+	} else if (!d->faults.pauses[node].active) {
 		vfabd_replyf(c, "OK %s was not paused", arg);
 	} else {
 		resume_node(d, (uint32_t)node, "request");
@@ -246,7 +256,7 @@ int vfabd_faults_due(struct vfabd *d)
 	uint64_t now = (uint64_t)vfab_now_ms(), next = UINT64_MAX;
 
 	for (uint32_t i = 0; i < VFAB_MAX_NODES; i++) {
-		struct vfabd_pause *p = &d->pauses[i];
+		struct vfabd_pause *p = &d->faults.pauses[i];
 
 		if (!p->active || !p->until_ms)
 			continue;
@@ -255,25 +265,22 @@ int vfabd_faults_due(struct vfabd *d)
 		else if (p->until_ms < next)
 			next = p->until_ms;
 	}
-	for (size_t i = d->nspikes; i-- > 0;) {
-		if (d->spikes[i].until_ms <= now)
+	for (size_t i = d->faults.nspikes; i-- > 0;) {
+		if (d->faults.spikes[i].until_ms <= now)
 			spike_end(d, i);
-		else if (d->spikes[i].until_ms < next)
-			next = d->spikes[i].until_ms;
+		else if (d->faults.spikes[i].until_ms < next)
+			next = d->faults.spikes[i].until_ms;
 	}
 	return next == UINT64_MAX ? -1 : (int)(next - now);
 }
 
-void vfabd_control_release(struct vfabd *d)
+void vfabd_faults_release(struct vfabd *d)
 {
 	for (uint32_t i = 0; i < VFAB_MAX_NODES; i++)
-		if (d->pauses[i].active)
+		if (d->faults.pauses[i].active)
 			resume_node(d, i, "vfabd stopping");
-	while (d->nspikes)
-		spike_end(d, d->nspikes - 1);
-	free(d->spikes);
-	d->spikes = NULL;
-	free(d->events);
-	d->events = NULL;
-	d->nevents = d->events_cap = 0;
+	while (d->faults.nspikes)
+		spike_end(d, d->faults.nspikes - 1);
+	free(d->faults.spikes);
+	d->faults.spikes = NULL;
 }

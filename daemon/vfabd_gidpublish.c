@@ -14,13 +14,18 @@
  * and sends every cached resolution (provider/vfab_attempt.c) back to the
  * table.
  */
-#include "vfabd.h"
+
+#include "vfabd_gidpublish.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_events.h"
+#include "vfabd_log.h"
 
 #include "fabric/gid.h"
 #include "netns/sysfs_view.h"

@@ -26,8 +26,10 @@
  * table has 256: an address that finds no free slot below VFAB_PORT_GIDS is
  * left out and counted (only a netdev with more than 15 addresses gets there).
  */
-#include "vfabd.h"
 
+#include "vfabd_gidslots.h"
+
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 

@@ -5,9 +5,10 @@
  * the node's sysfs view follows it, and contexts of the HCA get the async
  * event hardware would raise.
  */
+#include "vfabd_link.h"
+
 #include "fabric/topology.h"
 #include "netns/sysfs_view.h"
-#include "vfabd.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -15,6 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_events.h"
+#include "vfabd_faultlog.h"
+#include "vfabd_target.h"
 
 #define SHAPE_MAX_GBPS 1e6 /* rate_bps and speed_mbps must not overflow */
 #define SHAPE_MAX_US 1e6   /* latency_ns is 32 bits */
@@ -27,7 +34,7 @@
 
 void vfabd_link_set_latency(struct vfabd *d, uint32_t link, uint32_t base_ns)
 {
-	uint64_t ns = (uint64_t)base_ns + d->spike_add_ns[link];
+	uint64_t ns = (uint64_t)base_ns + d->faults.spike_add_ns[link];
 
 	STORE(d->r->links[link].latency_ns, ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns);
 	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
@@ -80,7 +87,7 @@ static int set_port(struct vfabd *d, uint32_t hca, uint32_t port, bool up, bool 
 	if (!*changed)
 		return 0;
 	if (!up)
-		d->link_downed[hca][port - 1]++;
+		d->link.downed[hca][port - 1]++;
 	rc = view_port_state(d, hca, port, up);
 	if (rc)
 		return rc;
@@ -121,7 +128,7 @@ void vfabd_req_link(struct vfabd *d, struct vfabd_conn *c, char *args)
 	}
 	snprintf(detail, sizeof(detail), "%d port(s) changed, %d context(s) notified", changed,
 		 notified);
-	vfabd_event_add(d, "link", target, dir, rc ? strerror(-rc) : detail);
+	vfabd_event_add(&d->log, "link", target, dir, rc ? strerror(-rc) : detail);
 	if (rc)
 		vfabd_reply_err(c, rc, "%s is %s in the region, but its sysfs view: %s", target,
 				up ? "up" : "down", strerror(-rc));
@@ -230,7 +237,7 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	}
 	/* The log keeps the normalised values: what the links got. */
 	shape_text(&s, params, sizeof(params));
-	vfabd_event_add(d, "shape", target, params, rc ? strerror(-rc) : "");
+	vfabd_event_add(&d->log, "shape", target, params, rc ? strerror(-rc) : "");
 	if (rc)
 		vfabd_reply_err(c, rc, "%s shaped, but its sysfs rate: %s", target, strerror(-rc));
 	else

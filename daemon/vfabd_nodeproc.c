@@ -6,7 +6,8 @@
  * namespaces alive and sshd is how people get in: both are the node's
  * infrastructure, not its workload, and are left alone.
  */
-#include "vfabd.h"
+
+#include "vfabd_nodeproc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "vfabd.h"
 
 #include "base/fsutil.h"
 #include "base/paths.h"

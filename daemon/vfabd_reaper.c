@@ -5,7 +5,8 @@
  * vfabd collects the owner pids present in the region and frees the objects of
  * those that no longer run.
  */
-#include "vfabd.h"
+
+#include "vfabd_reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "vfabd_log.h"
 
 #include "base/proc.h"
 

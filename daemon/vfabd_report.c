@@ -5,10 +5,11 @@
  * It is read from the region while traffic runs, without locks: each number
  * is read whole, but the document is not a snapshot of one instant.
  */
+#include "vfabd_report.h"
+
 #include "fabric/topology.h"
 #include "daemon/vfabd_json.h"
 #include "netns/sysfs_view.h"
-#include "vfabd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_faultlog.h"
 
 #define REPORT_SCHEMA "vfab-report/1"
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
@@ -102,7 +107,7 @@ static void links(struct vjson_buf *b, const struct vfabd *d)
 			     "\"spike_ns\":%u,\"loss_ppm\":%u,\"bytes\":%llu,\"msgs\":%llu,"
 			     "\"queue_ns\":%llu,\"drops\":%llu}",
 			     link_kind(l->kind), (unsigned long long)LOAD(l->rate_bps),
-			     LOAD(l->latency_ns), d->spike_add_ns[i], LOAD(l->loss_ppm),
+			     LOAD(l->latency_ns), d->faults.spike_add_ns[i], LOAD(l->loss_ppm),
 			     (unsigned long long)atomic_load(&l->bytes),
 			     (unsigned long long)atomic_load(&l->msgs),
 			     (unsigned long long)atomic_load(&l->queue_ns),
@@ -134,7 +139,7 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	vjson_str(b, pt->netdev);
 	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", pt->link_up,
 		     pt->link_down);
-	vfab_sysfs_counter_values(pt, d->link_downed[h][p - 1], v);
+	vfab_sysfs_counter_values(pt, d->link.downed[h][p - 1], v);
 	for (int i = 0; i < VFAB_NCOUNTERS; i++)
 		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfab_sysfs_counter_names[i],
 			     (unsigned long long)v[i]);
@@ -189,8 +194,8 @@ static void faults(struct vjson_buf *b, const struct vfabd *d)
 	char when[40];
 
 	vjson_text(b, ",\n\"faults\":[");
-	for (size_t i = 0; i < d->nevents; i++) {
-		const struct vfabd_event *e = &d->events[i];
+	for (size_t i = 0; i < d->log.nevents; i++) {
+		const struct vfabd_event *e = &d->log.events[i];
 
 		iso_time(e->unix_ms, when);
 		vjson_printf(b, "%s\n{\"unix_ms\":%llu,\"time\":\"%s\",\"kind\":", i ? "," : "",
@@ -204,7 +209,7 @@ static void faults(struct vjson_buf *b, const struct vfabd *d)
 		vjson_str(b, e->detail);
 		vjson_text(b, "}");
 	}
-	vjson_printf(b, "\n],\n\"faults_dropped\":%llu", (unsigned long long)d->events_dropped);
+	vjson_printf(b, "\n],\n\"faults_dropped\":%llu", (unsigned long long)d->log.dropped);
 }
 
 static void paused(struct vjson_buf *b, const struct vfabd *d)
@@ -213,7 +218,7 @@ static void paused(struct vjson_buf *b, const struct vfabd *d)
 
 	vjson_text(b, ",\n\"paused\":[");
 	for (uint32_t i = 0; i < d->r->nnodes && i < VFAB_MAX_NODES; i++) {
-		if (!d->pauses[i].active)
+		if (!d->faults.pauses[i].active)
 			continue;
 		if (!first)
 			vjson_text(b, ",");
@@ -228,14 +233,12 @@ void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c)
 	struct vjson_buf b = {0};
 	struct timespec ts;
 	uint64_t now_ms;
-	unsigned clients = 0;
+	unsigned clients = vfabd_conn_clients(d->srv.conns, d->srv.nconns);
 	char when[40];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	iso_time(now_ms, when);
-	for (size_t i = 0; i < d->nconns; i++)
-		clients += d->conns[i].pid && !d->conns[i].bye;
 	vjson_text(&b, "{\"schema\":\"" REPORT_SCHEMA "\",\n\"fabric\":");
 	vjson_str(&b, d->fabric);
 	vjson_printf(&b,

@@ -5,8 +5,8 @@
  * A socket stays in the network namespace it was created in, so vfabd
  * enters a node's namespace only around socket().
  */
+
 #include "vfabd_rtnl.h"
-#include "vfabd.h"
 
 #include <errno.h>
 #include <linux/if_addr.h>
@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include "vfabd_log.h"
 
 #include "netns/netns_file.h"
 

@@ -5,7 +5,8 @@
  * link name as the topology gives it ("node0/mlx5_0/1/up", "leaf0/down",
  * "node0/loopback").
  */
-#include "vfabd.h"
+
+#include "vfabd_target.h"
 
 #include <errno.h>
 #include <math.h>
