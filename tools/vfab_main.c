@@ -44,17 +44,6 @@ static void usage(FILE *f)
 		   "command's status).\n");
 }
 
-int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)
-{
-	if (vfab_fabric_name_check(name)) {
-		fprintf(stderr, "vfab: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
-			name, VFAB_FABRIC_NAME_MAX);
-		return -EINVAL;
-	}
-	snprintf(cli->fabric, sizeof(cli->fabric), "%s", name);
-	return vfab_run_dir(cli->rundir, sizeof(cli->rundir), name);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
