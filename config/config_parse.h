@@ -7,8 +7,8 @@
 #ifndef VFAB_CONFIG_PARSE_H
 #define VFAB_CONFIG_PARSE_H
 
-#include "config_yaml.h"
 #include "config/config.h"
+#include "config_yaml.h"
 
 #define CFG_SUBNET_BASE 0xc6120000u /* 198.18.0.0 */
 #define CFG_SUBNET_PREFIX 15

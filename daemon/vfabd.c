@@ -9,11 +9,11 @@
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.
  */
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "config/config.h"
 #include "fabric/ctl.h"
 #include "fabric/topology.h"
-#include "base/fsutil.h"
-#include "base/paths.h"
 
 #include <errno.h>
 #include <getopt.h>

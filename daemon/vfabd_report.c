@@ -7,8 +7,8 @@
  */
 #include "vfabd_report.h"
 
-#include "fabric/topology.h"
 #include "daemon/vfabd_json.h"
+#include "fabric/topology.h"
 #include "netns/sysfs_view.h"
 
 #include <errno.h>

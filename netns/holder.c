@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
-#include "netns/node_mounts.h"
-#include "base/proc.h"
 #include "base/paths.h"
+#include "base/proc.h"
+#include "netns/node_mounts.h"
 
 #define HOLDER_READY_TIMEOUT_MS 10000
 #define REPORT_FD 3

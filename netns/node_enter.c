@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
-#include "netns/holder.h"
 #include "base/paths.h"
+#include "netns/holder.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20

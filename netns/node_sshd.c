@@ -10,12 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
+#include "base/proc.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
-#include "base/clock.h"
-#include "base/proc.h"
 
 #define SSHD_READY_TIMEOUT_MS 5000
 

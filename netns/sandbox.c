@@ -11,16 +11,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
-#include "base/fsutil.h"
 #include "netns/holder.h"
+#include "netns/host_dirs.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
 #include "netns/node_sshd.h"
-#include "netns/host_dirs.h"
 #include "netns/sysfs_view.h"
-#include "base/paths.h"
 
 static int write_libdirs(const struct vfab_sandbox *sb)
 {

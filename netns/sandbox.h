@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/paths.h"
 #include "config/config.h"
 #include "fabric/region.h"
-#include "base/paths.h"
 
 /* In the run dir: this fabric made the host's empty /dev/infiniband mount point. */
 #define VFAB_DEVIB_MARKER "dev-infiniband-created"

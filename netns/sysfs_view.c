@@ -10,9 +10,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/topology.h"
-#include "base/fsutil.h"
 
 /* The numbers of /dev/full: any command sent to the "kernel" fails cleanly. */
 #define UVERBS_MAJOR 1

@@ -13,15 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns/fabric_net.h"
+#include "base/clock.h"
 #include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
+#include "netns/fabric_net.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
-#include "netns/node_sshd.h"
-#include "base/clock.h"
-#include "base/proc.h"
-#include "base/paths.h"
 #include "netns/node_procs.h"
+#include "netns/node_sshd.h"
 
 #define MAX_NODES (VFAB_MAX_NODES + 8)
 #define TERM_GRACE_MS 500

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "netns/node_enter.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
-#include "base/paths.h"
 
 /* Says so when it is not. */
 static int fabric_is_up(const struct vfab_cli *cli, const char *verb)

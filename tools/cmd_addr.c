@@ -13,14 +13,14 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
-#include "base/fsutil.h"
 #include "netns/netns_file.h"
 #include "netns/node_addr.h"
-#include "tools/cli.h"
-#include "base/clock.h"
 #include "netns/sysfs_view.h"
+#include "tools/cli.h"
 
 /*
  * vfabd applies a change within milliseconds; the margin keeps a busy host

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
-#include "base/clock.h"
 
 static void usage(FILE *f)
 {

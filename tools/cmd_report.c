@@ -13,11 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fabric/ctl.h"
-#include "daemon/vfabd_json.h"
-#include "base/fsutil.h"
-#include "tools/cli.h"
 #include "base/clock.h"
+#include "base/fsutil.h"
+#include "daemon/vfabd_json.h"
+#include "fabric/ctl.h"
+#include "tools/cli.h"
 
 #define REPORT_ANSWER_MS 10000
 #define REPORT_MAX_BYTES (256u << 20)

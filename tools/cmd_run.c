@@ -16,14 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "netns/holder.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
 #include "tools/cli.h"
 #include "tools/run_mux.h"
-#include "base/paths.h"
 
 #define DEFAULT_MASTER_PORT 29500
 /* After the last node's command exited, output still arriving from what it left behind. */

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "base/fsutil.h"
+#include "config/config.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"
 #include "tools/cli.h"

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fabric/region.h"
-#include "daemon/vfabd_json.h"
-#include "tools/cli.h"
 #include "base/clock.h"
+#include "daemon/vfabd_json.h"
+#include "fabric/region.h"
+#include "tools/cli.h"
 
 #define STATS_MAX_INTERVAL_S 3600.0
 

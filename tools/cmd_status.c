@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
-#include "base/fsutil.h"
 #include "netns/holder.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
-#include "base/paths.h"
 
 #define STATUS_ANSWER_MS 500
 

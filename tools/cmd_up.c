@@ -9,15 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "config/config.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
 #include "netns/launch_files.h"
-#include "base/fsutil.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
-#include "base/clock.h"
-#include "base/paths.h"
 
 #define VFABD_READY_TIMEOUT_MS 10000
 #define MAX_LIBDIRS 16

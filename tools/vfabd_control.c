@@ -11,13 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 #include "fabric/region.h"
-#include "base/fsutil.h"
 #include "tools/cli.h"
-#include "base/clock.h"
-#include "base/proc.h"
-#include "base/paths.h"
 
 #define SHUTDOWN_ANSWER_MS 300
 #define EXIT_WAIT_MS 1000

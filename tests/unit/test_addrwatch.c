@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "fabric/gid.h"
 #include "daemon/vfabd_gidslots.h"
+#include "fabric/gid.h"
 
 static const uint8_t mac[6] = {0x02, 0x76, 0x66, 0x12, 0x00, 0x00};
 

@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "base/fsutil.h"
+#include "config/config.h"
 #include "netns/launch_files.h"
 #include "tools/run_mux.h"
 
