@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Control-socket client (see ctl.h). Used by the provider: no heavy deps. */
 #include "fabric/ctl.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 int vfab_ctl_connect(const char *rundir)
@@ -16,9 +16,9 @@ int vfab_ctl_connect(const char *rundir)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, n;
 
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", rundir, VFAB_CTL_SOCK);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
+	n = vfab_ctl_sock_path(sa.sun_path, sizeof(sa.sun_path), rundir);
+	if (n)
+		return n;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -30,21 +30,13 @@ int vfab_ctl_connect(const char *rundir)
 	return fd;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int wait_fd(int fd, short events, long long deadline)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	int rc;
 
 	do {
-		long long left = deadline - now_ms();
+		long long left = deadline - vfab_now_ms();
 
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -81,7 +73,7 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline)
 
 int vfab_ctl_request(int fd, const char *line, char *reply, size_t len)
 {
-	long long deadline = now_ms() + VFAB_CTL_TIMEOUT_MS;
+	long long deadline = vfab_now_ms() + VFAB_CTL_TIMEOUT_MS;
 	size_t l = strlen(line), got = 0;
 	int rc;
 

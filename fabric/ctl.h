@@ -8,7 +8,8 @@
 
 #include <stddef.h>
 
-#define VFAB_CTL_SOCK "vfabd.sock"
+#include "base/paths.h"
+
 #define VFAB_CTL_TIMEOUT_MS 2000 /* a wedged daemon must not hang a verbs call */
 
 /* Connects to <rundir>/vfabd.sock; returns the fd (CLOEXEC) or -errno. */

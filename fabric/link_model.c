@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Time through the fabric: paths, bookings, loss (see link_model.h). */
 #include "fabric/link_model.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <time.h>
@@ -215,8 +216,5 @@ bool fabric_path_drop(struct vfab_region *r, const struct fabric_path *p, uint64
 
 uint64_t fabric_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return vfab_mono_ns();
 }

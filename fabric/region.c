@@ -19,13 +19,6 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-int vfab_region_path(const char *fabric, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "/dev/shm/vfab-%s", fabric);
-
-	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
-}
-
 int vfab_mutex_init_shared(pthread_mutex_t *m)
 {
 	pthread_mutexattr_t a;

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/paths.h"
+
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request. */
 #define VFAB_REGION_VERSION 3
@@ -387,9 +389,6 @@ struct vfab_region {
 };
 
 /* ---- region.c: create / map / allocate ---- */
-
-/* Region file path for a fabric name: /dev/shm/vfab-<fabric>. */
-int vfab_region_path(const char *fabric, char *buf, size_t len);
 
 /* Create (vfabd only): sizes, inits locks, empty tables. -errno on failure. */
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out);

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
 

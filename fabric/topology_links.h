@@ -7,7 +7,7 @@
 #ifndef VFAB_TOPOLOGY_LINKS_H
 #define VFAB_TOPOLOGY_LINKS_H
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/region.h"
 
 /* Links a config needs: 2 per HCA port, 1 loopback per node, 2 per leaf with a spine. */

@@ -12,7 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 #define HOST_DRIVERS_DIR "/etc/libibverbs.d"
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 
 /* Every node is also known as <id>.vfab in the nodes' /etc/hosts. */
 #define VFAB_HOSTS_DOMAIN ".vfab"

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/netcfg.h"
 #include "netns/netns_file.h"
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/region.h"
 #include "netns/netns_file.h"
 

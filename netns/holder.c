@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
 #include "netns/node_mounts.h"
 
 #define HOLDER_READY_TIMEOUT_MS 10000
@@ -80,7 +82,7 @@ static __attribute__((noreturn)) void holder_main(const char *rundir, const char
 	ret = vfab_node_mounts_setup(rundir, node, err, sizeof(err));
 	if (ret)
 		goto failed;
-	ret = vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir, node);
+	ret = vfab_holder_pid_path(path, sizeof(path), rundir, node);
 	if (ret == 0)
 		ret = vfab_write_pid_file(path, getpid());
 	if (ret) {

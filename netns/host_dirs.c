@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "netns/sandbox.h"
 
 /*

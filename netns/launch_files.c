@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
 #include "netns/etc_view.h"
-#include "netns/fsutil.h"
 
 /* A growing text buffer: the files are a few hundred bytes per node. */
 struct text {

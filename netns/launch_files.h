@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 
 #define VFAB_HOSTFILE "hostfile"     /* "node0 slots=1" per node */
 #define VFAB_HOSTS_LIST "hosts"	     /* one node id per line */

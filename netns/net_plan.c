@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base/fsutil.h"
 #include "fabric/ipnet.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 
 int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index, uint32_t k)
 {

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 
 /* libnl speaks its own error codes; the rest of vfab speaks errno. */
 int vfab_nl_errno(int nlerr)

@@ -9,12 +9,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
-
-int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix)
-{
-	return vfab_pathf(buf, len, VFAB_NETNS_DIR "/vfab-%s-%s", fabric, suffix);
-}
+#include "base/fsutil.h"
 
 /*
  * Namespace files must be mount points that propagate (as `ip netns` makes

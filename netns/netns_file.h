@@ -10,11 +10,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VFAB_NETNS_DIR "/run/netns"
-#define VFAB_FABRIC_NS_SUFFIX "fab" /* reserved: no node may be called so */
+#include "base/paths.h"
 
-/* /run/netns/vfab-<fabric>-<suffix> (suffix: a node id or "fab"). */
-int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix);
+/* The paths (vfab_netns_path, VFAB_NETNS_DIR) are in base/paths.h. */
 
 /* Bind-mount the namespace file `src` (e.g. /proc/PID/ns/net) on a new file `dst`. */
 int vfab_netns_publish(const char *src, const char *dst);

@@ -16,7 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "netns/holder.h"
 
 #ifndef NETLINK_RDMA
@@ -105,7 +106,7 @@ int vfab_node_enter(const char *rundir, const char *node)
 
 	if (strchr(node, '/') || node[0] == '.' || node[0] == '\0')
 		return -ENOENT;
-	if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir, node))
+	if (vfab_holder_pid_path(path, sizeof(path), rundir, node))
 		return -ENAMETOOLONG;
 	ret = vfab_read_pid_file(path, &holder);
 	if (ret)

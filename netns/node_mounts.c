@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
 
 #define MAX_SYS_SUBMOUNTS 64
 #define LDCONFIG_AUX_DIR "/var/cache/ldconfig"
@@ -233,7 +234,7 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size
 	char nd[4096];
 	int ret;
 
-	if (vfab_pathf(nd, sizeof(nd), "%s/nodes/%s", rundir, node))
+	if (vfab_node_dir(nd, sizeof(nd), rundir, node))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
 	/* Nothing mounted here may reach the host; host changes still arrive. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))

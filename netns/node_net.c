@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 #include "netns/netcfg.h"
 #include "netns/netns_file.h"
 

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns/fsutil.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/proc.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
@@ -163,13 +165,6 @@ static void log_tail(const char *log, char *out, size_t len)
 	}
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
 static int sshd_files(const char *rundir, const char *node, char *pidfile, size_t plen, char *log,
 		      size_t llen)
 {
@@ -218,7 +213,7 @@ int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint3
 					 "sshd in node %s did not start: %s", id,
 					 tail[0] ? tail : "(no log)");
 		}
-		sleep_ms(5);
+		vfab_sleep_ms(5);
 	}
 	return 0;
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 
 #define VFAB_RUN_SSHD "/run/sshd" /* sshd's privilege separation directory */
 #define VFAB_RUN_SSHD_MARKER "run-sshd-created"

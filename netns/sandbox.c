@@ -11,14 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 #include "netns/holder.h"
+#include "netns/host_dirs.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
 #include "netns/node_sshd.h"
-#include "netns/host_dirs.h"
 #include "netns/sysfs_view.h"
 
 static int write_libdirs(const struct vfab_sandbox *sb)
@@ -157,7 +158,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	if (!cn)
 		return vfab_fail(err, errlen, -ENOENT, "node %s of the region is not in the config",
 				 rn->id);
-	if (vfab_pathf(nd, sizeof(nd), "%s/nodes/%s", sb->rundir, rn->id))
+	if (vfab_node_dir(nd, sizeof(nd), sb->rundir, rn->id))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = vfab_mkdir_p(nd, 0755);
 	if (ret)

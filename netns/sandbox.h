@@ -10,13 +10,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fabric/config.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "fabric/region.h"
 
 /* In the run dir: this fabric made the host's empty /dev/infiniband mount point. */
 #define VFAB_DEVIB_MARKER "dev-infiniband-created"
 #define VFAB_HOST_DEVIB "/dev/infiniband"
-#define VFAB_RUN_ROOT "/run/vfab"
 
 struct vfab_sandbox {
 	const char *fabric;

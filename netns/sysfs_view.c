@@ -10,14 +10,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/topology.h"
-#include "netns/fsutil.h"
 
 /* The numbers of /dev/full: any command sent to the "kernel" fails cleanly. */
 #define UVERBS_MAJOR 1
 #define UVERBS_MINOR 7
 
+/* Every file of counters/ and hw_counters/ (those vfab does not count read 0). */
 static const char *const port_counters[] = {
     "VL15_dropped",
     "excessive_buffer_overrun_errors",
@@ -121,24 +122,6 @@ static void guid_text(uint64_t guid, char buf[20])
 		 (unsigned)guid & 0xffff);
 }
 
-static const char *port_state_text(uint32_t state)
-{
-	switch (state) {
-	case 1:
-		return "1: DOWN";
-	case 2:
-		return "2: INIT";
-	case 3:
-		return "3: ARMED";
-	case 4:
-		return "4: ACTIVE";
-	case 5:
-		return "5: ACTIVE_DEFER";
-	default:
-		return "0: NOP";
-	}
-}
-
 /*
  * One numbered file per entry: gids/N, gid_attrs/types/N, ... `*shared`
  * names the first entry written with the shared content (-1: none yet);
@@ -165,8 +148,6 @@ static int write_gid_tables(int portfd, const struct vfab_port *p)
 	const struct vfab_gid *by_index[VFAB_SYSFS_GID_TBL_LEN] = {0};
 	int gids = subdir(portfd, "gids"), attrs = -1, types = -1, ndevs = -1, ret = 0;
 	int empty_gid = -1, empty_type = -1, empty_ndev = -1;
-	static const uint8_t zero[16];
-	char text[VFAB_GID_STR_LEN];
 
 	for (uint32_t i = 0; i < p->ngids && i < VFAB_PORT_GIDS; i++)
 		if (p->gids[i].type != VFAB_GID_EMPTY && p->gids[i].index < VFAB_SYSFS_GID_TBL_LEN)
@@ -186,19 +167,14 @@ static int write_gid_tables(int portfd, const struct vfab_port *p)
 	}
 	for (unsigned i = 0; i < VFAB_SYSFS_GID_TBL_LEN && ret == 0; i++) {
 		const struct vfab_gid *g = by_index[i];
-		char line[64];
+		struct vfab_sysfs_gid_texts t;
 
-		vfab_gid_format(g ? g->raw : zero, text);
-		snprintf(line, sizeof(line), "%s\n", text);
-		ret = put_indexed(gids, i, !g, &empty_gid, line);
-		/* Empty entries still read as a type: ibv_query_gid_table walks them all. */
-		snprintf(line, sizeof(line), "%s\n",
-			 vfab_gid_type_name(g ? g->type : VFAB_GID_EMPTY));
+		vfab_sysfs_gid_texts(g, p->netdev, &t);
+		ret = put_indexed(gids, i, !g, &empty_gid, t.gid);
 		if (ret == 0)
-			ret = put_indexed(types, i, !g, &empty_type, line);
-		snprintf(line, sizeof(line), "%s\n", g ? p->netdev : "");
+			ret = put_indexed(types, i, !g, &empty_type, t.type);
 		if (ret == 0)
-			ret = put_indexed(ndevs, i, !g, &empty_ndev, line);
+			ret = put_indexed(ndevs, i, !g, &empty_ndev, t.ndev);
 	}
 out:
 	if (ndevs >= 0)
@@ -211,57 +187,35 @@ out:
 	return ret;
 }
 
+/* The value of a counter file: its live counter, or 0 for those vfab does not count. */
+static uint64_t counter_value(const uint64_t v[VFAB_NCOUNTERS], const char *name)
+{
+	int i = vfab_sysfs_counter_find(name);
+
+	return i < 0 ? 0 : v[i];
+}
+
+/* A new view: link_downed starts at 0 (vfabd counts the downs it makes). */
 static int write_counters(int portfd, const struct vfab_port *p)
 {
-	const struct vfab_port_counters *c = &p->cnt;
+	uint64_t v[VFAB_NCOUNTERS];
 	int cnt = subdir(portfd, "counters"), hw, ret = 0;
 
 	if (cnt < 0)
 		return cnt;
-	for (size_t i = 0; i < sizeof(port_counters) / sizeof(port_counters[0]) && !ret; i++) {
-		const char *n = port_counters[i];
-		uint64_t v = 0;
-
-		if (strcmp(n, "port_xmit_data") == 0)
-			v = atomic_load(&c->xmit_data_words);
-		else if (strcmp(n, "port_rcv_data") == 0)
-			v = atomic_load(&c->rcv_data_words);
-		else if (strcmp(n, "port_xmit_packets") == 0 ||
-			 strcmp(n, "unicast_xmit_packets") == 0)
-			v = atomic_load(&c->xmit_packets);
-		else if (strcmp(n, "port_rcv_packets") == 0 ||
-			 strcmp(n, "unicast_rcv_packets") == 0)
-			v = atomic_load(&c->rcv_packets);
-		ret = put(cnt, n, "%llu\n", (unsigned long long)v);
-	}
+	vfab_sysfs_counter_values(p, 0, v);
+	for (size_t i = 0; i < sizeof(port_counters) / sizeof(port_counters[0]) && !ret; i++)
+		ret = put(cnt, port_counters[i], "%llu\n",
+			  (unsigned long long)counter_value(v, port_counters[i]));
 	close(cnt);
 	if (ret)
 		return ret;
 	hw = subdir(portfd, "hw_counters");
 	if (hw < 0)
 		return hw;
-	for (size_t i = 0; i < sizeof(hw_counters) / sizeof(hw_counters[0]) && !ret; i++) {
-		const char *n = hw_counters[i];
-		uint64_t v = 0;
-
-		if (strcmp(n, "out_of_sequence") == 0)
-			v = atomic_load(&c->out_of_sequence);
-		else if (strcmp(n, "duplicate_request") == 0)
-			v = atomic_load(&c->duplicate_request);
-		else if (strcmp(n, "packet_seq_err") == 0)
-			v = atomic_load(&c->packet_seq_err);
-		else if (strcmp(n, "local_ack_timeout_err") == 0)
-			v = atomic_load(&c->local_ack_timeout_err);
-		else if (strcmp(n, "rnr_nak_retry_err") == 0)
-			v = atomic_load(&c->rnr_nak_retry_err);
-		else if (strcmp(n, "rx_write_requests") == 0)
-			v = atomic_load(&c->rx_write_requests);
-		else if (strcmp(n, "rx_read_requests") == 0)
-			v = atomic_load(&c->rx_read_requests);
-		else if (strcmp(n, "rx_atomic_requests") == 0)
-			v = atomic_load(&c->rx_atomic_requests);
-		ret = put(hw, n, "%llu\n", (unsigned long long)v);
-	}
+	for (size_t i = 0; i < sizeof(hw_counters) / sizeof(hw_counters[0]) && !ret; i++)
+		ret = put(hw, hw_counters[i], "%llu\n",
+			  (unsigned long long)counter_value(v, hw_counters[i]));
 	if (ret == 0)
 		ret = put(hw, "lifespan", "10\n");
 	close(hw);
@@ -281,9 +235,9 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 	ret = vfab_topology_sysfs_rate(p, rate, sizeof(rate));
 	ret = ret < 0 ? ret : 0;
 	if (!ret)
-		ret = put(fd, "state", "%s\n", port_state_text(state));
+		ret = put(fd, "state", "%s", vfab_sysfs_state_text(state));
 	if (!ret)
-		ret = put(fd, "phys_state", "%s\n", state == 1 ? "3: Disabled" : "5: LinkUp");
+		ret = put(fd, "phys_state", "%s", vfab_sysfs_phys_state_text(state));
 	if (!ret)
 		ret = put(fd, "rate", "%s\n", rate);
 	if (!ret)

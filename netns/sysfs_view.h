@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The files a node sees as /sys/class/infiniband*, and its /dev/infiniband,
- * written from the region (DESIGN.md "Sysfs view of an HCA"). A pure function
- * of (region, node, output directory) so it can be checked in a temp dir.
+ * The one owner of the sysfs view (DESIGN.md "Sysfs view of an HCA"): the
+ * files a node sees as /sys/class/infiniband*, and its /dev/infiniband. The
+ * first write (sysfs_view.c, from `vfab up`) is a pure function of (region,
+ * node, output directory) so it can be checked in a temp dir; the updates
+ * of a running fabric (sysfs_port.c, from vfabd) replace single files of
+ * the same layout with the same texts.
  */
 #ifndef VFAB_NETNS_SYSFS_VIEW_H
 #define VFAB_NETNS_SYSFS_VIEW_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "fabric/gid.h"
 #include "fabric/region.h"
 
 #define VFAB_SYSFS_PKEYS 128
@@ -25,5 +31,71 @@
  * Directories are created as needed. Returns 0 or -errno.
  */
 int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char *outdir);
+
+/* ---- sysfs_port.c: a port's files while the fabric runs ---- */
+
+/* The live counters: ports/<p>/counters/ then, from OUT_OF_SEQUENCE on, hw_counters/. */
+enum vfab_sysfs_counter {
+	VFAB_CNT_XMIT_DATA,
+	VFAB_CNT_RCV_DATA,
+	VFAB_CNT_XMIT_PACKETS,
+	VFAB_CNT_RCV_PACKETS,
+	VFAB_CNT_UNICAST_XMIT,
+	VFAB_CNT_UNICAST_RCV,
+	VFAB_CNT_LINK_DOWNED,
+	/* ports/<p>/hw_counters/ from here on */
+	VFAB_CNT_OUT_OF_SEQUENCE,
+	VFAB_CNT_DUPLICATE_REQUEST,
+	VFAB_CNT_PACKET_SEQ_ERR,
+	VFAB_CNT_LOCAL_ACK_TIMEOUT,
+	VFAB_CNT_RNR_NAK_RETRY,
+	VFAB_CNT_RX_WRITE,
+	VFAB_CNT_RX_READ,
+	VFAB_CNT_RX_ATOMIC,
+	VFAB_NCOUNTERS
+};
+/* The sysfs file name of each live counter (also the REPORT's counter keys). */
+extern const char *const vfab_sysfs_counter_names[VFAB_NCOUNTERS];
+/* Is the counter in hw_counters/ (else counters/)? */
+bool vfab_sysfs_counter_is_hw(int counter);
+/* The live counter of a file name, -1 for the files that always read 0. */
+int vfab_sysfs_counter_find(const char *name);
+/* Every live counter of a port; link_downed is kept by vfabd, not the region. */
+void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
+			       uint64_t v[VFAB_NCOUNTERS]);
+
+/* ports/<p>/state and phys_state of a port state (IBV_PORT_*), newline included. */
+const char *vfab_sysfs_state_text(uint32_t state);
+const char *vfab_sysfs_phys_state_text(uint32_t state);
+
+/* The three files of one GID index: gids/N, gid_attrs/types/N, gid_attrs/ndevs/N. */
+struct vfab_sysfs_gid_texts {
+	char gid[VFAB_GID_STR_LEN + 1];
+	char type[32];
+	char ndev[VFAB_IFNAME_MAX + 2];
+};
+/* Their texts for entry g (NULL: an empty index), newline included. */
+void vfab_sysfs_gid_texts(const struct vfab_gid *g, const char *netdev,
+			  struct vfab_sysfs_gid_texts *t);
+
+/* <rundir>/nodes/<node>/class/infiniband/<hca>/ports/<port>[/<sub>]. */
+int vfab_sysfs_port_path(char *buf, size_t len, const char *rundir, const char *node,
+			 const char *hca, uint32_t port, const char *sub);
+/* Opens that directory of HCA hca (region index); sub may be "". fd or -errno. */
+int vfab_sysfs_port_open(const struct vfab_region *r, uint32_t hca, uint32_t port, const char *sub);
+
+/* Replaces dirfd/name with text (temp file renamed over: readers never see half). */
+int vfab_sysfs_replace(int dirfd, const char *name, const char *text);
+
+/* A port's three GID directories, open for vfab_sysfs_replace_gid. */
+struct vfab_sysfs_gid_dirs {
+	int gids, types, ndevs;
+};
+int vfab_sysfs_gid_dirs_open(const struct vfab_region *r, uint32_t hca, uint32_t port,
+			     struct vfab_sysfs_gid_dirs *dirs);
+void vfab_sysfs_gid_dirs_close(struct vfab_sysfs_gid_dirs *dirs);
+/* Replaces the three files of index idx with the texts of g (NULL: empty). */
+int vfab_sysfs_replace_gid(const struct vfab_sysfs_gid_dirs *dirs, uint32_t idx,
+			   const struct vfab_gid *g, const char *netdev);
 
 #endif /* VFAB_NETNS_SYSFS_VIEW_H */

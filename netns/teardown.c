@@ -13,27 +13,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
+#include "netns/node_procs.h"
 #include "netns/node_sshd.h"
 
 #define MAX_NODES (VFAB_MAX_NODES + 8)
 #define TERM_GRACE_MS 500
 #define KILL_WAIT_MS 3000
 
-struct ns_id {
-	dev_t dev;
-	ino_t ino;
-};
-
 struct node_set {
 	int n;
 	char ids[MAX_NODES][VFAB_NAME_MAX];
 	pid_t holders[MAX_NODES];
-	int nns;
-	struct ns_id ns[2 * MAX_NODES];
+	struct vfab_ns_set ns;
 };
 
 static void note(char *err, size_t errlen, int *first, int ret, const char *fmt, ...)
@@ -50,18 +48,6 @@ static void note(char *err, size_t errlen, int *first, int ret, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-static void add_ns(struct node_set *s, const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) || s->nns >= (int)(sizeof(s->ns) / sizeof(s->ns[0])))
-		return;
-	for (int i = 0; i < s->nns; i++)
-		if (s->ns[i].dev == st.st_dev && s->ns[i].ino == st.st_ino)
-			return;
-	s->ns[s->nns++] = (struct ns_id){st.st_dev, st.st_ino};
 }
 
 /*
@@ -87,55 +73,37 @@ static void collect_nodes(const char *fabric, const char *rundir, struct node_se
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= VFAB_NAME_MAX)
 			continue;
 		snprintf(s->ids[s->n], VFAB_NAME_MAX, "%s", de->d_name);
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", rundir, de->d_name) ==
-			0 &&
-		    vfab_read_pid_file(path, &pid) == 0 && vfab_holder_is_alive(pid)) {
+		if (vfab_holder_pid_path(path, sizeof(path), rundir, de->d_name) == 0 &&
+		    vfab_read_pid_file(path, &pid) == 0 && vfab_holder_is_alive(pid))
 			s->holders[s->n] = pid;
-			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-			add_ns(s, path);
-		}
-		if (vfab_netns_path(path, sizeof(path), fabric, de->d_name) == 0)
-			add_ns(s, path);
+		vfab_ns_set_add_node(&s->ns, fabric, de->d_name, s->holders[s->n]);
 		s->n++;
 	}
 	closedir(d);
 }
 
-static int in_node(const struct node_set *s, pid_t pid)
-{
-	char path[64];
-	struct stat st;
+struct signal_arg {
+	int sig;
+	int count;
+};
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if (stat(path, &st))
-		return 0;
-	for (int i = 0; i < s->nns; i++)
-		if (s->ns[i].dev == st.st_dev && s->ns[i].ino == st.st_ino)
-			return 1;
+static int signal_one(pid_t pid, void *arg)
+{
+	struct signal_arg *a = arg;
+
+	if (vfab_pid_alive(pid) && kill(pid, a->sig) == 0)
+		a->count++;
 	return 0;
 }
 
 /* Signal every live process of the nodes; returns how many got it. */
 static int signal_node_processes(const struct node_set *s, int sig)
 {
-	pid_t self = getpid();
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int count = 0;
+	struct signal_arg a = {sig, 0};
+	int count;
 
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (*end || pid <= 0 || pid == self)
-			continue;
-		if (in_node(s, (pid_t)pid) && vfab_pid_alive((pid_t)pid) &&
-		    kill((pid_t)pid, sig) == 0)
-			count++;
-	}
-	closedir(d);
+	vfab_ns_set_each_pid(&s->ns, signal_one, &a);
+	count = a.count;
 	for (int i = 0; i < s->n; i++)
 		if (s->holders[i] > 0 && vfab_holder_is_alive(s->holders[i]) &&
 		    kill(s->holders[i], sig) == 0)
@@ -143,25 +111,18 @@ static int signal_node_processes(const struct node_set *s, int sig)
 	return count;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
 /* SIGTERM, a grace period, then SIGKILL until nothing is left (or we give up). */
 static int kill_node_processes(const struct node_set *s)
 {
 	long long deadline;
 
-	if (s->nns == 0 && s->n == 0)
+	if (s->ns.n == 0 && s->n == 0)
 		return 0;
 	if (signal_node_processes(s, SIGTERM) == 0)
 		return 0;
 	deadline = vfab_now_ms() + TERM_GRACE_MS;
 	do {
-		sleep_ms(5);
+		vfab_sleep_ms(5);
 		/* Signal 0 just counts the survivors (and children forked meanwhile). */
 		if (signal_node_processes(s, 0) == 0)
 			return 0;
@@ -170,7 +131,7 @@ static int kill_node_processes(const struct node_set *s)
 	do {
 		if (signal_node_processes(s, SIGKILL) == 0)
 			return 0;
-		sleep_ms(5);
+		vfab_sleep_ms(5);
 	} while (vfab_now_ms() < deadline);
 	return -EBUSY;
 }

@@ -12,12 +12,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/paths.h"
+
 #define VFAB_EXIT_OK 0
 #define VFAB_EXIT_FAIL 1
 #define VFAB_EXIT_USAGE 2
-
-#define VFAB_DEFAULT_FABRIC "vfab"
-#define VFAB_FABRIC_NAME_MAX 32 /* as vfabd accepts */
 
 struct vfab_cli {
 	char fabric[VFAB_FABRIC_NAME_MAX + 1];

@@ -1,12 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Command-line parsing every verb shares: --help and --fabric, getopt's own
+ * Command-line parsing every verb shares (and main): --help and --fabric, getopt's own
  * errors, and the operand count checks, so that all verbs word them alike.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 
 #include "tools/cli.h"
+
+int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)
+{
+	if (vfab_fabric_name_check(name)) {
+		fprintf(stderr, "vfab: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
+			name, VFAB_FABRIC_NAME_MAX);
+		return -EINVAL;
+	}
+	snprintf(cli->fabric, sizeof(cli->fabric), "%s", name);
+	return vfab_run_dir(cli->rundir, sizeof(cli->rundir), name);
+}
 
 int vfab_cli_common_opt(struct vfab_cli *cli, int ch, void (*usage_fn)(FILE *))
 {

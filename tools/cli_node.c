@@ -8,8 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "netns/node_enter.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
@@ -29,7 +30,7 @@ int vfab_cli_check_node(const struct vfab_cli *cli, const char *verb, const char
 
 	if (!fabric_is_up(cli, verb))
 		return VFAB_EXIT_FAIL;
-	if (vfab_pathf(dir, sizeof(dir), "%s/nodes/%s", cli->rundir, node) || strchr(node, '/') ||
+	if (vfab_node_dir(dir, sizeof(dir), cli->rundir, node) || strchr(node, '/') ||
 	    node[0] == '.' || access(dir, F_OK)) {
 		fprintf(stderr, "vfab %s: fabric %s has no node '%s'\n", verb, cli->fabric, node);
 		return VFAB_EXIT_USAGE;

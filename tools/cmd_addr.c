@@ -13,11 +13,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
-#include "netns/fsutil.h"
 #include "netns/netns_file.h"
 #include "netns/node_addr.h"
+#include "netns/sysfs_view.h"
 #include "tools/cli.h"
 
 /*
@@ -218,8 +220,11 @@ static int view_shows(const struct vfab_cli *cli, const char *node, const struct
 	ssize_t n;
 
 	for (int f = 0; f < 2; f++) {
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/class/infiniband/%s/ports/%u/%s/%d",
-			       cli->rundir, node, pg->hca->name, pg->port, files[f], idx))
+		char sub[32];
+
+		snprintf(sub, sizeof(sub), "%s/%d", files[f], idx);
+		if (vfab_sysfs_port_path(path, sizeof(path), cli->rundir, node, pg->hca->name,
+					 pg->port, sub))
 			return 0;
 		n = vfab_read_file(path, got, sizeof(got) - 1);
 		if (n < 0)

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "netns/fsutil.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 

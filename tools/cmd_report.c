@@ -13,9 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "daemon/vfabd_json.h"
 #include "fabric/ctl.h"
-#include "fabric/vfabd_json.h"
-#include "netns/fsutil.h"
 #include "tools/cli.h"
 
 #define REPORT_ANSWER_MS 10000

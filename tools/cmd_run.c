@@ -16,8 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "netns/holder.h"
 #include "netns/launch_files.h"
 #include "netns/node_spawn.h"
@@ -127,8 +128,7 @@ static int check_holders(const struct vfab_cli *cli, const char **nodes, int n)
 		char path[PATH_MAX];
 		pid_t holder = 0;
 
-		if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", cli->rundir,
-			       nodes[i]) ||
+		if (vfab_holder_pid_path(path, sizeof(path), cli->rundir, nodes[i]) ||
 		    vfab_read_pid_file(path, &holder) || !vfab_holder_is_alive(holder)) {
 			fprintf(stderr,
 				"vfab run: the holder of node %s is gone; restart the fabric "

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "config/config.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"
 #include "tools/cli.h"

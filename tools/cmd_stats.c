@@ -13,8 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "daemon/vfabd_json.h"
 #include "fabric/region.h"
-#include "fabric/vfabd_json.h"
 #include "tools/cli.h"
 
 #define STATS_MAX_INTERVAL_S 3600.0
@@ -54,10 +55,7 @@ static const char *kind_name(uint32_t kind)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)vfab_mono_ns() / 1e9;
 }
 
 static void snap(const struct vfab_region *r, struct link_snap *s)

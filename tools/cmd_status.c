@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
+#include "base/paths.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 #include "netns/holder.h"
 #include "netns/launch_files.h"
 #include "netns/node_sshd.h"
@@ -67,7 +68,7 @@ static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, co
 	memset(ns, 0, sizeof(*ns));
 	snprintf(ns->id, sizeof(ns->id), "%s", id);
 	ns->region_index = region_index;
-	if (vfab_pathf(path, sizeof(path), "%s/nodes/%s/holder.pid", cli->rundir, id) == 0 &&
+	if (vfab_holder_pid_path(path, sizeof(path), cli->rundir, id) == 0 &&
 	    vfab_read_pid_file(path, &ns->holder) == 0)
 		ns->holder_alive = vfab_holder_is_alive(ns->holder);
 	if (ns->holder_alive)

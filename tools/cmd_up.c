@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
 #include "fabric/region.h"
 #include "netns/fabric_net.h"
 #include "netns/launch_files.h"
-#include "netns/fsutil.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 
@@ -111,7 +113,7 @@ static int make_rundir(const struct vfab_cli *cli)
 	if (ret)
 		return ret;
 	/* Providers of any user in the nodes create their FIFOs here. */
-	if (vfab_pathf(path, sizeof(path), "%s/fifo", cli->rundir))
+	if (vfab_fifo_dir(path, sizeof(path), cli->rundir))
 		return -ENAMETOOLONG;
 	ret = vfab_mkdir_p(path, 01777);
 	if (ret == 0 && chmod(path, 01777))

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
 #include "tools/cli.h"
 
 static const struct {
@@ -42,25 +42,6 @@ static void usage(FILE *f)
 	fprintf(f, "'vfab VERB --help' describes each verb.\n"
 		   "Exit: 0 ok, 1 runtime failure, 2 usage or config error (exec, run, ssh: the\n"
 		   "command's status).\n");
-}
-
-int vfab_cli_set_fabric(struct vfab_cli *cli, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = name; *p; p++) {
-		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
-		    !(*p >= '0' && *p <= '9') && *p != '_' && *p != '-')
-			n = 0;
-	}
-	if (n == 0 || n > VFAB_FABRIC_NAME_MAX) {
-		fprintf(stderr, "vfab: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
-			name, VFAB_FABRIC_NAME_MAX);
-		return -EINVAL;
-	}
-	snprintf(cli->fabric, sizeof(cli->fabric), "%s", name);
-	snprintf(cli->rundir, sizeof(cli->rundir), "/run/vfab/%s", name);
-	return 0;
 }
 
 int main(int argc, char **argv)

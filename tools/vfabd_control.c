@@ -11,20 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 #include "fabric/region.h"
-#include "netns/fsutil.h"
 #include "tools/cli.h"
 
 #define SHUTDOWN_ANSWER_MS 300
 #define EXIT_WAIT_MS 1000
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 int vfab_vfabd_start(const struct vfab_cli *cli, const char *config, pid_t *pid)
 {
@@ -178,7 +174,7 @@ int vfab_vfabd_wait_ready(const struct vfab_cli *cli, pid_t pid, int timeout_ms,
 				 timeout_ms, tail);
 			return -ETIMEDOUT;
 		}
-		sleep_ms(2);
+		vfab_sleep_ms(2);
 	}
 	ret = vfab_region_path(cli->fabric, region_path, sizeof(region_path));
 	if (ret == 0)
@@ -222,8 +218,7 @@ pid_t vfab_vfabd_pid(const struct vfab_cli *cli)
 	char path[PATH_MAX];
 	pid_t pid;
 
-	if (vfab_pathf(path, sizeof(path), "%s/vfabd.pid", cli->rundir) ||
-	    vfab_read_pid_file(path, &pid))
+	if (vfab_vfabd_pid_path(path, sizeof(path), cli->rundir) || vfab_read_pid_file(path, &pid))
 		return 0;
 	return is_our_vfabd(cli, pid) ? pid : 0;
 }
@@ -235,7 +230,7 @@ static int wait_gone(pid_t pid, int ms)
 	while (vfab_pid_alive(pid)) {
 		if (vfab_now_ms() >= deadline)
 			return 0;
-		sleep_ms(2);
+		vfab_sleep_ms(2);
 	}
 	return 1;
 }

@@ -1,4 +1,4 @@
-# Unit tests of fabric/: config parsing, GID rules, the region, the topology
+# Unit tests of fabric/, config/ and daemon/: config parsing, GID rules, the region, the topology
 # fill and vfabd's control protocol and reaping.
 vfab_unit_test(test_config SOURCES unit/test_config.c LIBS vfab_config)
 target_compile_definitions(test_config PRIVATE

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/topology.h"
 
 /* yaml: the text, or NULL to load the file at path. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The GID index allocation vfabd applies when a node's addresses change at
- * run time (fabric/vfabd_gidslots.c): default GID at 0/1, entries that stay
+ * run time (daemon/vfabd_gidslots.c): default GID at 0/1, entries that stay
  * keep their index, a removed address leaves an empty pair, a new one takes
  * the lowest free pair, v1 before v2; starting from the tables the topology
  * fill builds.
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
+#include "daemon/vfabd_gidslots.h"
 #include "fabric/gid.h"
-#include "fabric/vfabd.h"
 
 static const uint8_t mac[6] = {0x02, 0x76, 0x66, 0x12, 0x00, 0x00};
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 
 static char err[512];
 

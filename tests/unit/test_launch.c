@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
-#include "netns/fsutil.h"
+#include "base/fsutil.h"
+#include "config/config.h"
 #include "netns/launch_files.h"
 #include "tools/run_mux.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/config.h"
+#include "config/config.h"
 #include "fabric/region.h"
 #include "fabric/topology.h"
 #include "netns/fabric_net.h"

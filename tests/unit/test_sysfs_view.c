@@ -19,13 +19,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fabric/config.h"
+#include "base/fsutil.h"
+#include "config/config.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
 #include "fabric/topology.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
-#include "netns/fsutil.h"
 #include "netns/sysfs_view.h"
 
 /* Two nodes; node a has two HCAs, the second with two ports, and an IPv6. */

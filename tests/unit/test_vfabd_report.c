@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "fabric/vfabd_json.h"
+#include "daemon/vfabd_json.h"
 #include "tests/unit/vfabd_fixture.h"
 
 #define MAX_FIELDS 32

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small file-system helpers shared by the sandbox code, the daemon and the CLI. All of
+ * them return 0 (or a length) on success and -errno on failure, so callers can
+ * turn a failure into one message at the edge.
+ */
+#ifndef VFAB_BASE_FSUTIL_H
+#define VFAB_BASE_FSUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* snprintf that reports truncation as -ENAMETOOLONG. */
+int vfab_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Formats a message into err and returns ret, so one line says what failed. */
+int vfab_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* mkdir -p: creates missing parents; an existing directory is fine. */
+int vfab_mkdir_p(const char *path, mode_t mode);
+
+/* Create or truncate a file with exactly these bytes. */
+int vfab_write_file(const char *path, const void *data, size_t len, mode_t mode);
+int vfab_write_filef(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Read up to len-1 bytes, NUL-terminate; returns the length read. */
+ssize_t vfab_read_file(const char *path, char *buf, size_t len);
+
+/* Copy a whole file (config copies; small files only). */
+int vfab_copy_file(const char *src, const char *dst, mode_t mode);
+
+/* A pid file holds a decimal pid and a newline; it is replaced atomically. */
+int vfab_read_pid_file(const char *path, pid_t *pid);
+int vfab_write_pid_file(const char *path, pid_t pid);
+
+/* rm -rf without crossing mount points or following symlinks; a missing path is fine. */
+int vfab_rm_rf(const char *path);
+
+/* The directory of the running executable (dirname of /proc/self/exe). */
+int vfab_self_exe_dir(char *buf, size_t len);
+
+#endif /* VFAB_BASE_FSUTIL_H */

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#include "base/paths.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+
+int vfab_fabric_name_check(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > VFAB_FABRIC_NAME_MAX)
+		return -EINVAL;
+	for (const char *p = name; *p; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '_' && *p != '-')
+			return -EINVAL;
+	return 0;
+}
+
+int vfab_region_path(const char *fabric, char *buf, size_t len)
+{
+	return vfab_pathf(buf, len, "/dev/shm/vfab-%s", fabric);
+}
+
+int vfab_run_dir(char *buf, size_t len, const char *fabric)
+{
+	return vfab_pathf(buf, len, VFAB_RUN_ROOT "/%s", fabric);
+}
+
+int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix)
+{
+	return vfab_pathf(buf, len, VFAB_NETNS_DIR "/vfab-%s-%s", fabric, suffix);
+}
+
+int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/" VFAB_CTL_SOCK, rundir);
+}
+
+int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/" VFAB_VFABD_PID_FILE, rundir);
+}
+
+int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node)
+{
+	return vfab_pathf(buf, len, "%s/nodes/%s", rundir, node);
+}
+
+int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node)
+{
+	return vfab_pathf(buf, len, "%s/nodes/%s/" VFAB_HOLDER_PID_FILE, rundir, node);
+}
+
+int vfab_fifo_dir(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/fifo", rundir);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric's names and paths, one function each (as iproute2 keeps its
+ * netns paths in one header): every component that finds a fabric's files
+ * asks here, so a layout change lands in one place. All return 0 or
+ * -ENAMETOOLONG (-EINVAL for a bad name).
+ */
+#ifndef VFAB_BASE_PATHS_H
+#define VFAB_BASE_PATHS_H
+
+#include <stddef.h>
+
+#define VFAB_RUN_ROOT "/run/vfab"	  /* run dirs: /run/vfab/<fabric> */
+#define VFAB_NETNS_DIR "/run/netns"	  /* published namespaces, as `ip netns` */
+#define VFAB_FABRIC_NS_SUFFIX "fab"	  /* reserved: no node may be called so */
+#define VFAB_FABRIC_NAME_MAX 32		  /* letters, digits, '_' and '-' */
+#define VFAB_DEFAULT_FABRIC "vfab"	  /* vfab and vfabd without --fabric */
+#define VFAB_CTL_SOCK "vfabd.sock"	  /* in the run dir */
+#define VFAB_VFABD_PID_FILE "vfabd.pid"	  /* in the run dir */
+#define VFAB_HOLDER_PID_FILE "holder.pid" /* in the run dir's nodes/<node>/ */
+
+/* A fabric name: 1..VFAB_FABRIC_NAME_MAX letters, digits, '_' or '-' (it is a file name part). */
+int vfab_fabric_name_check(const char *name);
+
+/* The shared-memory region: /dev/shm/vfab-<fabric>. */
+int vfab_region_path(const char *fabric, char *buf, size_t len);
+
+/* The run dir: /run/vfab/<fabric>. */
+int vfab_run_dir(char *buf, size_t len, const char *fabric);
+
+/* A published network namespace: /run/netns/vfab-<fabric>-<suffix> (a node id or "fab"). */
+int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix);
+
+/* vfabd's control socket: <rundir>/vfabd.sock. */
+int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir);
+
+/* vfabd's pid file: <rundir>/vfabd.pid. */
+int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir);
+
+/* A node's directory: <rundir>/nodes/<node>. */
+int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node);
+
+/* A node's holder pid file: <rundir>/nodes/<node>/holder.pid. */
+int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node);
+
+/* The completion-channel and async-event FIFOs: <rundir>/fifo. */
+int vfab_fifo_dir(char *buf, size_t len, const char *rundir);
+
+#endif /* VFAB_BASE_PATHS_H */

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What /proc says about a process: the one parser of /proc/PID/stat and the
+ * one answer to "is this pid alive".
+ *
+ * An unreadable stat (EACCES, EIO, a short read) counts as ALIVE: the kernel
+ * removes /proc/PID only once the process is reaped, so a stat that exists but
+ * cannot be read belongs to a running process. Every caller either frees what
+ * a dead process owned (vfabd's reaper), signals it (teardown) or waits for it
+ * to go (vfab down): calling a live process dead loses its objects or skips a
+ * kill, while calling it alive only waits for the next look. Dead is therefore
+ * said only when the kernel says so: ESRCH, a missing /proc/PID, or state Z/X.
+ */
+#ifndef VFAB_BASE_PROC_H
+#define VFAB_BASE_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * State letter (R, S, Z, ...) and start time (clock ticks since boot, field 22:
+ * with the pid it names one process across pid reuse) of pid. 0, -ENOENT when
+ * the process is gone, -EIO when the file does not parse, or -errno of the read.
+ */
+int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start);
+
+/* Is the process there and not a zombie? (see above for an unreadable stat) */
+bool vfab_pid_alive(pid_t pid);
+
+/* /proc/PID/comm without the newline. */
+int vfab_pid_comm(pid_t pid, char *buf, size_t len);
+
+#endif /* VFAB_BASE_PROC_H */

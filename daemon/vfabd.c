@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfabd: creates a fabric's shared region from a config, serves the control
+ * socket, reaps the objects of processes that died, applies runtime control
+ * (link state, shaping, faults), keeps the nodes' sysfs counters live,
+ * follows address changes in the nodes into the GID tables and answers
+ * REPORT. Runs in the foreground; `vfab up` starts it with setsid and
+ * stderr to vfabd.log.
+ *
+ * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.
+ */
+#include "base/fsutil.h"
+#include "base/paths.h"
+#include "config/config.h"
+#include "fabric/ctl.h"
+#include "fabric/topology.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_addrwatch.h"
+#include "vfabd_counters.h"
+#include "vfabd_faultlog.h"
+#include "vfabd_faults.h"
+#include "vfabd_log.h"
+#include "vfabd_server.h"
+
+#define RUNDIR_MAX 200 /* leaves room for "/vfabd.sock" in a sockaddr_un path */
+
+struct opts {
+	const char *fabric;
+	const char *config;
+	char rundir[RUNDIR_MAX + 1];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vfabd [--fabric NAME] [--config FILE] [--rundir DIR]\n"
+		   "  --fabric NAME  fabric name (default vfab): region /dev/shm/vfab-NAME\n"
+		   "  --config FILE  fabric YAML (default: the built-in 2-node fabric)\n"
+		   "  --rundir DIR   run directory (default /run/vfab/NAME)\n"
+		   "Runs in the foreground until SIGTERM or a SHUTDOWN request on\n"
+		   "DIR/vfabd.sock. Exit: 0 ok, 1 runtime failure, 2 usage/config error.\n");
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {{"fabric", required_argument, NULL, 'f'},
+					   {"config", required_argument, NULL, 'c'},
+					   {"rundir", required_argument, NULL, 'r'},
+					   {"help", no_argument, NULL, 'h'},
+					   {NULL, 0, NULL, 0}};
+	const char *rundir = NULL;
+	int ch;
+
+	o->fabric = VFAB_DEFAULT_FABRIC;
+	while ((ch = getopt_long(argc, argv, "f:c:r:h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			o->fabric = optarg;
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'r':
+			rundir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "vfabd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (vfab_fabric_name_check(o->fabric)) {
+		fprintf(stderr, "vfabd: fabric name '%s': use 1..%d letters, digits, '_' or '-'\n",
+			o->fabric, VFAB_FABRIC_NAME_MAX);
+		return -EINVAL;
+	}
+	if (rundir && (!*rundir || strlen(rundir) > RUNDIR_MAX)) {
+		fprintf(stderr, "vfabd: --rundir: use a path of 1..%d characters\n", RUNDIR_MAX);
+		return -EINVAL;
+	}
+	if (rundir)
+		snprintf(o->rundir, sizeof(o->rundir), "%s", rundir);
+	else
+		vfab_run_dir(o->rundir, sizeof(o->rundir), o->fabric); /* fits: name <= 32 */
+	return 0;
+}
+
+static int write_pid_file(const char *rundir)
+{
+	char path[PATH_MAX];
+	int rc = vfab_vfabd_pid_path(path, sizeof(path), rundir);
+
+	return rc ? rc : vfab_write_pid_file(path, getpid());
+}
+
+static int listen_socket(const char *rundir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, n, rc;
+
+	n = vfab_ctl_sock_path(sa.sun_path, sizeof(sa.sun_path), rundir);
+	if (n)
+		return n;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(sa.sun_path); /* a stale socket of a vfabd that crashed */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0666) < 0 ||
+	    listen(fd, 128) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static int signal_fd(void)
+{
+	sigset_t set;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+static void remove_run_files(const char *rundir)
+{
+	char path[PATH_MAX];
+
+	if (vfab_ctl_sock_path(path, sizeof(path), rundir) == 0)
+		unlink(path);
+	if (vfab_vfabd_pid_path(path, sizeof(path), rundir) == 0)
+		unlink(path);
+}
+
+static int load_config(const struct opts *o, struct vfab_config *cfg)
+{
+	char err[512];
+	int rc = o->config ? vfab_config_load_file(o->config, cfg, err, sizeof(err))
+			   : vfab_config_load_default(cfg, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "vfabd: %s\n", err);
+	return rc;
+}
+
+/* Region and topology; on failure nothing is left behind. */
+static int create_region(struct opts *o, const struct vfab_config *cfg, struct vfab_region **r)
+{
+	char path[256], abs[PATH_MAX];
+	int rc;
+
+	vfab_region_path(o->fabric, path, sizeof(path));
+	if (access(path, F_OK) == 0) {
+		fprintf(stderr,
+			"vfabd: fabric '%s' already exists (%s); stop it with "
+			"'vfab --fabric %s down' first\n",
+			o->fabric, path, o->fabric);
+		return -EEXIST;
+	}
+	rc = vfab_mkdir_p(o->rundir, 0755);
+	if (rc) {
+		fprintf(stderr, "vfabd: cannot create %s: %s\n", o->rundir, strerror(-rc));
+		return rc;
+	}
+	/* The region records the run dir for the provider: make it absolute. */
+	if (realpath(o->rundir, abs) && strlen(abs) <= RUNDIR_MAX)
+		snprintf(o->rundir, sizeof(o->rundir), "%s", abs);
+	rc = vfab_region_create(o->fabric, o->rundir, r);
+	if (rc) {
+		fprintf(stderr, "vfabd: cannot create %s: %s\n", path, strerror(-rc));
+		return rc;
+	}
+	rc = vfab_topology_fill(*r, cfg);
+	if (rc) {
+		fprintf(stderr, "vfabd: the config does not fit the region: %s\n", strerror(-rc));
+		vfab_region_close(*r);
+		vfab_region_unlink(o->fabric);
+	}
+	return rc;
+}
+
+/* Pid file, socket, signals, timer. On failure nothing of it is left. */
+static int setup(const struct opts *o, struct vfabd *d)
+{
+	int rc;
+
+	d->srv.listen_fd = d->srv.signal_fd = d->srv.timer_fd = -1;
+	rc = vfabd_counters_init(d);
+	if (rc >= 0)
+		rc = d->srv.signal_fd = signal_fd();
+	if (rc >= 0) {
+		d->srv.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		rc = d->srv.timer_fd < 0 ? -errno : 0;
+	}
+	if (rc >= 0)
+		rc = write_pid_file(o->rundir);
+	if (rc >= 0)
+		rc = d->srv.listen_fd = listen_socket(o->rundir);
+	if (rc >= 0) {
+		int aw = vfabd_addrwatch_init(d);
+
+		if (aw)
+			vfabd_log("address changes in the nodes will not reach the GID tables: %s",
+				  strerror(-aw));
+		return 0;
+	}
+	fprintf(stderr, "vfabd: cannot set up %s: %s\n", o->rundir, strerror(-rc));
+	if (d->srv.signal_fd >= 0)
+		close(d->srv.signal_fd);
+	if (d->srv.timer_fd >= 0)
+		close(d->srv.timer_fd);
+	vfabd_counters_free(d);
+	remove_run_files(o->rundir);
+	return rc;
+}
+
+static int serve(const struct opts *o, struct vfabd *d)
+{
+	int rc;
+
+	vfabd_log("fabric %s ready: %u node(s), %u HCA(s), %u link(s); socket %s/%s", o->fabric,
+		  d->r->nnodes, d->r->nhcas, d->r->nlinks, o->rundir, VFAB_CTL_SOCK);
+	rc = vfabd_serve(d);
+	if (rc)
+		vfabd_log("event loop failed: %s", strerror(-rc));
+	close(d->srv.listen_fd);
+	/* No paused node or latency spike outlives the daemon that made it. */
+	vfabd_faults_release(d);
+	vfabd_faultlog_free(&d->log);
+	vfabd_close_all(d);
+	vfabd_counters_free(d);
+	vfabd_addrwatch_free(d);
+	remove_run_files(o->rundir);
+	close(d->srv.signal_fd);
+	close(d->srv.timer_fd);
+	vfabd_log("stopped (the region stays until 'vfab down')");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct vfab_config cfg;
+	struct vfab_region *r;
+	struct opts o = {0};
+	struct vfabd d = {0};
+	int rc;
+
+	if (parse_args(argc, argv, &o))
+		return 2;
+	if (load_config(&o, &cfg))
+		return 2;
+	rc = create_region(&o, &cfg, &r);
+	vfab_config_free(&cfg);
+	if (rc)
+		return 1;
+	d.r = r;
+	d.fabric = o.fabric;
+	if (setup(&o, &d)) {
+		/* Nobody was told about this fabric yet: leave nothing behind. */
+		vfab_region_close(r);
+		vfab_region_unlink(o.fabric);
+		return 1;
+	}
+	rc = serve(&o, &d);
+	vfab_region_close(r);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client connection of the control socket and the replies queued on it
+ * (line protocol of docs/DESIGN.md). Below every request module: they reply
+ * through here, the server loop sends what is queued.
+ */
+#ifndef VFAB_DAEMON_VFABD_CONN_H
+#define VFAB_DAEMON_VFABD_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VFABD_LINE_MAX 1024 /* HELLO carries a FIFO path under the run dir */
+
+struct vfabd_conn {
+	int fd;
+	pid_t pid;	 /* from HELLO; 0 before */
+	bool bye;	 /* closed cleanly: its objects were freed by their owner */
+	bool privileged; /* peer is root or vfabd's own user: may change the fabric */
+	int32_t hca;	 /* HELLO hca=: the context's HCA (region index), -1 none */
+	char *async;	 /* HELLO async=: the context's async event FIFO, NULL none */
+	char *out;	 /* reply bytes not yet sent (large REPORTs) */
+	size_t out_len, out_off;
+	size_t len;
+	char buf[VFABD_LINE_MAX];
+};
+
+/* Replies. Queued: a reply never blocks the loop. */
+void vfabd_reply(struct vfabd_conn *c, const char *text);
+void vfabd_replyf(struct vfabd_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "ERR <ENAME> message": the errno name lets clients tell usage from failure. */
+void vfabd_reply_err(struct vfabd_conn *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "OK <n>\n" and then n bytes of body; takes ownership of body (malloc'd). */
+void vfabd_reply_body(struct vfabd_conn *c, char *body, size_t n);
+
+/* Sends what the socket takes now; false when the connection is broken. */
+bool vfabd_conn_flush(struct vfabd_conn *c);
+/* Closes the socket and frees what the connection holds. */
+void vfabd_conn_close(struct vfabd_conn *c);
+/* Connections that said HELLO and not BYE: the client contexts. */
+unsigned vfabd_conn_clients(const struct vfabd_conn *v, size_t n);
+
+#endif /* VFAB_DAEMON_VFABD_CONN_H */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* Async events to the contexts that said HELLO with hca=/async=. */
+#ifndef VFAB_DAEMON_VFABD_EVENTS_H
+#define VFAB_DAEMON_VFABD_EVENTS_H
+
+#include <stdint.h>
+
+#include "fabric/region.h"
+
+struct vfabd;
+struct vfabd_conn;
+
+int vfabd_hello_parse_opts(const struct vfab_region *r, struct vfabd_conn *c, char *opts);
+/* Writes (element, event type) to every registered context of hca; returns how many got it. */
+int vfabd_raise_port_event(struct vfabd *d, uint32_t hca, uint32_t port, uint32_t event_type);
+
+#endif /* VFAB_DAEMON_VFABD_EVENTS_H */

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* Periodic reaping of the objects of processes that died. */
+#ifndef VFAB_DAEMON_VFABD_REAPER_H
+#define VFAB_DAEMON_VFABD_REAPER_H
+
+#include "fabric/region.h"
+
+/* Frees the objects of every owner pid that no longer runs. Returns objects freed. */
+int vfabd_reap_dead(struct vfab_region *r);
+
+#endif /* VFAB_DAEMON_VFABD_REAPER_H */

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * REPORT: one JSON document with the fabric's links, ports (with their
+ * counters), live QPs and the fault log; the schema is docs/REPORT_SCHEMA.md.
+ * It is read from the region while traffic runs, without locks: each number
+ * is read whole, but the document is not a snapshot of one instant.
+ */
+#include "vfabd_report.h"
+
+#include "daemon/vfabd_json.h"
+#include "fabric/topology.h"
+#include "netns/sysfs_view.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_faultlog.h"
+
+#define REPORT_SCHEMA "vfab-report/1"
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+static const char *link_kind(uint32_t kind)
+{
+	switch (kind) {
+	case VFAB_LINK_NODE_UP:
+		return "node_up";
+	case VFAB_LINK_NODE_DOWN:
+		return "node_down";
+	case VFAB_LINK_LEAF_UP:
+		return "leaf_up";
+	case VFAB_LINK_LEAF_DOWN:
+		return "leaf_down";
+	case VFAB_LINK_LOOPBACK:
+		return "loopback";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *port_state(uint32_t s)
+{
+	static const char *const names[] = {"NOP",   "DOWN",   "INIT",
+					    "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+static const char *qp_type(uint32_t t)
+{
+	switch (t) {
+	case 2:
+		return "RC";
+	case 3:
+		return "UC";
+	case 4:
+		return "UD";
+	case 8:
+		return "RAW_PACKET";
+	case 9:
+		return "XRC_SEND";
+	case 10:
+		return "XRC_RECV";
+	default:
+		return "OTHER";
+	}
+}
+
+static const char *qp_state(uint32_t s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+/* RFC 3339 UTC with milliseconds: 2024-05-01T12:00:00.123Z */
+static void iso_time(uint64_t unix_ms, char buf[40])
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, 40 - n, ".%03uZ", (unsigned)(unix_ms % 1000));
+}
+
+static void links(struct vjson_buf *b, const struct vfabd *d)
+{
+	bool first = true;
+
+	vjson_text(b, ",\n\"links\":[");
+	for (uint32_t i = 0; i < d->r->nlinks && i < VFAB_MAX_LINKS; i++) {
+		const struct vfab_link *l = &d->r->links[i];
+
+		if (!l->in_use)
+			continue;
+		vjson_printf(b, "%s\n{\"index\":%u,\"name\":", first ? "" : ",", i);
+		vjson_str(b, l->name);
+		vjson_printf(b,
+			     ",\"kind\":\"%s\",\"rate_bps\":%llu,\"latency_ns\":%u,"
+			     "\"spike_ns\":%u,\"loss_ppm\":%u,\"bytes\":%llu,\"msgs\":%llu,"
+			     "\"queue_ns\":%llu,\"drops\":%llu}",
+			     link_kind(l->kind), (unsigned long long)LOAD(l->rate_bps),
+			     LOAD(l->latency_ns), d->faults.spike_add_ns[i], LOAD(l->loss_ppm),
+			     (unsigned long long)atomic_load(&l->bytes),
+			     (unsigned long long)atomic_load(&l->msgs),
+			     (unsigned long long)atomic_load(&l->queue_ns),
+			     (unsigned long long)atomic_load(&l->drops));
+		first = false;
+	}
+	vjson_text(b, "\n]");
+}
+
+static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_t p, bool first)
+{
+	const struct vfab_hca *hca = &d->r->hcas[h];
+	const struct vfab_port *pt = &hca->ports[p - 1];
+	uint64_t v[VFAB_NCOUNTERS];
+	uint32_t state = atomic_load(&pt->state);
+	char rate[64];
+
+	if (vfab_topology_sysfs_rate(pt, rate, sizeof(rate)) < 0)
+		rate[0] = '\0';
+	vjson_text(b, first ? "\n{\"node\":" : ",\n{\"node\":");
+	vjson_str(b, d->r->nodes[hca->node].id);
+	vjson_text(b, ",\"hca\":");
+	vjson_str(b, hca->name);
+	vjson_printf(b, ",\"hca_index\":%u,\"port\":%u,\"state\":\"%s\",\"state_num\":%u,", h, p,
+		     port_state(state), state);
+	vjson_printf(b, "\"speed_mbps\":%u,\"rate\":", LOAD(pt->speed_mbps));
+	vjson_str(b, rate);
+	vjson_text(b, ",\"netdev\":");
+	vjson_str(b, pt->netdev);
+	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", pt->link_up,
+		     pt->link_down);
+	vfab_sysfs_counter_values(pt, d->link.downed[h][p - 1], v);
+	for (int i = 0; i < VFAB_NCOUNTERS; i++)
+		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfab_sysfs_counter_names[i],
+			     (unsigned long long)v[i]);
+	vjson_text(b, "}}");
+}
+
+static void ports(struct vjson_buf *b, const struct vfabd *d)
+{
+	bool first = true;
+
+	vjson_text(b, ",\n\"ports\":[");
+	for (uint32_t h = 0; h < d->r->nhcas && h < VFAB_MAX_HCAS; h++) {
+		if (!d->r->hcas[h].in_use || d->r->hcas[h].node >= VFAB_MAX_NODES)
+			continue;
+		for (uint32_t p = 1; p <= d->r->hcas[h].nports && p <= VFAB_MAX_PORTS; p++) {
+			port(b, d, h, p, first);
+			first = false;
+		}
+	}
+	vjson_text(b, "\n]");
+}
+
+static void qps(struct vjson_buf *b, const struct vfabd *d)
+{
+	bool first = true;
+
+	vjson_text(b, ",\n\"qps\":[");
+	for (uint32_t i = 0; i < VFAB_MAX_QPS; i++) {
+		const struct vfab_qp_slot *q = &d->r->qps[i];
+		const struct vfab_hca *h;
+
+		if (atomic_load_explicit(&q->state, memory_order_acquire) != VFAB_SLOT_USED ||
+		    q->hca >= VFAB_MAX_HCAS)
+			continue;
+		h = &d->r->hcas[q->hca];
+		vjson_printf(b, "%s\n{\"qpn\":%u,\"node\":", first ? "" : ",", q->qpn);
+		vjson_str(b, h->node < VFAB_MAX_NODES ? d->r->nodes[h->node].id : "");
+		vjson_text(b, ",\"hca\":");
+		vjson_str(b, h->name);
+		vjson_printf(b,
+			     ",\"port\":%u,\"pid\":%d,\"type\":\"%s\",\"state\":\"%s\","
+			     "\"dest_qpn\":%u}",
+			     q->port, (int)q->owner.pid, qp_type(q->qp_type),
+			     qp_state(atomic_load(&q->qp_state)), q->dest_qpn);
+		first = false;
+	}
+	vjson_text(b, "\n]");
+}
+
+static void faults(struct vjson_buf *b, const struct vfabd *d)
+{
+	char when[40];
+
+	vjson_text(b, ",\n\"faults\":[");
+	for (size_t i = 0; i < d->log.nevents; i++) {
+		const struct vfabd_event *e = &d->log.events[i];
+
+		iso_time(e->unix_ms, when);
+		vjson_printf(b, "%s\n{\"unix_ms\":%llu,\"time\":\"%s\",\"kind\":", i ? "," : "",
+			     (unsigned long long)e->unix_ms, when);
+		vjson_str(b, e->kind);
+		vjson_text(b, ",\"target\":");
+		vjson_str(b, e->target);
+		vjson_text(b, ",\"params\":");
+		vjson_str(b, e->params);
+		vjson_text(b, ",\"detail\":");
+		vjson_str(b, e->detail);
+		vjson_text(b, "}");
+	}
+	vjson_printf(b, "\n],\n\"faults_dropped\":%llu", (unsigned long long)d->log.dropped);
+}
+
+static void paused(struct vjson_buf *b, const struct vfabd *d)
+{
+	bool first = true;
+
+	vjson_text(b, ",\n\"paused\":[");
+	for (uint32_t i = 0; i < d->r->nnodes && i < VFAB_MAX_NODES; i++) {
+		if (!d->faults.pauses[i].active)
+			continue;
+		if (!first)
+			vjson_text(b, ",");
+		vjson_str(b, d->r->nodes[i].id);
+		first = false;
+	}
+	vjson_text(b, "]");
+}
+
+void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c)
+{
+	struct vjson_buf b = {0};
+	struct timespec ts;
+	uint64_t now_ms;
+	unsigned clients = vfabd_conn_clients(d->srv.conns, d->srv.nconns);
+	char when[40];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	iso_time(now_ms, when);
+	vjson_text(&b, "{\"schema\":\"" REPORT_SCHEMA "\",\n\"fabric\":");
+	vjson_str(&b, d->fabric);
+	vjson_printf(&b,
+		     ",\n\"time\":\"%s\",\n\"unix_ms\":%llu,\n\"vfabd_pid\":%d,\n\"clients\":%u",
+		     when, (unsigned long long)now_ms, (int)getpid(), clients);
+	links(&b, d);
+	ports(&b, d);
+	qps(&b, d);
+	faults(&b, d);
+	paused(&b, d);
+	vjson_text(&b, "\n}\n");
+	if (b.oom) {
+		free(b.p);
+		vfabd_reply_err(c, -ENOMEM, "no memory for the report");
+		return;
+	}
+	vfabd_reply_body(c, b.p, b.len);
+}

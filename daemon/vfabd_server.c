@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfabd's event loop: the control socket (one connection per client context,
+ * line protocol of docs/DESIGN.md), signals, the tick (live counters, the
+ * reaper), the nodes' address notifications (one epoll fd) and the deadlines
+ * of timed faults, all on one poll(). The daemon is never on the data path,
+ * so one thread is enough. The loop only reads, dispatches each request line
+ * to its module and sends the replies they queued (vfabd_conn.c) as the peer
+ * reads them: a REPORT can be megabytes, and a slow reader must not stall it.
+ */
+
+#include "vfabd_server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_addrwatch.h"
+#include "vfabd_conn.h"
+#include "vfabd_counters.h"
+#include "vfabd_faults.h"
+#include "vfabd_link.h"
+#include "vfabd_log.h"
+#include "vfabd_reaper.h"
+#include "vfabd_report.h"
+#include "vfabd_session.h"
+
+/* Requests that change the fabric or signal processes need a trusted peer. */
+static bool allowed(struct vfabd_conn *c, const char *what)
+{
+	if (c->privileged)
+		return true;
+	vfabd_reply_err(c, -EPERM, "%s needs root or vfabd's own user", what);
+	return false;
+}
+
+static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
+{
+	size_t n = strlen(line);
+
+	if (n && line[n - 1] == '\r')
+		line[--n] = '\0';
+	if (!strncmp(line, "HELLO ", 6)) {
+		vfabd_req_hello(d, c, line + 6);
+	} else if (!strcmp(line, "BYE")) {
+		c->bye = true;
+		vfabd_reply(c, "OK");
+	} else if (!strcmp(line, "STATUS")) {
+		vfabd_req_status(d, c);
+	} else if (!strcmp(line, "REPORT")) {
+		vfabd_req_report(d, c);
+	} else if (!strncmp(line, "LINK ", 5)) {
+		if (allowed(c, "LINK"))
+			vfabd_req_link(d, c, line + 5);
+	} else if (!strncmp(line, "SHAPE ", 6)) {
+		if (allowed(c, "SHAPE"))
+			vfabd_req_shape(d, c, line + 6);
+	} else if (!strncmp(line, "FAULT ", 6)) {
+		if (allowed(c, "FAULT"))
+			vfabd_req_fault(d, c, line + 6);
+	} else if (!strcmp(line, "SHUTDOWN")) {
+		if (!allowed(c, "SHUTDOWN"))
+			return;
+		vfabd_reply(c, "OK");
+		vfabd_log("SHUTDOWN requested");
+		d->srv.stop = true;
+	} else {
+		vfabd_reply_err(c, -EINVAL,
+				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
+				"SHUTDOWN)");
+	}
+}
+
+static bool pid_has_other_conn(const struct vfabd *d, const struct vfabd_conn *c)
+{
+	for (size_t i = 0; i < d->srv.nconns; i++)
+		if (&d->srv.conns[i] != c && d->srv.conns[i].pid == c->pid && !d->srv.conns[i].bye)
+			return true;
+	return false;
+}
+
+static void drop_conn(struct vfabd *d, size_t i)
+{
+	struct vfabd_conn *c = &d->srv.conns[i];
+
+	if (c->pid && !c->bye && !pid_has_other_conn(d, c)) {
+		int n = vfab_region_reap_pid(d->r, c->pid);
+
+		vfabd_log("pid %d closed its connection without BYE: reaped %d object(s)",
+			  (int)c->pid, n);
+	}
+	vfabd_conn_close(c);
+	d->srv.conns[i] = d->srv.conns[--d->srv.nconns];
+}
+
+/* Returns false when the connection is finished. */
+static bool read_conn(struct vfabd *d, struct vfabd_conn *c)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
+		char *nl;
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		if (n == 0)
+			return false;
+		c->len += (size_t)n;
+		c->buf[c->len] = '\0';
+		while ((nl = memchr(c->buf, '\n', c->len))) {
+			size_t used = (size_t)(nl - c->buf) + 1;
+
+			*nl = '\0';
+			handle_line(d, c, c->buf);
+			memmove(c->buf, c->buf + used, c->len - used);
+			c->len -= used;
+			c->buf[c->len] = '\0';
+		}
+		if (c->len == sizeof(c->buf) - 1) {
+			vfabd_reply_err(c, -E2BIG, "request line too long");
+			vfabd_conn_flush(c);
+			return false;
+		}
+	}
+}
+
+static bool peer_privileged(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
+static void accept_conns(struct vfabd *d)
+{
+	for (;;) {
+		int fd = accept4(d->srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error: poll tells us again */
+		if (d->srv.nconns == d->srv.cap) {
+			size_t cap = d->srv.cap ? 2 * d->srv.cap : 16;
+			struct vfabd_conn *nc = realloc(d->srv.conns, cap * sizeof(*nc));
+
+			if (!nc) {
+				close(fd);
+				return;
+			}
+			d->srv.conns = nc;
+			d->srv.cap = cap;
+		}
+		d->srv.conns[d->srv.nconns++] =
+		    (struct vfabd_conn){.fd = fd, .hca = -1, .privileged = peer_privileged(fd)};
+	}
+}
+
+static void on_signal(struct vfabd *d)
+{
+	struct signalfd_siginfo si;
+
+	if (read(d->srv.signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		vfabd_log("signal %u: shutting down", si.ssi_signo);
+		d->srv.stop = true;
+	}
+}
+
+static void on_tick(struct vfabd *d)
+{
+	uint64_t expirations;
+
+	if (read(d->srv.timer_fd, &expirations, sizeof(expirations)) !=
+	    (ssize_t)sizeof(expirations))
+		return;
+	vfabd_counters_tick(d);
+	vfabd_addrwatch_tick(d);
+	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
+		vfabd_reap_dead(d->r);
+}
+
+int vfabd_serve(struct vfabd *d)
+{
+	struct itimerspec its = {
+	    .it_interval = {.tv_nsec = VFABD_TICK_MS * 1000000L},
+	    .it_value = {.tv_nsec = VFABD_TICK_MS * 1000000L},
+	};
+	struct pollfd *pfds = NULL;
+	size_t pcap = 0;
+	int rc = 0;
+
+	if (timerfd_settime(d->srv.timer_fd, 0, &its, NULL) < 0)
+		return -errno;
+	while (!d->srv.stop) {
+		size_t i, n = 4 + d->srv.nconns, nc = d->srv.nconns;
+
+		if (n > pcap) {
+			struct pollfd *np = realloc(pfds, n * 2 * sizeof(*np));
+
+			if (!np) {
+				rc = -ENOMEM;
+				break;
+			}
+			pfds = np;
+			pcap = n * 2;
+		}
+		pfds[0] = (struct pollfd){.fd = d->srv.listen_fd, .events = POLLIN};
+		pfds[1] = (struct pollfd){.fd = d->srv.signal_fd, .events = POLLIN};
+		pfds[2] = (struct pollfd){.fd = d->srv.timer_fd, .events = POLLIN};
+		pfds[3] = (struct pollfd){.fd = vfabd_addrwatch_fd(d), .events = POLLIN};
+		for (i = 0; i < nc; i++) {
+			struct vfabd_conn *c = &d->srv.conns[i];
+
+			pfds[4 + i] = (struct pollfd){
+			    .fd = c->fd, .events = POLLIN | (c->out_len ? POLLOUT : 0)};
+		}
+		if (poll(pfds, n, vfabd_faults_due(d)) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (pfds[1].revents)
+			on_signal(d);
+		if (pfds[2].revents)
+			on_tick(d);
+		if (pfds[3].revents)
+			vfabd_addrwatch_run(d);
+		/* Backwards: drop_conn moves the last connection into the hole. */
+		for (i = nc; i-- > 0;) {
+			struct vfabd_conn *c = &d->srv.conns[i];
+			bool ok = true;
+
+			if (pfds[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
+				ok = read_conn(d, c);
+			/* Replies are sent even for a request that came with the peer's close. */
+			if (!vfabd_conn_flush(c) || !ok)
+				drop_conn(d, i);
+		}
+		if (pfds[0].revents)
+			accept_conns(d);
+	}
+	free(pfds);
+	return rc;
+}
+
+void vfabd_close_all(struct vfabd *d)
+{
+	for (size_t i = 0; i < d->srv.nconns; i++) {
+		vfabd_conn_flush(&d->srv.conns[i]); /* SHUTDOWN's OK, best effort */
+		vfabd_conn_close(&d->srv.conns[i]);
+	}
+	free(d->srv.conns);
+	d->srv.conns = NULL;
+	d->srv.nconns = d->srv.cap = 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HELLO (a client context says which pid it is and, optionally, where its
+ * async events go) and STATUS (a one-line summary of the fabric).
+ */
+
+#include "vfabd_session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vfabd.h"
+#include "vfabd_conn.h"
+#include "vfabd_events.h"
+
+#define COUNT_USED(tbl, max, out)                                                                  \
+	do {                                                                                       \
+		(out) = 0;                                                                         \
+		for (size_t i_ = 0; i_ < (max); i_++)                                              \
+			(out) += atomic_load_explicit(&(tbl)[i_].state, memory_order_relaxed) ==   \
+				 VFAB_SLOT_USED;                                                   \
+	} while (0)
+
+void vfabd_req_status(struct vfabd *d, struct vfabd_conn *c)
+{
+	struct vfab_region *r = d->r;
+	unsigned qps, mrs, cqs, pds, srqs,
+	    clients = vfabd_conn_clients(d->srv.conns, d->srv.nconns);
+	char line[VFABD_LINE_MAX * 2];
+
+	COUNT_USED(r->qps, VFAB_MAX_QPS, qps);
+	COUNT_USED(r->mrs, VFAB_MAX_MRS, mrs);
+	COUNT_USED(r->cqs, VFAB_MAX_CQS, cqs);
+	COUNT_USED(r->pds, VFAB_MAX_PDS, pds);
+	COUNT_USED(r->srqs, VFAB_MAX_SRQS, srqs);
+	/* The fabric name is restricted to [A-Za-z0-9_-]: no JSON escaping needed. */
+	snprintf(line, sizeof(line),
+		 "{\"fabric\":\"%s\",\"nodes\":%u,\"hcas\":%u,\"qps\":%u,\"mrs\":%u,\"cqs\":%u,"
+		 "\"clients\":%u,\"pds\":%u,\"srqs\":%u,\"pid\":%d,\"ready\":%u}",
+		 d->fabric, r->nnodes, r->nhcas, qps, mrs, cqs, clients, pds, srqs, (int)getpid(),
+		 atomic_load(&r->ready));
+	vfabd_reply(c, line);
+}
+
+void vfabd_req_hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
+{
+	char *end, *opts = strchr(arg, ' ');
+	long pid;
+	int rc;
+
+	if (c->pid) {
+		vfabd_reply_err(c, -EALREADY, "HELLO was already sent on this connection");
+		return;
+	}
+	if (opts)
+		*opts++ = '\0';
+	errno = 0;
+	pid = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || pid <= 0 || pid > 0x3fffffff) {
+		vfabd_reply_err(c, -EINVAL, "usage: HELLO <pid> [hca=<idx> async=<fifo path>]");
+		return;
+	}
+	rc = opts ? vfabd_hello_parse_opts(d->r, c, opts) : 0;
+	if (rc) {
+		vfabd_reply_err(c, rc,
+				"usage: HELLO <pid> [hca=<idx> async=<rundir>/fifo/<name>]: %s",
+				rc == -ENOENT  ? "no such HCA"
+				: rc == -EPERM ? "the FIFO must be in the run dir's fifo/"
+					       : "bad options");
+		return;
+	}
+	c->pid = (pid_t)pid;
+	vfabd_reply(c, "OK");
+}
