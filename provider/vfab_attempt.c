@@ -107,7 +107,7 @@ static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struc
 	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
 
 	if (!now)
-		now = vfab_now_ns();
+		now = vfab_mono_ns();
 	vfab_count_event(&p->cnt.local_ack_timeout_err, 1);
 	qp->req.psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
@@ -180,7 +180,7 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
 		w->stage = VFAB_ST_WAIT_RNR;
-		w->due_ns = (now ? now : vfab_now_ns()) + rnr_ns(res.rnr_timer);
+		w->due_ns = (now ? now : vfab_mono_ns()) + rnr_ns(res.rnr_timer);
 		return VFAB_ST_WAIT_RNR;
 	case VFAB_RESP_NAK:
 		return failed(w, res.status);
@@ -211,7 +211,7 @@ rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct
 	shaped =
 	    fabric_path_shaped(r, &qp->req.dest.fwd) || fabric_path_shaped(r, &qp->req.dest.rev);
 	if (shaped && !now)
-		now = vfab_now_ns();
+		now = vfab_mono_ns();
 	rc_book(qp, w, len, now);
 	if (shaped && w->due_ns > now) {
 		w->stage = VFAB_ST_FLIGHT;
@@ -322,7 +322,7 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 		if (fabric_path_drop(qp->ctx->r, &path, &qp->req.rng))
 			return VFAB_ST_ACKED;
 		if (shaped && !now)
-			now = vfab_now_ns();
+			now = vfab_mono_ns();
 		fabric_path_book(qp->ctx->r, &path, now, len, true, &b);
 		if (shaped && b.deliver_ns > now) {
 			w->stage = VFAB_ST_FLIGHT;

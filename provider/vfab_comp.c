@@ -38,7 +38,7 @@ void vfab_comp_sync_state(struct vfab_qp *qp)
 
 uint64_t vfab_comp_progress(struct vfab_qp *qp)
 {
-	uint64_t now = vfab_now_ns();
+	uint64_t now = vfab_mono_ns();
 	struct vfab_swqe *w;
 
 	vfab_comp_sync_state(qp);

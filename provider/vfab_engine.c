@@ -137,7 +137,7 @@ static void spin_until(uint64_t wake)
 	uint64_t now;
 
 	pthread_mutex_unlock(&eng_lock);
-	while ((now = vfab_now_ns()) < wake &&
+	while ((now = vfab_mono_ns()) < wake &&
 	       atomic_load_explicit(&eng_earliest, memory_order_relaxed) >= wake &&
 	       !app_polled(now))
 		vfab_cpu_relax();
@@ -161,7 +161,7 @@ static void *engine_main(void *arg)
 	pthread_mutex_lock(&eng_lock);
 	for (;;) {
 		struct vfab_qp *next = earliest();
-		uint64_t now = vfab_now_ns(), polled = app_polled(now), wake;
+		uint64_t now = vfab_mono_ns(), polled = app_polled(now), wake;
 		struct timespec ts;
 
 		if (polled) {
@@ -256,7 +256,7 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 	if (due_ns < atomic_load(&eng_earliest)) {
 		atomic_store(&eng_earliest, due_ns);
 		if (eng_started && eng_wake_at &&
-		    (eng_wake_at == UINT64_MAX || !app_polled(vfab_now_ns())))
+		    (eng_wake_at == UINT64_MAX || !app_polled(vfab_mono_ns())))
 			pthread_cond_signal(&eng_wake);
 	}
 	pthread_mutex_unlock(&eng_lock);
@@ -265,7 +265,7 @@ void vfab_engine_schedule(struct vfab_qp *qp, uint64_t due_ns)
 void vfab_engine_schedule_posted(struct vfab_qp *qp, uint64_t due_ns)
 {
 	if (thread_polls)
-		atomic_store_explicit(&eng_app_seen_ns, vfab_now_ns(), memory_order_relaxed);
+		atomic_store_explicit(&eng_app_seen_ns, vfab_mono_ns(), memory_order_relaxed);
 	vfab_engine_schedule(qp, due_ns);
 }
 
@@ -297,7 +297,7 @@ void vfab_engine_poll(const _Atomic uint32_t *cq_armed)
 		thread_polls = true;
 	if (!atomic_load_explicit(&eng_nlisted, memory_order_relaxed))
 		return;
-	now = vfab_now_ns();
+	now = vfab_mono_ns();
 	if (!atomic_load_explicit(cq_armed, memory_order_relaxed))
 		atomic_store_explicit(&eng_app_seen_ns, now, memory_order_relaxed);
 	if (now < atomic_load_explicit(&eng_earliest, memory_order_relaxed))
@@ -306,7 +306,7 @@ void vfab_engine_poll(const _Atomic uint32_t *cq_armed)
 	if (pthread_mutex_trylock(&eng_lock))
 		return;
 	next = earliest();
-	if (next && next->eng.due_ns <= vfab_now_ns())
+	if (next && next->eng.due_ns <= vfab_mono_ns())
 		run(next, true);
 	pthread_mutex_unlock(&eng_lock);
 }

@@ -7,6 +7,7 @@
  * never reused during the fabric's life and a cached writer fd can never
  * reach the wrong reader.
  */
+#include "base/paths.h"
 #include "provider/vfab.h"
 
 #include <errno.h>
@@ -31,8 +32,12 @@ static uint64_t writers_clock;
 
 static int fifo_path(const char *rundir, int32_t pid, uint32_t id, char *path, size_t len)
 {
-	int n = snprintf(path, len, "%s/fifo/%d.%u", rundir, pid, id);
+	char dir[300];
+	int n;
 
+	if (vfab_fifo_dir(dir, sizeof(dir), rundir))
+		return -ENAMETOOLONG;
+	n = snprintf(path, len, "%s/%d.%u", dir, pid, id);
 	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
@@ -45,7 +50,8 @@ int vfab_fifo_create(const char *rundir, int32_t pid, uint32_t id, char *path, s
 	char dir[300];
 	int fd, rc;
 
-	snprintf(dir, sizeof(dir), "%s/fifo", rundir);
+	if (vfab_fifo_dir(dir, sizeof(dir), rundir))
+		return -ENAMETOOLONG;
 	/* Sticky and world-writable like /tmp: processes of any user own FIFOs. */
 	if (mkdir(dir, 01777) == 0)
 		chmod(dir, 01777);

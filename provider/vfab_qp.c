@@ -152,7 +152,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	qp->req.dest.memfd = -1;
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
-	qp->req.rng = vfab_now_ns() ^ ((uint64_t)qp->qpn << 32);
+	qp->req.rng = vfab_mono_ns() ^ ((uint64_t)qp->qpn << 32);
 	{
 		pthread_mutexattr_t ma;
 

@@ -73,12 +73,12 @@ static void prepare(struct vfab_qp *qp, struct vfab_swqe *w)
 
 static uint64_t deliver_soon_inline(struct vfab_qp *qp, uint64_t due)
 {
-	uint64_t now = vfab_now_ns(),
+	uint64_t now = vfab_mono_ns(),
 		 at = vfab_lead_start_ns(qp->sq.tail->byte_len, qp->sq.tail->due_ns);
 
 	if (at <= now || at - now > INLINE_WAIT_NS)
 		return due;
-	while (vfab_now_ns() < at)
+	while (vfab_mono_ns() < at)
 		vfab_cpu_relax();
 	return vfab_comp_progress(qp);
 }
@@ -102,7 +102,7 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	}
 	/* Time 0: read the clock only if the path is shaped or the WR must wait. */
 	out = vfab_attempt(qp, w, 0);
-	now = w->due_ns ? vfab_now_ns() : 0;
+	now = w->due_ns ? vfab_mono_ns() : 0;
 	/* The common case: delivered and acknowledged at once, nothing before it. */
 	if (!qp->sq.head && out == VFAB_ST_ACKED && w->due_ns <= now) {
 		vfab_comp_send(qp, w, IBV_WC_SUCCESS, w->byte_len);

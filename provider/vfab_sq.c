@@ -123,10 +123,10 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 			if (vfab_lead_start_ns(w->byte_len, w->due_ns) > now)
 				return;
 			/* A lone message teaches when to start the next one. */
-			started = w->next ? 0 : vfab_now_ns();
+			started = w->next ? 0 : vfab_mono_ns();
 			out = vfab_deliver(qp, w, now);
 			if (started)
-				vfab_lead_learn(w->byte_len, due, started, vfab_now_ns());
+				vfab_lead_learn(w->byte_len, due, started, vfab_mono_ns());
 			break;
 		}
 		case VFAB_ST_WAIT_TIMEOUT:

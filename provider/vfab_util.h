@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The provider's ground floor: the debug log, the clock and the busy-wait
- * pause. Every other provider file may use these; they call nothing of the
+ * The provider's ground floor: the debug log and the busy-wait pause, and
+ * vfab's one clock (base/clock.h: vfab_mono_ns, the time base of the link
+ * model). Every other provider file may use these; they call nothing of the
  * provider.
  */
 #ifndef VFAB_UTIL_H
@@ -9,10 +10,10 @@
 
 #include <stdint.h>
 
+#include "base/clock.h"
+
 /* A line on stderr, only when VFAB_DEBUG is set in the environment. */
 void vfab_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* CLOCK_MONOTONIC in nanoseconds: the time base of the link model. */
-uint64_t vfab_now_ns(void);
 
 /* A pause in busy-wait loops: lets the sibling hyperthread and the VM breathe. */
 static inline void vfab_cpu_relax(void)
