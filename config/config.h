@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fabric/cpuset.h"
 #include "fabric/region.h"
 
 #define VFAB_CFG_NODE_ID_MAX 15 /* node ids become hostnames and netns names */
@@ -63,6 +64,8 @@ struct vfab_cfg_node {
 	struct vfab_cfg_hca hcas[VFAB_CFG_MAX_HCAS];
 	uint32_t nnetdevs;
 	struct vfab_cfg_netdev netdevs[VFAB_CFG_MAX_NETDEVS];
+	bool has_cpus;	       /* else the host's CPUs split between the nodes */
+	struct vfab_cpus cpus; /* nodes[].cpus */
 };
 
 /*

@@ -128,6 +128,53 @@ static int parse_gpus(struct cfg_ctx *c, yaml_node_t *v, const char *path, void 
 	return 0;
 }
 
+/*
+ * cpus: "0-3,8" (a cpuset list), a single number, or a sequence of numbers
+ * and lists. Whether the host has them is checked when the node comes up.
+ */
+static int parse_cpus(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct node_obj *o = obj;
+	size_t n = 1;
+
+	if (v->type == YAML_SEQUENCE_NODE)
+		n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	else if (v->type != YAML_SCALAR_NODE)
+		return cfg_fail(c, v, path, "expected a CPU list such as \"0-3,8\" or [0, 1]");
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *it = v->type == YAML_SEQUENCE_NODE
+				      ? cfg_node(c, v->data.sequence.items.start[i])
+				      : v;
+		char sub[CFG_PATH_MAX], text[VFAB_CFG_TEXT_MAX];
+		struct vfab_cpus one;
+		int ret;
+
+		if (v->type == YAML_SEQUENCE_NODE)
+			cfg_path_index(sub, path, i);
+		else
+			snprintf(sub, sizeof(sub), "%s", path);
+		if (it->type != YAML_SCALAR_NODE)
+			return cfg_fail(c, it, sub, "expected a CPU number or list");
+		if (cfg_string(c, it, sub, text, sizeof(text)))
+			return -EINVAL;
+		ret = vfab_cpus_parse(text, &one);
+		if (ret == -ERANGE)
+			return cfg_fail(c, it, sub, "'%s': CPU numbers must be below %d", text,
+					VFAB_CPUS_MAX);
+		if (ret)
+			return cfg_fail(c, it, sub,
+					"'%s' is not a CPU list (numbers and ranges A-B, "
+					"separated by commas)",
+					text);
+		for (unsigned w = 0; w < VFAB_CPUS_WORDS; w++)
+			o->n->cpus.bits[w] |= one.bits[w];
+	}
+	if (vfab_cpus_count(&o->n->cpus) == 0)
+		return cfg_fail(c, v, path, "at least one CPU is needed");
+	o->n->has_cpus = true;
+	return 0;
+}
+
 /* ---- nodes[].hcas[] ---- */
 
 static int parse_hca_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
@@ -323,6 +370,7 @@ static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, siz
 	    {"ranks", parse_ranks},	    {"gpus", parse_gpus},
 	    {"hcas", parse_hcas_key},	    {"addresses", parse_addresses_key},
 	    {"netdevs", parse_netdevs_key}, {"leaf", parse_leaf},
+	    {"cpus", parse_cpus},
 	};
 	struct vfab_cfg_node *n = &p->cfg->nodes[idx];
 	struct node_obj o = {.p = p, .n = n, .lines = &p->lines[idx]};

@@ -22,10 +22,11 @@
 #include <sys/types.h>
 
 #include "base/paths.h"
+#include "fabric/cpuset.h"
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request. */
-#define VFAB_REGION_VERSION 3
+#define VFAB_REGION_VERSION 4
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -167,6 +168,7 @@ struct vfab_node {
 	uint32_t loopback; /* index into links[]: traffic between ports of this node */
 	uint32_t nnetdevs;
 	struct vfab_node_netdev netdevs[VFAB_NODE_NETDEVS]; /* eth0 first */
+	struct vfab_cpus cpus; /* host CPUs the node's processes run on (its cpuset) */
 };
 
 /*

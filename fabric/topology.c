@@ -167,6 +167,21 @@ static void fill_node_netdevs(struct vfab_region *r, const struct vfab_config *c
 	node->group = cn->group;
 }
 
+/*
+ * The node's CPUs: as configured, else its share of the CPUs this process
+ * (vfabd, started by `vfab up`) may use, so that a fabric started inside a
+ * cpuset stays inside it.
+ */
+static void fill_node_cpus(struct vfab_node *node, const struct vfab_config *cfg, uint32_t i)
+{
+	struct vfab_cpus host;
+
+	if (cfg->nodes[i].has_cpus)
+		node->cpus = cfg->nodes[i].cpus;
+	else if (vfab_cpus_of_self(&host) == 0)
+		vfab_cpus_split(&host, cfg->nnodes, i, &node->cpus);
+}
+
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 {
 	int rc = check_fits(r, cfg);
@@ -182,6 +197,7 @@ int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 		atomic_store(&node->holder_pid, 0);
 		node->ipv4 = first_ipv4(cn);
 		fill_node_netdevs(r, cfg, i);
+		fill_node_cpus(node, cfg, i);
 		for (uint32_t h = 0; h < cn->nhcas; h++) {
 			uint32_t hi = r->nhcas;
 			struct vfab_hca *hca = &r->hcas[hi];

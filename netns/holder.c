@@ -62,16 +62,16 @@ static void detach(int report_fd)
 }
 
 static __attribute__((noreturn)) void holder_main(const char *rundir, const char *node,
-						  int report_fd)
+						  const char *region_path, int report_fd)
 {
 	sigset_t all;
 	char err[400] = "", path[4096];
 	int ret;
 
 	detach(report_fd);
-	if (unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS)) {
+	if (unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS | CLONE_NEWIPC)) {
 		ret = -errno;
-		snprintf(err, sizeof(err), "unshare net+uts+mnt");
+		snprintf(err, sizeof(err), "unshare net+uts+mnt+ipc");
 		goto failed;
 	}
 	if (sethostname(node, strlen(node))) {
@@ -79,7 +79,7 @@ static __attribute__((noreturn)) void holder_main(const char *rundir, const char
 		snprintf(err, sizeof(err), "sethostname %s", node);
 		goto failed;
 	}
-	ret = vfab_node_mounts_setup(rundir, node, err, sizeof(err));
+	ret = vfab_node_mounts_setup(rundir, node, region_path, err, sizeof(err));
 	if (ret)
 		goto failed;
 	ret = vfab_holder_pid_path(path, sizeof(path), rundir, node);
@@ -134,7 +134,8 @@ static int wait_report(int fd, pid_t pid, char *err, size_t errlen)
 	return 0;
 }
 
-int vfab_holder_start(const char *rundir, const char *node, pid_t *pid, char *err, size_t errlen)
+int vfab_holder_start(const char *rundir, const char *node, const char *region_path, pid_t *pid,
+		      char *err, size_t errlen)
 {
 	int fds[2], ret;
 	pid_t child;
@@ -151,7 +152,7 @@ int vfab_holder_start(const char *rundir, const char *node, pid_t *pid, char *er
 	}
 	if (child == 0) {
 		close(fds[0]);
-		holder_main(rundir, node, fds[1]);
+		holder_main(rundir, node, region_path, fds[1]);
 	}
 	close(fds[1]);
 	ret = wait_report(fds[0], child, err, errlen);

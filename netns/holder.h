@@ -19,7 +19,8 @@
  * *pid set once the holder is ready, or -errno with `err` saying what failed
  * (the holder is then gone and reaped).
  */
-int vfab_holder_start(const char *rundir, const char *node, pid_t *pid, char *err, size_t errlen);
+int vfab_holder_start(const char *rundir, const char *node, const char *region_path, pid_t *pid,
+		      char *err, size_t errlen);
 
 /* True when pid is alive and is a holder (its comm says so). */
 int vfab_holder_is_alive(pid_t pid);

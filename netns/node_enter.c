@@ -19,6 +19,7 @@
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "netns/holder.h"
+#include "netns/node_cpus.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20
@@ -98,8 +99,12 @@ int vfab_node_enter(const char *rundir, const char *node)
 	static const struct {
 		const char *name;
 		int type;
-	} kinds[] = {{"net", CLONE_NEWNET}, {"uts", CLONE_NEWUTS}, {"mnt", CLONE_NEWNS}};
-	int fds[3] = {-1, -1, -1};
+	} kinds[] = {{"net", CLONE_NEWNET},
+		     {"uts", CLONE_NEWUTS},
+		     {"ipc", CLONE_NEWIPC},
+		     {"mnt", CLONE_NEWNS}};
+	enum { NKINDS = sizeof(kinds) / sizeof(kinds[0]) };
+	int fds[NKINDS] = {-1, -1, -1, -1};
 	char path[4096], *cwd;
 	pid_t holder;
 	int ret = 0;
@@ -115,7 +120,7 @@ int vfab_node_enter(const char *rundir, const char *node)
 		return -ESRCH;
 
 	/* Open every namespace first: after the mount switch /proc may differ. */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NKINDS; i++) {
 		fds[i] = open_ns(holder, kinds[i].name);
 		if (fds[i] < 0) {
 			ret = fds[i] == -ENOENT ? -ESRCH : fds[i];
@@ -124,7 +129,7 @@ int vfab_node_enter(const char *rundir, const char *node)
 	}
 	cwd = getcwd(path, sizeof(path));
 	/* Mount last: it resets root and cwd, which the others do not need. */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NKINDS; i++) {
 		if (setns(fds[i], kinds[i].type)) {
 			ret = -errno;
 			goto out;
@@ -133,9 +138,11 @@ int vfab_node_enter(const char *rundir, const char *node)
 	if (!cwd || chdir(cwd))
 		ret = chdir("/") ? -errno : 0;
 	if (ret == 0)
+		ret = vfab_node_cpus_join(rundir, node);
+	if (ret == 0)
 		ret = vfab_node_block_rdma_netlink();
 out:
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NKINDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return ret;

@@ -12,6 +12,7 @@
 
 #include "base/fsutil.h"
 #include "base/paths.h"
+#include "netns/node_identity.h"
 
 #define MAX_SYS_SUBMOUNTS 64
 #define LDCONFIG_AUX_DIR "/var/cache/ldconfig"
@@ -229,7 +230,8 @@ static int mount_ldconfig_cache(char *err, size_t errlen)
 	return 0;
 }
 
-int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size_t errlen)
+int vfab_node_mounts_setup(const char *rundir, const char *node, const char *region_path, char *err,
+			   size_t errlen)
 {
 	char nd[4096];
 	int ret;
@@ -246,5 +248,7 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size
 		ret = mount_etc_overlay(nd, err, errlen);
 	if (ret == 0)
 		ret = mount_ldconfig_cache(err, errlen);
+	if (ret == 0)
+		ret = vfab_node_identity_mount(nd, region_path, err, errlen);
 	return ret;
 }

@@ -14,6 +14,7 @@
  * Run inside the freshly unshared namespaces of the holder (mount and
  * network). Returns 0 or -errno with `err` naming the step that failed.
  */
-int vfab_node_mounts_setup(const char *rundir, const char *node, char *err, size_t errlen);
+int vfab_node_mounts_setup(const char *rundir, const char *node, const char *region_path, char *err,
+			   size_t errlen);
 
 #endif /* VFAB_NETNS_NODE_MOUNTS_H */

@@ -18,6 +18,8 @@
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
+#include "netns/node_cpus.h"
+#include "netns/node_identity.h"
 #include "netns/node_spawn.h"
 #include "netns/node_sshd.h"
 #include "netns/sysfs_view.h"
@@ -169,6 +171,8 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	if (vfab_pathf(path, sizeof(path), "%s/etc-upper", nd))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = write_etc_view(sb, cfg_index, path);
+	if (ret == 0)
+		ret = vfab_node_identity_write(nd, path);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write the /etc view of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-work", nd))
@@ -180,10 +184,16 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	if (ret)
 		return vfab_fail(err, errlen, ret, "netdevs of node %s", rn->id);
 
-	ret = vfab_holder_start(sb->rundir, rn->id, holder, err, errlen);
+	if (vfab_region_path(sb->fabric, path, sizeof(path)))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "region path too long");
+	ret = vfab_holder_start(sb->rundir, rn->id, path, holder, err, errlen);
 	if (ret)
 		return ret;
 	atomic_store(&rn->holder_pid, (int32_t)*holder);
+	/* Before anything runs in the node: what it starts inherits the CPUs. */
+	ret = vfab_node_cpus_setup(sb->fabric, sb->rundir, rn->id, &rn->cpus, *holder, err, errlen);
+	if (ret)
+		return ret;
 	ret = vfab_net_bind_ns(sb->fabric, rn->id, *holder);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "publish the namespace of node %s", rn->id);

@@ -20,6 +20,7 @@
 #include "netns/fabric_net.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
+#include "netns/node_cpus.h"
 #include "netns/node_procs.h"
 #include "netns/node_sshd.h"
 
@@ -170,6 +171,8 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	collect_nodes(fabric, rundir, s);
 	ret = kill_node_processes(s);
 	note(err, errlen, &first, ret, "some processes in the nodes did not die");
+	ret = vfab_node_cpus_remove(fabric);
+	note(err, errlen, &first, ret, "remove the cpuset cgroups of %s", fabric);
 	for (int i = 0; i < s->n; i++) {
 		ret = vfab_net_unbind_ns(fabric, s->ids[i]);
 		note(err, errlen, &first, ret, "remove the namespace file of node %s", s->ids[i]);

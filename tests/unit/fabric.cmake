@@ -23,3 +23,6 @@ vfab_unit_test(test_reach SOURCES unit/test_reach.c LIBS vfab_config)
 vfab_unit_test(test_link_model SOURCES unit/test_link_model.c LIBS vfab_config)
 vfab_unit_test(test_rehearsal SOURCES unit/test_rehearsal.c LIBS vfab_config)
 target_compile_definitions(test_rehearsal PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SOURCE_DIR}/configs")
+
+# Node CPU sets (fabric/cpuset.c) and nodes[].cpus.
+vfab_unit_test(test_cpuset SOURCES unit/test_cpuset.c LIBS vfab_config)
