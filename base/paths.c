@@ -58,3 +58,10 @@ int vfab_fifo_dir(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/fifo", rundir);
 }
+
+int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, const char *node)
+{
+	if (node)
+		return vfab_pathf(buf, len, "%s/vfab-%s/%s", top, fabric, node);
+	return vfab_pathf(buf, len, "%s/vfab-%s", top, fabric);
+}

@@ -43,6 +43,12 @@ int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node);
 /* A node's holder pid file: <rundir>/nodes/<node>/holder.pid. */
 int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node);
 
+/*
+ * A node's cpuset cgroup under the hierarchy's top directory `top`:
+ * <top>/vfab-<fabric>/<node>, or the fabric's <top>/vfab-<fabric> for node NULL.
+ */
+int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, const char *node);
+
 /* The completion-channel and async-event FIFOs: <rundir>/fifo. */
 int vfab_fifo_dir(char *buf, size_t len, const char *rundir);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/paths.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define CGROUP_V1_CPUSET CGROUP_ROOT "/cpuset"
@@ -38,13 +39,6 @@ static enum cg_kind cg_find(const char **top)
 	return CG_NONE;
 }
 
-static int cg_dir(char *buf, size_t len, const char *top, const char *fabric, const char *node)
-{
-	if (node)
-		return vfab_pathf(buf, len, "%s/vfab-%s/%s", top, fabric, node);
-	return vfab_pathf(buf, len, "%s/vfab-%s", top, fabric);
-}
-
 static int cg_write(const char *dir, const char *file, const char *value)
 {
 	char path[4096];
@@ -70,8 +64,8 @@ static int cg_make(enum cg_kind kind, const char *top, const char *fabric, const
 	char fab[4096], dir[4096], mems[256] = "", all[4096] = "", path[4096];
 	int ret;
 
-	if (cg_dir(fab, sizeof(fab), top, fabric, NULL) ||
-	    cg_dir(dir, sizeof(dir), top, fabric, node))
+	if (vfab_cgroup_dir(fab, sizeof(fab), top, fabric, NULL) ||
+	    vfab_cgroup_dir(dir, sizeof(dir), top, fabric, node))
 		return -ENAMETOOLONG;
 	if (kind == CG_V2) {
 		ret = cg_write(top, "cgroup.subtree_control", "+cpuset");
@@ -168,7 +162,7 @@ int vfab_node_cpus_setup(const char *fabric, const char *rundir, const char *nod
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write %s", path);
 	kind = cg_find(&top);
-	if (kind != CG_NONE && cg_dir(dir, sizeof(dir), top, fabric, node) == 0 &&
+	if (kind != CG_NONE && vfab_cgroup_dir(dir, sizeof(dir), top, fabric, node) == 0 &&
 	    cg_make(kind, top, fabric, node, list) == 0 && cg_attach(dir, pid) == 0 &&
 	    node_file(path, sizeof(path), rundir, node, VFAB_NODE_CGROUP_FILE) == 0)
 		vfab_write_filef(path, "%s\n", dir);
@@ -208,7 +202,7 @@ int vfab_node_cpus_remove(const char *fabric)
 
 	if (cg_find(&top) == CG_NONE)
 		return 0;
-	if (cg_dir(fab, sizeof(fab), top, fabric, NULL))
+	if (vfab_cgroup_dir(fab, sizeof(fab), top, fabric, NULL))
 		return -ENAMETOOLONG;
 	d = opendir(fab);
 	if (!d)

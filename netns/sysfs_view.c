@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "netns/sysfs_view.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -271,6 +273,75 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 	return ret;
 }
 
+/*
+ * The kernel prints a CPU mask as one 32-bit word per 32 possible CPUs:
+ * /sys/devices/system/cpu/possible ("0-127") says how many.
+ */
+static unsigned possible_cpu_words(void)
+{
+	char text[256];
+	struct vfab_cpus possible;
+	int last;
+
+	if (vfab_read_file("/sys/devices/system/cpu/possible", text, sizeof(text)) <= 0)
+		return 1;
+	text[strcspn(text, "\n")] = '\0';
+	if (vfab_cpus_parse(text, &possible))
+		return 1;
+	last = vfab_cpus_nth(&possible, vfab_cpus_count(&possible) - 1);
+	return last < 0 ? 1 : (unsigned)last / 32 + 1;
+}
+
+/* The NUMA node of a CPU (its nodeN entry in sysfs), -1 when none says. */
+static int cpu_numa_node(int cpu)
+{
+	char path[128];
+	struct dirent *de;
+	int node = -1;
+	DIR *d;
+
+	if (cpu < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) && node < 0)
+		if (strncmp(de->d_name, "node", 4) == 0 && de->d_name[4] >= '0' &&
+		    de->d_name[4] <= '9')
+			node = atoi(de->d_name + 4);
+	closedir(d);
+	return node;
+}
+
+/*
+ * What middleware reads about the PCI function behind the HCA: its locality
+ * (UCX local_cpus, hwloc, NCCL numa_node: the node's own CPUs, so the HCA is
+ * "close" to the node's cores) and its driver (Open MPI's UCX component
+ * takes the basename of the driver link and matches "mlx*"). The link has
+ * the kernel's shape and target, /sys/bus/pci/drivers/mlx5_core, which only
+ * exists where the real driver is loaded.
+ */
+static int write_locality(int fd, const struct vfab_region *r, uint32_t node)
+{
+	const struct vfab_cpus *cpus = &r->nodes[node].cpus;
+	char mask[VFAB_CPUS_MAX / 32 * 9 + 1], list[4096];
+	int ret;
+
+	if (vfab_cpus_format_mask(cpus, possible_cpu_words(), mask, sizeof(mask)) ||
+	    vfab_cpus_format_list(cpus, list, sizeof(list)))
+		return -EOVERFLOW;
+	ret = put(fd, "local_cpus", "%s\n", mask);
+	if (!ret)
+		ret = put(fd, "local_cpulist", "%s\n", list);
+	if (!ret)
+		ret = put(fd, "numa_node", "%d\n", cpu_numa_node(vfab_cpus_nth(cpus, 0)));
+	if (!ret && symlinkat("../../../../bus/pci/drivers/" VFAB_SYSFS_DRIVER, fd, "driver") &&
+	    errno != EEXIST)
+		ret = -errno;
+	return ret;
+}
+
 static int write_device_dir(int hcafd, const struct vfab_region *r, uint32_t hca_idx)
 {
 	const struct vfab_hca *h = &r->hcas[hca_idx];
@@ -288,7 +359,7 @@ static int write_device_dir(int hcafd, const struct vfab_region *r, uint32_t hca
 	if (!ret)
 		ret = put(fd, "device", "0x101b\n");
 	if (!ret)
-		ret = put(fd, "numa_node", "-1\n");
+		ret = write_locality(fd, r, h->node);
 	if (!ret)
 		ret = put(fd, "vfab", "region %s\nhca %u\nrundir %s\n", region, hca_idx, r->rundir);
 	close(fd);
@@ -314,6 +385,8 @@ static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node, uint3
 		ret = put(fd, "fw_ver", "20.35.1012\n");
 	if (!ret)
 		ret = put(fd, "hca_type", "MT4123\n");
+	if (!ret)
+		ret = put(fd, "hw_rev", "0x0\n");
 	if (!ret)
 		ret = put(fd, "board_id", "VFAB0000000001\n");
 	if (!ret)

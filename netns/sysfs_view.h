@@ -18,6 +18,8 @@
 #include "fabric/region.h"
 
 #define VFAB_SYSFS_PKEYS 128
+/* The driver the HCAs claim (device/driver): what middleware matches "mlx*" against. */
+#define VFAB_SYSFS_DRIVER "mlx5_core"
 #define VFAB_UVERBS_ABI_VERSION 1 /* class/infiniband_verbs/uverbsN/abi_version */
 #define VFAB_VERBS_ABI_VERSION 6  /* class/infiniband_verbs/abi_version */
 #define VFAB_UMAD_ABI_VERSION 5	  /* class/infiniband_mad/abi_version */
