@@ -21,10 +21,21 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #define SPIN_LIMIT_MS 20000.0 /* a round that takes this long has hung */
+
+/*
+ * A poll that found nothing lets other threads run, as NCCL's proxy thread
+ * does ("No request progressed. Let others run."): the sender and receiver
+ * threads of one process may share one core (a node's cpuset).
+ */
+static void idle(void)
+{
+	sched_yield();
+}
 
 /* Round r: message size, and the number of WRITEs it is split into. */
 static uint32_t round_size(uint32_t r)
@@ -105,6 +116,8 @@ static int reap_sends(struct np_side *s, uint32_t *completed)
 	struct ibv_wc wc[16];
 	int n = ibv_poll_cq(s->cq, 16, wc);
 
+	if (n == 0)
+		idle();
 	for (int i = 0; i < n; i++) {
 		if (!wc_ok(s, &wc[i], "sender completions succeed"))
 			return -1;
@@ -253,8 +266,10 @@ static bool flush(struct np_side *s, uint32_t r, struct stash *st)
 		n = ibv_poll_cq(s->cq, 1, &wc);
 		if (n < 0 || np_now_ms() - start > SPIN_LIMIT_MS)
 			return false;
-		if (!n)
+		if (!n) {
+			idle();
 			continue;
+		}
 		if (wc.qp_num == s->flush_qp->qp_num)
 			break;
 		if (st->n == (int)(sizeof(st->wc) / sizeof(st->wc[0])))
@@ -320,7 +335,9 @@ int np_run_receiver(struct np_side *s, uint32_t rounds)
 			return -1;
 		if (n)
 			last = np_now_ms();
-		else if (np_now_ms() - last > SPIN_LIMIT_MS)
+		else
+			idle();
+		if (!n && np_now_ms() - last > SPIN_LIMIT_MS)
 			return np_check(s, false, "data rounds arrive", "stuck at round %u", done),
 			       -1;
 		for (int i = 0; i < n; i++) {
