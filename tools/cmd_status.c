@@ -22,9 +22,10 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: vfab [--fabric NAME] status [--json]\n"
 		   "Shows the fabric: vfabd (pid, alive, its STATUS counters), and per node\n"
-		   "its holder pid, eth0 addresses and HCAs with the index of their IPv4\n"
-		   "RoCE v2 GID, the --libdir directories and, for fabrics up with --ssh,\n"
-		   "each node's sshd. --json prints one JSON object instead.\n"
+		   "its holder pid, CPUs (its cpuset), eth0 addresses and HCAs with the\n"
+		   "index of their IPv4 RoCE v2 GID, the --libdir directories and, for\n"
+		   "fabrics up with --ssh, each node's sshd. --json prints one JSON object\n"
+		   "instead.\n"
 		   "Exit: 0 up and healthy, 1 not up or degraded, 2 usage error.\n");
 }
 
@@ -141,17 +142,21 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 	print_libdirs_text(fs->libdirs);
 	if (fs->ssh)
 		printf("  ssh     sshd in every node: %s/" VFAB_SSH_CONFIG "\n", cli->rundir);
-	printf("  %-15s %-16s %-22s %s\n", "NODE", "HOLDER", "ETH0", "HCAS");
+	printf("  %-15s %-16s %-10s %-22s %s\n", "NODE", "HOLDER", "CPUS", "ETH0", "HCAS");
 	for (int i = 0; i < fs->nnodes; i++) {
 		const struct node_status *ns = &fs->nodes[i];
-		char holder[32];
+		char holder[32], cpus[256] = "-";
 
 		if (ns->holder)
 			snprintf(holder, sizeof(holder), "%d %s", (int)ns->holder,
 				 ns->holder_alive ? "alive" : "DEAD");
 		else
 			snprintf(holder, sizeof(holder), "none");
-		printf("  %-15s %-16s %-22s", ns->id, holder, ns->addrs[0] ? ns->addrs : "-");
+		if (fs->r && ns->region_index >= 0)
+			vfab_cpus_format_list(&fs->r->nodes[ns->region_index].cpus, cpus,
+					      sizeof(cpus));
+		printf("  %-15s %-16s %-10s %-22s", ns->id, holder, cpus,
+		       ns->addrs[0] ? ns->addrs : "-");
 		if (fs->ssh && ns->sshd)
 			printf(" sshd %d", (int)ns->sshd);
 		else if (fs->ssh)
@@ -241,6 +246,15 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 		printf(",\"holder_pid\":%d,\"holder_alive\":%s,\"eth0\":", (int)ns->holder,
 		       ns->holder_alive ? "true" : "false");
 		json_list(ns->addrs, ",");
+		if (fs->r && ns->region_index >= 0) {
+			char cpus[4096];
+
+			if (vfab_cpus_format_list(&fs->r->nodes[ns->region_index].cpus, cpus,
+						  sizeof(cpus)) == 0) {
+				printf(",\"cpus\":");
+				json_str(cpus);
+			}
+		}
 		if (fs->ssh)
 			printf(",\"sshd_pid\":%d", (int)ns->sshd);
 		printf(",\"hcas\":");
