@@ -49,17 +49,21 @@ static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 
 	vfab_sysfs_counter_values(&d->r->hcas[hca].ports[port - 1], d->link.downed[hca][port - 1],
 				  v);
-	for (int i = 0; i < VFAB_NCOUNTERS; i++) {
-		int *dir = &dirs[vfab_sysfs_counter_is_hw(i)];
+	/*
+	 * hw_counters/ first: a reader that sees a counters/ file of this tick
+	 * then finds the hw counters read with it already written.
+	 */
+	for (int n = 0; n < 2 * VFAB_NCOUNTERS; n++) {
+		int i = n % VFAB_NCOUNTERS, hw = n < VFAB_NCOUNTERS;
+		int *dir = &dirs[hw];
 		char text[32];
 		int rc;
 
-		if (v[i] == cache->v[i])
+		if (vfab_sysfs_counter_is_hw(i) != hw || v[i] == cache->v[i])
 			continue;
 		if (*dir == -1) {
-			*dir = vfab_sysfs_port_open(d->r, hca, port,
-						    vfab_sysfs_counter_is_hw(i) ? "hw_counters"
-										: "counters");
+			*dir =
+			    vfab_sysfs_port_open(d->r, hca, port, hw ? "hw_counters" : "counters");
 			if (*dir < 0) {
 				if (*dir != -ENOENT)
 					vfabd_log("counters of HCA %u port %u: %s", hca, port,
