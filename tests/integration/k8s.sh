@@ -7,8 +7,9 @@
 #      indices; deleting an address leaves a hole (nothing moves up); the
 #      peer's index, fixed, fails in node0 (empty entry: the QP's RTR
 #      transition is refused), a RoCE v1 index across the spine fails with
-#      "transport retry counter exceeded" (status 12), and each node's own
-#      one-liner index works;
+#      "transport retry counter exceeded" (status 12), each node's own
+#      one-liner index works and UCX picks it by itself; an address added
+#      later takes the lowest free pair (the hole);
 #  (6) configs/gid-ipv6only.yaml ($VFAB_FABRIC_V6): the seed's IPv4 one-liner
 #      finds nothing, show_gids' IPv6 RoCE v2 entry (index 3) works;
 #  (x) configs/k8s-exclusive.yaml ($VFAB_FABRIC_EXCL): every pod's table holds
@@ -114,6 +115,25 @@ grep -q 'Failed status transport retry counter exceeded (12)' "$VFAB_TMP/v1.cli"
 note "(s) each node's own one-liner index: node0 $I0, node1 $I1"
 pingpong_ok own node1 "$I1" node0 "$I0" 18963
 grep -q 'GID ::ffff:198.18.1.1$' "$VFAB_TMP/own.cli" || fail "node0 did not use ::ffff:198.18.1.1"
+
+note "(s) UCX chooses the GID itself (no UCX_IB_GID_INDEX): node0 5"
+ucx=(env UCX_NET_DEVICES=mlx5_0:1 UCX_TLS=rc_verbs,ud_verbs UCX_LOG_LEVEL=debug)
+start_server node1 "$VFAB_TMP/ucx.srv" "${ucx[@]}" ucx_perftest -p 18966
+wait_listen node1 18966 30 || { show "$VFAB_TMP/ucx.srv"; fail "ucx_perftest server did not listen"; }
+rc=0
+timeout 90 "$VFAB" --fabric "$FS" exec node0 -- "${ucx[@]}" ucx_perftest -p 18966 -t tag_bw -n 1000 \
+	node1 >"$VFAB_TMP/ucx.cli" 2>&1 || rc=$?
+wait_pid "$SERVER_PID" 30 || true
+[ "$rc" = 0 ] && grep -q '^Final:' "$VFAB_TMP/ucx.cli" || { tail -20 "$VFAB_TMP/ucx.cli"; fail "ucx_perftest failed ($rc)"; }
+grep -q 'mlx5_0:1 using gid_index 5$' "$VFAB_TMP/ucx.cli" || fail "UCX in node0 did not choose GID index 5"
+grep -q 'mlx5_0:1 using gid_index 3$' "$VFAB_TMP/ucx.srv" || fail "UCX in node1 did not choose GID index 3"
+
+note "(s) vfab addr node0 add 198.18.1.21/24 dev eth1: the hole is reused (2/3), nothing else moves"
+"$VFAB" --fabric "$FS" addr node0 add 198.18.1.21/24 dev eth1 || fail "vfab addr add failed"
+out=$(vx node0 bash -c "$ONELINER" | tr '\n' ' ')
+[ "$out" = "3 5 7 " ] || fail "after the add node0's one-liner printed '$out', not '3 5 7'"
+[ "$(vx node0 cat /sys/class/infiniband/mlx5_0/ports/1/gids/3)" = 0000:0000:0000:0000:0000:ffff:c612:0115 ] ||
+	fail "gids/3 of node0 is not ::ffff:198.18.1.21"
 "$VFAB" --fabric "$FS" down >/dev/null || fail "vfab down ($FS)"
 
 # --- (6) IPv6 only ------------------------------------------------------------------
