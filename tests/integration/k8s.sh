@@ -14,24 +14,29 @@
 #      finds nothing, show_gids' IPv6 RoCE v2 entry (index 3) works;
 #  (x) configs/k8s-exclusive.yaml ($VFAB_FABRIC_EXCL): every pod's table holds
 #      only its own net1 address, at index 3, and pods on two hosts talk
-#      with index 3 through the spine.
+#      with index 3 through the spine;
+#  (v) configs/roce-vlan.yaml ($VFAB_FABRIC_VLAN): eth1.100 is a real 802.1Q
+#      VLAN, its addresses and its link-local address enter mlx5_0's table
+#      with gid_attrs/ndevs eth1.100, the one-liner's index 3 works over the
+#      VLAN (skipped, and said so, on a kernel without 802.1Q VLANs).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 FS=${VFAB_FABRIC_SPARSE:-tk8ss}
 F6=${VFAB_FABRIC_V6:-tk8s6}
 FX=${VFAB_FABRIC_EXCL:-tk8sx}
+FV=${VFAB_FABRIC_VLAN:-tk8sv}
 
 k8s_cleanup()
 {
 	vfab_cleanup
-	for fab in "$FS" "$F6" "$FX"; do
+	for fab in "$FS" "$F6" "$FX" "$FV"; do
 		"$VFAB" --fabric "$fab" down >/dev/null 2>&1 || true
 	done
 }
 trap k8s_cleanup EXIT
 
-for fab in "$FS" "$F6" "$FX"; do
+for fab in "$FS" "$F6" "$FX" "$FV"; do
 	if [ -e "/run/vfab/$fab" ] || [ -e "/dev/shm/vfab-$fab" ]; then
 		note "a previous run left fabric $fab behind; taking it down first"
 		"$VFAB" --fabric "$fab" down || fail "could not take down the stale fabric $fab"
@@ -165,7 +170,32 @@ done
 pingpong_ok excl pod-c 3 pod-a 3 18965
 "$VFAB" --fabric "$FX" down >/dev/null || fail "vfab down ($FX)"
 
-for fab in "$FS" "$F6" "$FX"; do
+# --- (v) RoCE over a VLAN ----------------------------------------------------------
+# A throwaway namespace says whether this kernel makes VLANs at all.
+if unshare -n sh -c 'ip link add v0 type veth peer name v1 &&
+	ip link add link v0 name v0.5 type vlan id 5' 2>/dev/null; then
+	VFAB_FABRIC=$FV
+	note "(v) vfab up configs/roce-vlan.yaml as $FV"
+	"$VFAB" --fabric "$FV" up "$VFAB_REPO/configs/roce-vlan.yaml" >"$VFAB_TMP/upv.log" 2>&1 ||
+		{ show "$VFAB_TMP/upv.log"; fail "vfab up roce-vlan.yaml failed"; }
+	vx node0 ip -d link show eth1.100 | grep -q 'vlan protocol 802.1Q id 100' ||
+		fail "node0 has no 802.1Q VLAN eth1.100"
+	vx node0 show_gids >"$VFAB_TMP/sgv"
+	show "$VFAB_TMP/sgv"
+	[ "$(tail -1 "$VFAB_TMP/sgv")" = n_gids_found=6 ] || fail "VLAN: not 6 GIDs"
+	[ "$(awk -F'\t' 'NR > 2 && NF > 3 { printf "%s:%s ", $3, $NF }' "$VFAB_TMP/sgv")" = \
+		"0:eth1 1:eth1 2:eth1.100 3:eth1.100 4:eth1.100 5:eth1.100 " ] ||
+		fail "VLAN: the entries' netdevs are not eth1 (0, 1) and eth1.100 (2..5)"
+	grep -q "$(printf '\t3\t.*\t198.18.100.1  \tv2\teth1.100')" "$VFAB_TMP/sgv" ||
+		fail "VLAN: index 3 is not 198.18.100.1 (v2, eth1.100)"
+	[ "$(vx node0 bash -c "$ONELINER")" = 3 ] || fail "VLAN: the one-liner did not print 3"
+	pingpong_ok vlan node1 3 node0 3 18967
+	"$VFAB" --fabric "$FV" down >/dev/null || fail "vfab down ($FV)"
+else
+	note "(v) skipped: this kernel makes no 802.1Q VLANs (CONFIG_VLAN_8021Q)"
+fi
+
+for fab in "$FS" "$F6" "$FX" "$FV"; do
 	[ ! -e "/run/vfab/$fab" ] && [ ! -e "/dev/shm/vfab-$fab" ] || fail "fabric $fab left files behind"
 done
 note "ok"
