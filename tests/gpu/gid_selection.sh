@@ -23,6 +23,10 @@
 #  configs/k8s-exclusive.yaml (4 pods, 2 hosts):
 #    excl_auto         no GID setting: works
 #    excl_fixed3       NCCL_IB_GID_INDEX=3, the same in every pod: works
+#  configs/roce-vlan.yaml (only where the kernel makes 802.1Q VLANs):
+#    vlan_auto         no GID setting: NCCL picks index 3 (198.18.100.x on eth1.100)
+#    vlan_tc           NCCL_IB_TC=106 (the traffic class a DSCP-26 lossless class
+#                      uses): works (vfab does not shape by traffic class)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,6 +82,18 @@ say "## configs/k8s-exclusive.yaml"
 record excl_auto 4 ok
 record excl_fixed3 4 ok NCCL_IB_GID_INDEX=3
 "$vfab" --fabric "$fabric" down
+
+say "## configs/roce-vlan.yaml"
+if unshare -n sh -c 'ip link add v0 type veth peer name v1 &&
+	ip link add link v0 name v0.5 type vlan id 5' 2>/dev/null; then
+	"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$repo/configs/roce-vlan.yaml"
+	"$vfab" --fabric "$fabric" exec node0 -- show_gids | tee -a "$summary"
+	record vlan_auto 2 ok
+	record vlan_tc 2 ok NCCL_IB_TC=106
+	"$vfab" --fabric "$fabric" down
+else
+	say "skipped: this kernel makes no 802.1Q VLANs"
+fi
 
 cat "$summary"
 exit $fail
