@@ -41,6 +41,7 @@ struct vfab_cfg_netdev {
 	char name[VFAB_IFNAME_MAX];
 	uint32_t mtu;  /* bytes; fabric.mtu unless nodes[].netdevs[].mtu */
 	uint32_t leaf; /* index into vfab_config.leaves: the L2 segment it joins */
+	uint16_t vlan; /* netdevs[].vlan: the addresses go on <name>.<vlan>; 0: none */
 	uint32_t naddrs;
 	struct vfab_cfg_addr addrs[VFAB_CFG_MAX_ADDRS]; /* configured order */
 };
@@ -93,6 +94,7 @@ struct vfab_cfg_leaf {
 	uint32_t plane; /* order of first appearance of the netdev name */
 	uint32_t nmembers;
 	uint32_t mtu;		      /* largest member MTU */
+	uint16_t vlan;		      /* the members' VLAN (one per leaf); 0: untagged */
 	struct vfab_cfg_addr ipv4;    /* network/prefix */
 	struct vfab_cfg_addr ipv6;    /* network/prefix; family 0: none */
 	struct vfab_cfg_addr ipv4_gw; /* the spine's address here; family 0: none */

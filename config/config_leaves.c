@@ -112,6 +112,18 @@ static int too_many_leaves(struct plan *pl, uint32_t node)
 			     VFAB_MAX_LEAVES);
 }
 
+/* One L2 segment carries one VLAN for RoCE: its members must agree. */
+static int vlan_mismatch(struct plan *pl, uint32_t node, const struct vfab_cfg_leaf *l)
+{
+	char path[CFG_PATH_MAX];
+
+	snprintf(path, sizeof(path), "nodes[%u].netdevs", node);
+	return cfg_fail_line(&pl->p->ctx, pl->cfg->nodes[node].line, path,
+			     "%s: the nodes of %s differ in their vlan (%u elsewhere): one VLAN "
+			     "per leaf",
+			     l->netdev, l->name[0] ? l->name : "this leaf", (unsigned)l->vlan);
+}
+
 /* Plane-major: leaf index = group on a single-plane fabric. */
 static int build_leaves(struct plan *pl)
 {
@@ -147,6 +159,9 @@ static int build_leaves(struct plan *pl)
 						snprintf(l->name, sizeof(l->name), "leaf%u-%s", g,
 							 pl->plane[k]);
 				}
+				if (l->nmembers && n->netdevs[d].vlan != l->vlan)
+					return vlan_mismatch(pl, i, l);
+				l->vlan = n->netdevs[d].vlan;
 				n->netdevs[d].leaf = cfg->nleaves - 1;
 				l->nmembers++;
 				if (n->netdevs[d].mtu > l->mtu)
@@ -345,6 +360,12 @@ static int gateways(struct plan *pl)
 	for (uint32_t k = 0; cfg->spine && k < cfg->nleaves; k++) {
 		struct vfab_cfg_leaf *l = &cfg->leaves[k];
 
+		/*
+		 * The router's leg on a leaf is its untagged bridge: a VLAN leaf
+		 * gets no gateway, so its subnet is reached on-link only.
+		 */
+		if (l->vlan)
+			continue;
 		if (l->ipv4.prefix > 30) {
 			const struct origin *o = &pl->v4[k];
 

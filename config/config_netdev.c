@@ -127,6 +127,7 @@ int cfg_parse_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path,
 struct netdev_item {
 	char name[VFAB_IFNAME_MAX];
 	uint32_t mtu;
+	uint32_t vlan;
 	yaml_node_t *addresses;
 };
 
@@ -138,6 +139,12 @@ static int parse_nd_name(struct cfg_ctx *c, yaml_node_t *v, const char *path, vo
 static int parse_nd_mtu(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	return cfg_uint(c, v, path, 1280, 9000, &((struct netdev_item *)obj)->mtu);
+}
+
+/* 802.1Q ids 1..4094 (0 and 4095 are reserved). */
+static int parse_nd_vlan(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	return cfg_uint(c, v, path, 1, 4094, &((struct netdev_item *)obj)->vlan);
 }
 
 static int parse_nd_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
@@ -164,11 +171,13 @@ static int netdev_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path,
 int cfg_parse_netdevs(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct vfab_cfg_node *n,
 		      struct cfg_node_lines *lines)
 {
-	static const struct cfg_key keys[] = {
-	    {"name", parse_nd_name}, {"mtu", parse_nd_mtu}, {"addresses", parse_nd_addresses}};
+	static const struct cfg_key keys[] = {{"name", parse_nd_name},
+					      {"mtu", parse_nd_mtu},
+					      {"addresses", parse_nd_addresses},
+					      {"vlan", parse_nd_vlan}};
 	size_t count, i;
 
-	if (cfg_expect_sequence(c, v, path, "{name, mtu, addresses} entries"))
+	if (cfg_expect_sequence(c, v, path, "{name, mtu, vlan, addresses} entries"))
 		return -EINVAL;
 	count = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
 	for (i = 0; i < count; i++) {
@@ -192,6 +201,16 @@ int cfg_parse_netdevs(struct cfg_ctx *c, yaml_node_t *v, const char *path, struc
 					lines->entry[d] - 1u);
 		lines->entry[d] = (uint8_t)(i + 1);
 		n->netdevs[d].mtu = item.mtu;
+		if (item.vlan && d == 0)
+			return cfg_fail(c, it, cfg_path_key(sub2, sub, "vlan"),
+					"eth0 carries the node's sockets untagged: put the VLAN "
+					"on the HCA's netdev (eth1, ...)");
+		/* <name>.<vlan> must fit IFNAMSIZ (region.h vfab_vlan_ifname). */
+		if (item.vlan && strlen(item.name) > 10)
+			return cfg_fail(c, it, cfg_path_key(sub2, sub, "vlan"),
+					"%s.%u is longer than a netdev name may be (15)", item.name,
+					item.vlan);
+		n->netdevs[d].vlan = (uint16_t)item.vlan;
 		if (item.addresses) {
 			lines->entry_addresses[d] = true;
 			if (netdev_addresses(c, item.addresses,

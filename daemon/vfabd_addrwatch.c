@@ -99,28 +99,54 @@ static bool same_addr(const struct vfabd_rtnl_addr *x, const struct vfabd_rtnl_a
 	       !memcmp(x->a.addr, y->a.addr, x->a.family == AF_INET ? 4 : 16);
 }
 
+/* The port's netdev (vlan 0) and its VLAN upper (vlan_ifindex, 0: none). */
+struct aw_devs {
+	int ifindex, vlan_ifindex;
+	uint16_t vlan;
+};
+
+/* Does the address sit on one of the port's netdevs? It then carries that netdev's vlan. */
+static bool on_devs(const struct aw_devs *devs, const struct vfabd_rtnl_addr *a, uint16_t *vlan)
+{
+	if (a->ifindex == devs->ifindex) {
+		*vlan = 0;
+		return true;
+	}
+	if (devs->vlan_ifindex && a->ifindex == devs->vlan_ifindex) {
+		*vlan = devs->vlan;
+		return true;
+	}
+	return false;
+}
+
 /*
- * The netdev's addresses for vfabd_gid_slots: those announced in this batch
- * first, in arrival order, then the rest in dump order. Count.
+ * The addresses of the port's netdev and of its VLAN upper (the kernel's
+ * is_eth_port_of_netdev: the netdev and its uppers) for vfabd_gid_slots:
+ * those announced in this batch first, in arrival order, then the rest in
+ * dump order. Count.
  */
-static size_t wanted(const struct aw_node *n, const struct vfabd_rtnl_dump *d, int ifindex,
-		     struct vfab_gid_addr *out)
+static size_t wanted(const struct aw_node *n, const struct vfabd_rtnl_dump *d,
+		     const struct aw_devs *devs, struct vfab_gid_addr *out)
 {
 	bool used[VFABD_RTNL_ADDRS] = {false};
 	size_t k = 0;
+	uint16_t vlan;
 
 	for (size_t i = 0; i < n->nadded; i++) {
 		for (size_t j = 0; j < d->naddrs; j++) {
-			if (!used[j] && d->addrs[j].ifindex == ifindex &&
+			if (!used[j] && on_devs(devs, &d->addrs[j], &vlan) &&
 			    same_addr(&n->added[i], &d->addrs[j])) {
 				used[j] = true;
-				out[k++] = d->addrs[j].a;
+				out[k] = d->addrs[j].a;
+				out[k++].vlan = vlan;
 			}
 		}
 	}
 	for (size_t j = 0; j < d->naddrs; j++)
-		if (!used[j] && d->addrs[j].ifindex == ifindex)
-			out[k++] = d->addrs[j].a;
+		if (!used[j] && on_devs(devs, &d->addrs[j], &vlan)) {
+			out[k] = d->addrs[j].a;
+			out[k++].vlan = vlan;
+		}
 	return k;
 }
 
@@ -136,17 +162,33 @@ static void sync_port(struct vfabd *d, struct aw_node *n, const struct vfabd_rtn
 	int len;
 
 	if (!*ifindex) {
-		const struct vfabd_rtnl_link *l = link_by_name(dump, p->netdev);
+		const struct vfabd_rtnl_link *l = link_by_name(dump, p->netdev), *u = l;
+		char upper[VFAB_IFNAME_MAX];
 
-		if (!l || !l->up) {
+		/* With a VLAN the node is built when its upper is up too. */
+		if (p->vlan) {
+			vfab_vlan_ifname(upper, p->netdev, p->vlan);
+			u = link_by_name(dump, upper);
+		}
+		if (!l || !l->up || !u || !u->up) {
 			n->pending = true; /* still being built */
 			return;
 		}
 		*ifindex = l->ifindex;
 	}
-	/* A netdev that is gone took its addresses with it. */
-	if (link_exists(dump, *ifindex))
-		nwant = wanted(n, dump, *ifindex, want);
+	/* A netdev that is gone took its addresses (and its uppers) with it. */
+	if (link_exists(dump, *ifindex)) {
+		struct aw_devs devs = {.ifindex = *ifindex, .vlan = p->vlan};
+		char upper[VFAB_IFNAME_MAX];
+		const struct vfabd_rtnl_link *l = NULL;
+
+		if (p->vlan) {
+			vfab_vlan_ifname(upper, p->netdev, p->vlan);
+			l = link_by_name(dump, upper);
+		}
+		devs.vlan_ifindex = l ? l->ifindex : 0;
+		nwant = wanted(n, dump, &devs, want);
+	}
 	len =
 	    vfabd_gid_slots(p->mac, p->gids, p->ngids < VFAB_PORT_GIDS ? p->ngids : VFAB_PORT_GIDS,
 			    want, nwant, table, &dropped);

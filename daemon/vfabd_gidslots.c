@@ -61,34 +61,45 @@ static int lowest_free(const struct vfab_gid *out)
 	return -1;
 }
 
-/* Index in cur of raw with type, -1 when absent (cur is in region layout). */
-static int find_entry(const struct vfab_gid *cur, size_t ncur, const uint8_t raw[16], uint8_t type)
+/*
+ * Index in cur of raw with type from the netdev `vlan` names (0: the port's
+ * own, else its VLAN upper), -1 when absent (cur is in region layout).
+ */
+static int find_entry(const struct vfab_gid *cur, size_t ncur, const uint8_t raw[16], uint8_t type,
+		      uint16_t vlan)
 {
 	for (size_t i = 0; i < ncur; i++)
-		if (cur[i].type == type && cur[i].index >= DEFAULT_SLOTS &&
+		if (cur[i].type == type && cur[i].vlan == vlan && cur[i].index >= DEFAULT_SLOTS &&
 		    cur[i].index < VFAB_PORT_GIDS && !memcmp(cur[i].raw, raw, 16))
 			return (int)cur[i].index;
 	return -1;
 }
 
 static void set_entry(struct vfab_gid *out, int idx, const uint8_t raw[16], uint8_t type,
-		      uint8_t prefix)
+		      uint8_t prefix, uint16_t vlan)
 {
 	memset(&out[idx], 0, sizeof(out[idx]));
 	memcpy(out[idx].raw, raw, 16);
 	out[idx].type = type;
 	out[idx].prefix = prefix;
+	out[idx].vlan = vlan;
 	out[idx].index = (uint32_t)idx;
 }
 
-/* An earlier address of want that maps to the same GID: the kernel adds a GID once. */
-static bool seen_before(const struct vfab_gid_addr *want, size_t k, const uint8_t raw[16])
+/*
+ * An earlier address of want that maps to the same GID on the same netdev,
+ * or the default GID on the port's own netdev: the kernel adds a GID once.
+ */
+static bool skipped(const struct vfab_gid_addr *want, size_t k, const uint8_t raw[16],
+		    const uint8_t def[16])
 {
 	uint8_t other[16], prefix;
 
+	if (!want[k].vlan && !memcmp(raw, def, 16))
+		return true;
 	for (size_t j = 0; j < k; j++) {
 		addr_gid(&want[j], other, &prefix);
-		if (!memcmp(other, raw, 16))
+		if (want[j].vlan == want[k].vlan && !memcmp(other, raw, 16))
 			return true;
 	}
 	return false;
@@ -105,19 +116,19 @@ int vfabd_gid_slots(const uint8_t mac[6], const struct vfab_gid *cur, size_t ncu
 	*dropped = 0;
 	memset(out, 0, VFAB_PORT_GIDS * sizeof(out[0]));
 	vfab_gid_default(mac, def);
-	set_entry(out, 0, def, VFAB_GID_ROCE_V1, 64);
-	set_entry(out, 1, def, VFAB_GID_ROCE_V2, 64);
+	set_entry(out, 0, def, VFAB_GID_ROCE_V1, 64, 0);
+	set_entry(out, 1, def, VFAB_GID_ROCE_V2, 64, 0);
 
 	/* First what stays: an entry whose address is still there keeps its index. */
 	for (k = 0; k < nwant; k++) {
 		addr_gid(&want[k], raw, &prefix);
-		if (!memcmp(raw, def, 16) || seen_before(want, k, raw))
+		if (skipped(want, k, raw, def))
 			continue;
 		for (uint8_t type = VFAB_GID_ROCE_V1; type <= VFAB_GID_ROCE_V2; type++) {
-			int idx = find_entry(cur, ncur, raw, type);
+			int idx = find_entry(cur, ncur, raw, type, want[k].vlan);
 
 			if (idx >= 0 && out[idx].type == VFAB_GID_EMPTY)
-				set_entry(out, idx, raw, type, prefix);
+				set_entry(out, idx, raw, type, prefix, want[k].vlan);
 		}
 	}
 	/* Then what is new, in the order given: v1 then v2, each the lowest free index. */
@@ -125,10 +136,10 @@ int vfabd_gid_slots(const uint8_t mac[6], const struct vfab_gid *cur, size_t ncu
 		bool lost = false;
 
 		addr_gid(&want[k], raw, &prefix);
-		if (!memcmp(raw, def, 16) || seen_before(want, k, raw))
+		if (skipped(want, k, raw, def))
 			continue;
 		for (uint8_t type = VFAB_GID_ROCE_V1; type <= VFAB_GID_ROCE_V2; type++) {
-			int idx = find_entry(out, VFAB_PORT_GIDS, raw, type);
+			int idx = find_entry(out, VFAB_PORT_GIDS, raw, type, want[k].vlan);
 
 			if (idx >= 0)
 				continue;
@@ -137,7 +148,7 @@ int vfabd_gid_slots(const uint8_t mac[6], const struct vfab_gid *cur, size_t ncu
 				lost = true;
 				continue;
 			}
-			set_entry(out, idx, raw, type, prefix);
+			set_entry(out, idx, raw, type, prefix, want[k].vlan);
 		}
 		*dropped += lost;
 	}

@@ -6,7 +6,11 @@
  * appends a pair whenever an address is added, so the order is the order the
  * addresses were added (vfab_gid_table_build_ordered); when it enumerates the
  * addresses of an existing netdev it takes IPv4 first, then IPv6
- * (vfab_gid_table_build). Pure functions: no region, no I/O.
+ * (vfab_gid_table_build). Addresses of a VLAN upper of the netdev
+ * (<netdev>.<vlan>) enter the same table, tagged with the VLAN: the kernel's
+ * cache tells entries apart by GID, type and netdev, so the upper's
+ * link-local address, equal to the default GID (same MAC), is a pair of its
+ * own. Pure functions: no region, no I/O.
  */
 #ifndef VFAB_GID_H
 #define VFAB_GID_H
@@ -24,6 +28,7 @@ struct vfab_gid_addr {
 	int family; /* AF_INET or AF_INET6 */
 	uint8_t addr[16];
 	uint8_t prefix; /* kept in the entry (vfab_gid.prefix) for the routing rules */
+	uint16_t vlan;	/* 0: an address of the port's netdev; else of its VLAN upper */
 };
 
 /* fe80::EUI-64(mac): the U/L bit flipped, ff:fe inserted in the middle. */
@@ -31,8 +36,8 @@ void vfab_gid_default(const uint8_t mac[6], uint8_t gid[16]);
 
 /*
  * The port's table in kernel order. Addresses that would repeat an entry
- * already present (an IPv6 equal to the default GID, a duplicate) are
- * skipped. Returns the number of entries written (index set to the entry's
+ * already present with the same netdev (an IPv6 equal to the default GID, a
+ * duplicate) are skipped. Returns the number of entries written (index set to the entry's
  * position) or -ENOSPC when max is too small.
  */
 int vfab_gid_table_build(const uint8_t mac[6], const struct in_addr *v4, size_t n4,

@@ -63,7 +63,12 @@ struct vfab_gid {
 	uint8_t raw[16];
 	uint8_t type;	/* enum vfab_gid_type */
 	uint8_t prefix; /* prefix length of the address it came from; 0 unknown */
-	uint8_t pad[2];
+	/*
+	 * 0: the address is the port's netdev's; else it came from the VLAN
+	 * upper <netdev>.<vlan> of that netdev (gid_attrs/ndevs names it). The
+	 * kernel's cache tells entries apart by GID, type and netdev.
+	 */
+	uint16_t vlan;
 	uint32_t index; /* index in the port's (sysfs) GID table */
 };
 
@@ -122,7 +127,8 @@ struct vfab_port {
 	uint32_t speed_mbps;	/* configured link rate */
 	uint8_t active_width;	/* ibv encoding: 1,2,4,8,16 */
 	uint8_t active_speed;	/* ibv encoding */
-	uint16_t pad0;
+	uint16_t vlan; /* the bound netdev's VLAN (its upper <netdev>.<vlan> holds the addresses); 0
+			  none */
 	uint32_t segment;   /* index into leaves[]: the L2 segment (bridge) of the netdev */
 	uint32_t subnet;    /* that leaf's IPv4 network address (network byte order) */
 	uint32_t link_up;   /* index into links[]: this port -> leaf */
@@ -151,10 +157,18 @@ struct vfab_hca {
 struct vfab_node_netdev {
 	char name[VFAB_IFNAME_MAX];
 	uint8_t mac[6];
-	uint16_t pad;
+	uint16_t vlan; /* nodes[].netdevs[].vlan: the node also has <name>.<vlan>, holding
+			  the addresses; 0: none */
 	uint32_t leaf; /* index into leaves[] */
 	uint32_t mtu;
 };
+
+/* "eth1.100": the VLAN upper of `lower`, as `ip link add link eth1 name eth1.100` names it. */
+static inline void vfab_vlan_ifname(char buf[VFAB_IFNAME_MAX], const char *lower, uint16_t vlan)
+{
+	/* 802.1Q ids are 12 bits: at most 4 digits, so 10 + 1 + 4 fit. */
+	__builtin_snprintf(buf, VFAB_IFNAME_MAX, "%.10s.%u", lower, (unsigned)(vlan & 0xfff));
+}
 
 struct vfab_node {
 	uint32_t in_use;

@@ -61,10 +61,15 @@ static uint64_t guid_from_mac(const uint8_t mac[6])
 	return g;
 }
 
-/* Addresses in configured order: the order a CNI adds them after the HCA exists. */
+/*
+ * Addresses in configured order: the order a CNI adds them after the HCA
+ * exists. With a VLAN they sit on the upper <netdev>.<vlan>, which the node
+ * build brings up after adding them: its link-local address (the default
+ * GID's value, another netdev) comes last.
+ */
 static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
 {
-	struct vfab_gid_addr addrs[VFAB_CFG_MAX_ADDRS];
+	struct vfab_gid_addr addrs[VFAB_CFG_MAX_ADDRS + 1];
 	size_t count = 0;
 
 	for (uint32_t a = 0; a < d->naddrs; a++, count++) {
@@ -72,6 +77,14 @@ static int fill_gids(struct vfab_port *port, const struct vfab_cfg_netdev *d)
 		addrs[count].family = d->addrs[a].family;
 		memcpy(addrs[count].addr, d->addrs[a].addr, 16);
 		addrs[count].prefix = d->addrs[a].prefix;
+		addrs[count].vlan = d->vlan;
+	}
+	if (d->vlan) {
+		memset(&addrs[count], 0, sizeof(addrs[count]));
+		addrs[count].family = AF_INET6;
+		vfab_gid_default(port->mac, addrs[count].addr);
+		addrs[count].prefix = 64;
+		addrs[count++].vlan = d->vlan;
 	}
 	return vfab_topology_port_gids(port, addrs, count);
 }
@@ -111,6 +124,7 @@ static int fill_port(struct vfab_region *r, const struct vfab_config *cfg, uint3
 	atomic_store(&port->state, 4); /* IBV_PORT_ACTIVE */
 	snprintf(port->netdev, sizeof(port->netdev), "%s", netdev);
 	vfab_topology_netdev_mac(r->fabric, cfg, node_idx, netdev, port->mac);
+	port->vlan = nd->vlan;
 	port->netdev_mtu = nd->mtu;
 	port->active_mtu = vfab_topology_active_mtu(nd->mtu);
 	port->speed_mbps = (uint32_t)llround(gbps * 1000.0);
@@ -162,6 +176,7 @@ static void fill_node_netdevs(struct vfab_region *r, const struct vfab_config *c
 		vfab_topology_netdev_mac(r->fabric, cfg, i, nd->name, nd->mac);
 		nd->leaf = cn->netdevs[d].leaf;
 		nd->mtu = cn->netdevs[d].mtu;
+		nd->vlan = cn->netdevs[d].vlan;
 	}
 	node->nnetdevs = cn->nnetdevs;
 	node->group = cn->group;

@@ -29,6 +29,7 @@ struct vfab_net_iface {
 	char bridge[VFAB_IFNAME_MAX];	/* its leaf's bridge: vfbr<k> */
 	uint8_t mac[6];
 	uint32_t mtu;
+	uint16_t vlan; /* the addresses go on the VLAN upper <name>.<vlan>; 0: on name */
 	uint32_t naddrs;
 	const struct vfab_cfg_addr *addrs; /* in the configured order */
 };

@@ -122,6 +122,7 @@ int vfab_net_plan_node(const struct vfab_region *r, uint32_t node, const struct 
 		snprintf(ifc->bridge, sizeof(ifc->bridge), "%s", r->leaves[nd->leaf].bridge);
 		memcpy(ifc->mac, nd->mac, sizeof(ifc->mac));
 		ifc->mtu = nd->mtu;
+		ifc->vlan = nd->vlan;
 		ifc->naddrs = cd->naddrs;
 		ifc->addrs = cd->addrs;
 	}

@@ -10,6 +10,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/bridge.h>
+#include <netlink/route/link/vlan.h>
 #include <netlink/route/route.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -99,6 +100,22 @@ int vfab_nl_link_up(struct nl_sock *sk, const char *name)
 	ret = link_change(sk, name, change);
 	rtnl_link_put(change);
 	return ret;
+}
+
+int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, uint16_t vlan)
+{
+	struct rtnl_link *l = rtnl_link_vlan_alloc();
+	int ret;
+
+	if (!l)
+		return -ENOMEM;
+	rtnl_link_set_name(l, name);
+	rtnl_link_set_link(l, lower_ifindex);
+	ret = rtnl_link_vlan_set_id(l, vlan);
+	if (ret == 0)
+		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_put(l);
+	return vfab_nl_errno(ret);
 }
 
 int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu)

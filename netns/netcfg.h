@@ -25,6 +25,12 @@ int vfab_nl_ifindex(struct nl_sock *sk, const char *name);
 int vfab_nl_link_up(struct nl_sock *sk, const char *name);
 
 /*
+ * The 802.1Q VLAN `name` (id `vlan`) on the netdev `lower_ifindex`, down;
+ * it takes the lower's MAC and MTU.
+ */
+int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, uint16_t vlan);
+
+/*
  * A bridge, up, whose MTU stays what it was given when ports with a smaller
  * one join (a leaf's MTU is the largest of its members').
  */

@@ -12,6 +12,7 @@
 
 #include "base/fsutil.h"
 #include "base/paths.h"
+#include "netns/node_bin.h"
 #include "netns/node_identity.h"
 
 #define MAX_SYS_SUBMOUNTS 64
@@ -246,6 +247,8 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, const char *reg
 		ret = mount_dev_view(nd, err, errlen);
 	if (ret == 0)
 		ret = mount_etc_overlay(nd, err, errlen);
+	if (ret == 0)
+		ret = vfab_node_bin_mount(rundir, nd, err, errlen);
 	if (ret == 0)
 		ret = mount_ldconfig_cache(err, errlen);
 	if (ret == 0)

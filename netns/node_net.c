@@ -161,7 +161,32 @@ static int add_routes(struct nl_sock *sk, const struct vfab_net_node *node, char
 	return 0;
 }
 
-/* Addresses in the configured order, links up, then the routes (they need both). */
+/* One netdev: its addresses in the configured order, then up. */
+static int configure_dev(struct nl_sock *sk, const char *node, const char *name,
+			 const struct vfab_cfg_addr *addrs, uint32_t naddrs, char *err,
+			 size_t errlen)
+{
+	int ifindex = vfab_nl_ifindex(sk, name), ret;
+
+	if (ifindex < 0)
+		return vfab_fail(err, errlen, ifindex, "find %s in node %s", name, node);
+	for (uint32_t k = 0; k < naddrs; k++) {
+		ret =
+		    vfab_nl_addr_add(sk, ifindex, addrs[k].family, addrs[k].addr, addrs[k].prefix);
+		if (ret)
+			return vfab_fail(err, errlen, ret, "add %s to %s in node %s", addrs[k].text,
+					 name, node);
+	}
+	ret = vfab_nl_link_up(sk, name);
+	return ret ? vfab_fail(err, errlen, ret, "bring %s up in node %s", name, node) : 0;
+}
+
+/*
+ * Addresses in the configured order, links up, then the routes (they need
+ * both). A netdev with a VLAN comes up bare, then its upper <name>.<vlan>
+ * is made on it and gets the addresses: the HCA's GID table takes them
+ * from the upper, as the kernel's does (fabric/gid.h).
+ */
 static int configure_node(struct nl_sock *sk, const struct vfab_net_node *node, char *err,
 			  size_t errlen)
 {
@@ -169,27 +194,29 @@ static int configure_node(struct nl_sock *sk, const struct vfab_net_node *node, 
 
 	if (ret)
 		return vfab_fail(err, errlen, ret, "bring lo up in node %s", node->id);
-	for (uint32_t i = 0; i < node->niface; i++) {
+	for (uint32_t i = 0; i < node->niface && ret == 0; i++) {
 		const struct vfab_net_iface *ifc = &node->iface[i];
-		int ifindex = vfab_nl_ifindex(sk, ifc->name);
+		char upper[VFAB_IFNAME_MAX];
 
-		if (ifindex < 0)
-			return vfab_fail(err, errlen, ifindex, "find %s in node %s", ifc->name,
-					 node->id);
-		for (uint32_t k = 0; k < ifc->naddrs; k++) {
-			const struct vfab_cfg_addr *a = &ifc->addrs[k];
-
-			ret = vfab_nl_addr_add(sk, ifindex, a->family, a->addr, a->prefix);
-			if (ret)
-				return vfab_fail(err, errlen, ret, "add %s to %s in node %s",
-						 a->text, ifc->name, node->id);
+		if (!ifc->vlan) {
+			ret = configure_dev(sk, node->id, ifc->name, ifc->addrs, ifc->naddrs, err,
+					    errlen);
+			continue;
 		}
-		ret = vfab_nl_link_up(sk, ifc->name);
+		ret = configure_dev(sk, node->id, ifc->name, NULL, 0, err, errlen);
 		if (ret)
-			return vfab_fail(err, errlen, ret, "bring %s up in node %s", ifc->name,
-					 node->id);
+			break;
+		vfab_vlan_ifname(upper, ifc->name, ifc->vlan);
+		ret = vfab_nl_vlan_add(sk, upper, vfab_nl_ifindex(sk, ifc->name), ifc->vlan);
+		if (ret)
+			return vfab_fail(err, errlen, ret, "create %s in node %s%s", upper,
+					 node->id,
+					 ret == -EOPNOTSUPP ? " (this kernel has no 802.1Q VLANs: "
+							      "CONFIG_VLAN_8021Q, module 8021q)"
+							    : "");
+		ret = configure_dev(sk, node->id, upper, ifc->addrs, ifc->naddrs, err, errlen);
 	}
-	return add_routes(sk, node, err, errlen);
+	return ret ? ret : add_routes(sk, node, err, errlen);
 }
 
 struct sock_args {

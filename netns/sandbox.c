@@ -18,6 +18,7 @@
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
+#include "netns/node_bin.h"
 #include "netns/node_cpus.h"
 #include "netns/node_identity.h"
 #include "netns/node_spawn.h"
@@ -74,6 +75,9 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	ret = write_libdirs(sb);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write %s/" VFAB_LIBDIRS_FILE, sb->rundir);
+	ret = vfab_node_bin_write(sb->rundir);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "write %s/" VFAB_NODE_BIN_DIR, sb->rundir);
 	return sb->ssh ? vfab_ssh_prepare(sb->rundir, sb->cfg, err, errlen) : 0;
 }
 
@@ -178,6 +182,8 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	if (vfab_pathf(path, sizeof(path), "%s/etc-work", nd))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = vfab_mkdir_p(path, 0755);
+	if (ret == 0)
+		ret = vfab_node_bin_node_dirs(nd);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "mkdir %s", path);
 	ret = vfab_net_plan_node(sb->region, node, cn, cfg_index, &net);

@@ -105,13 +105,18 @@ void vfab_sysfs_gid_texts(const struct vfab_gid *g, const char *netdev,
 			  struct vfab_sysfs_gid_texts *t)
 {
 	static const uint8_t zero[16];
-	char text[VFAB_GID_STR_LEN];
+	char text[VFAB_GID_STR_LEN], upper[VFAB_IFNAME_MAX];
 
 	vfab_gid_format(g ? g->raw : zero, text);
 	snprintf(t->gid, sizeof(t->gid), "%s\n", text);
 	/* Empty entries still read as a type: ibv_query_gid_table walks them all. */
 	snprintf(t->type, sizeof(t->type), "%s\n",
 		 vfab_gid_type_name(g ? g->type : VFAB_GID_EMPTY));
+	/* An entry of the netdev's VLAN upper names the upper, as the kernel's ndev does. */
+	if (g && g->vlan) {
+		vfab_vlan_ifname(upper, netdev, g->vlan);
+		netdev = upper;
+	}
 	snprintf(t->ndev, sizeof(t->ndev), "%s\n", g ? netdev : "");
 }
 

@@ -149,6 +149,7 @@ struct port_gids {
 	uint32_t port;	/* from 1 */
 	int v1, v2;	/* indices, -1: none */
 	int is_default; /* the address is the default GID: entries 0 and 1 stay */
+	uint16_t vlan;	/* 0: on the port's netdev; else on its VLAN upper (vfab_gid.vlan) */
 };
 
 static int region_node(const struct vfab_region *r, const char *id)
@@ -159,7 +160,10 @@ static int region_node(const struct vfab_region *r, const char *id)
 	return -1;
 }
 
-/* The HCA ports of node n on netdev (at most max), for the address's gid. */
+/*
+ * The HCA ports of node n on netdev, or whose netdev's VLAN upper netdev is
+ * (at most max), for the address's gid.
+ */
 static int ports_on(const struct vfab_region *r, const struct vfab_node *n, const char *netdev,
 		    const uint8_t gid[16], struct port_gids *out, int max)
 {
@@ -170,11 +174,19 @@ static int ports_on(const struct vfab_region *r, const struct vfab_node *n, cons
 		const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
 
 		for (uint32_t p = 0; p < hca->nports && p < VFAB_MAX_PORTS && count < max; p++) {
-			if (strcmp(hca->ports[p].netdev, netdev))
-				continue;
-			vfab_gid_default(hca->ports[p].mac, def);
-			out[count++] =
-			    (struct port_gids){hca, p + 1, -1, -1, !memcmp(def, gid, 16)};
+			const struct vfab_port *port = &hca->ports[p];
+			char upper[VFAB_IFNAME_MAX] = "";
+
+			if (port->vlan)
+				vfab_vlan_ifname(upper, port->netdev, port->vlan);
+			if (!strcmp(port->netdev, netdev)) {
+				vfab_gid_default(port->mac, def);
+				out[count++] = (struct port_gids){
+				    hca, p + 1, -1, -1, !memcmp(def, gid, 16), 0};
+			} else if (upper[0] && !strcmp(upper, netdev)) {
+				out[count++] =
+				    (struct port_gids){hca, p + 1, -1, -1, 0, port->vlan};
+			}
 		}
 	}
 	return count;
@@ -202,7 +214,8 @@ static void find_gid(struct port_gids *pg, const uint8_t gid[16])
 	for (uint32_t i = 0; i < n && i < VFAB_PORT_GIDS; i++) {
 		uint8_t type = __atomic_load_n(&p->gids[i].type, __ATOMIC_ACQUIRE);
 
-		if (type == VFAB_GID_EMPTY || memcmp(p->gids[i].raw, gid, 16))
+		if (type == VFAB_GID_EMPTY || p->gids[i].vlan != pg->vlan ||
+		    memcmp(p->gids[i].raw, gid, 16))
 			continue;
 		if (type == VFAB_GID_ROCE_V1 && pg->v1 < 0)
 			pg->v1 = (int)p->gids[i].index;
