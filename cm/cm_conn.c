@@ -10,18 +10,22 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/proc.h"
 #include "cm/cm_dir.h"
+#include "cm/cm_log.h"
 #include "cm/cm_port.h"
 
 #define MAX_DEVS 16
 #define MAX_PORTS 2
 #define NS_PER_MS 1000000ull
 #define TICK_MS 50
+#define RECHECK_NS 100000ull /* a REQ still "on its way" looks again after 100 us */
 #define IB_SIDR_REJECT 2
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,6 +36,7 @@ static struct ibv_context *ctxs[MAX_DEVS];
 static int nctx;
 static struct vfab_cm_port ports[MAX_DEVS][MAX_PORTS];
 static char rundir[512];
+static int wake_fd = -1; /* tells the agent thread that a port opened */
 
 void vfab_cm_lock(void)
 {
@@ -112,22 +117,30 @@ static struct vfab_cm_port *port_of(int dev, uint8_t port_num)
 	if (dev < 0 || dev >= nctx || port_num < 1 || port_num > MAX_PORTS)
 		return NULL;
 	p = &ports[dev][port_num - 1];
-	if (!p->qp && vfab_cm_port_open(p, ctxs[dev], port_num))
-		return NULL;
+	if (!p->qp) {
+		if (vfab_cm_port_open(p, ctxs[dev], port_num))
+			return NULL;
+		eventfd_write(wake_fd, 1); /* poll its fd from now on */
+	}
 	return p;
 }
 
 static void handle_msg(struct vfab_cm_port *p, int dev, const struct vfab_cm_msg *m);
-static void run_timers(uint64_t now);
+static uint64_t run_timers(uint64_t now);
+static void send_first_req(struct vfab_cm_id *id, uint64_t now);
 
 static void *agent_main(void *arg)
 {
+	uint64_t next = 0;
+
 	(void)arg;
 	for (;;) {
-		struct pollfd pfd[MAX_DEVS * MAX_PORTS];
+		struct pollfd pfd[MAX_DEVS * MAX_PORTS + 1];
 		struct vfab_cm_msg msgs[16];
-		int n = 0;
+		eventfd_t v;
+		int n = 1;
 
+		pfd[0] = (struct pollfd){wake_fd, POLLIN, 0};
 		vfab_cm_lock();
 		for (int d = 0; d < nctx; d++)
 			for (int i = 0; i < MAX_PORTS; i++)
@@ -135,7 +148,14 @@ static void *agent_main(void *arg)
 					pfd[n++] = (struct pollfd){vfab_cm_port_fd(&ports[d][i]),
 								   POLLIN, 0};
 		vfab_cm_unlock();
-		poll(pfd, (nfds_t)n, TICK_MS);
+		struct timespec ts = {0, TICK_MS * 1000000L};
+		uint64_t now = vfab_mono_ns();
+
+		if (next && next < now + TICK_MS * NS_PER_MS)
+			ts.tv_nsec = next > now ? (long)(next - now) : 0;
+		ppoll(pfd, (nfds_t)n, &ts, NULL);
+		if (pfd[0].revents)
+			eventfd_read(wake_fd, &v);
 		vfab_cm_lock();
 		for (int d = 0; d < nctx; d++)
 			for (int i = 0; i < MAX_PORTS; i++) {
@@ -148,7 +168,7 @@ static void *agent_main(void *arg)
 					for (int k = 0; k < got; k++)
 						handle_msg(p, d, &msgs[k]);
 			}
-		run_timers(vfab_mono_ns());
+		next = run_timers(vfab_mono_ns());
 		vfab_cm_unlock();
 	}
 	return NULL;
@@ -160,6 +180,11 @@ static void agent_init(void)
 	pthread_attr_t a;
 	int n = 0;
 
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		start_err = -errno;
+		return;
+	}
 	devlist = ibv_get_device_list(&n);
 	if (!devlist || n == 0) {
 		start_err = -ENODEV;
@@ -281,10 +306,11 @@ static int send_to(struct vfab_cm_id *id, const uint8_t dgid[16], uint32_t dqpn,
 		   const struct vfab_cm_msg *m)
 {
 	struct vfab_cm_port *p = port_of(id->loc.dev, id->loc.port);
+	int ret = p ? vfab_cm_port_send(p, id->loc.gid_index, dgid, dqpn, m) : -ENODEV;
 
-	if (!p)
-		return -ENODEV;
-	return vfab_cm_port_send(p, id->loc.gid_index, dgid, dqpn, m);
+	vfab_cm_dbg("send %s to CM QP %u ids %08x->%08x port %u->%u: %d", vfab_cm_msg_name(m->type),
+		    dqpn, m->local_id, m->remote_id, m->sport, m->dport, ret);
+	return ret;
 }
 
 static int send_msg(struct vfab_cm_id *id, const struct vfab_cm_msg *m)
@@ -507,6 +533,9 @@ static void on_drep(const struct vfab_cm_msg *m)
 
 static void handle_msg(struct vfab_cm_port *p, int dev, const struct vfab_cm_msg *m)
 {
+	vfab_cm_dbg("recv %s from pid %u ids %08x->%08x ps %04x port %u->%u reason %u",
+		    vfab_cm_msg_name(m->type), m->pid, m->local_id, m->remote_id, m->ps, m->sport,
+		    m->dport, m->reason);
 	switch (m->type) {
 	case VFAB_CM_REQ:
 	case VFAB_CM_SIDR_REQ:
@@ -559,15 +588,20 @@ static void expire(struct vfab_cm_id *id, uint64_t now)
 	}
 }
 
-static void run_timers(uint64_t now)
+/* Run what is due; returns when the next retry is due (0: none). */
+static uint64_t run_timers(uint64_t now)
 {
 	struct vfab_cm_id *id = NULL;
+	uint64_t next = 0;
 
 	while ((id = vfab_cm_id_next(id)) != NULL) {
 		int waiting = id->state == VFAB_CS_REQ_SENT || id->state == VFAB_CS_REP_SENT ||
 			      id->state == VFAB_CS_DREQ_SENT;
 
-		if (waiting && id->resend_ns && now >= id->resend_ns)
+		if (id->state == VFAB_CS_REQ_SENT && !id->remote_cm_qpn && id->resend_ns &&
+		    now >= id->resend_ns)
+			send_first_req(id, now);
+		else if (waiting && id->resend_ns && now >= id->resend_ns)
 			expire(id, now);
 		/* A peer process that is gone cannot send its DREQ; its kernel would have. */
 		if ((id->state == VFAB_CS_ESTABLISHED || id->state == VFAB_CS_REP_RCVD) &&
@@ -578,7 +612,12 @@ static void run_timers(uint64_t now)
 				event_simple(id, VFAB_EV_DISCONNECTED, 0);
 			}
 		}
+		if ((id->state == VFAB_CS_REQ_SENT || id->state == VFAB_CS_REP_SENT ||
+		     id->state == VFAB_CS_DREQ_SENT) &&
+		    id->resend_ns && (!next || id->resend_ns < next))
+			next = id->resend_ns;
 	}
+	return next;
 }
 
 /* ---- operations ---- */
@@ -765,6 +804,7 @@ int vfab_cm_listen(struct vfab_cm_id *id)
 	}
 	id->published = 1;
 	id->state = VFAB_CS_LISTEN;
+	vfab_cm_dbg("listen ps %04x port %u", id->ps, sa_port(&id->src));
 	return 0;
 }
 
@@ -773,8 +813,6 @@ int vfab_cm_connect(struct vfab_cm_id *id, const struct rdma_ucm_conn_param *cp)
 	int ud = id->qp_type == IBV_QPT_UD;
 	int type = ud ? VFAB_CM_SIDR_REQ : VFAB_CM_REQ;
 	struct vfab_cm_msg m;
-	uint32_t qpn;
-	pid_t pid;
 
 	if (id->state != VFAB_CS_ROUTE_RESOLVED)
 		return -EINVAL;
@@ -811,24 +849,49 @@ int vfab_cm_connect(struct vfab_cm_id *id, const struct rdma_ucm_conn_param *cp)
 	m.flow_control = cp->flow_control;
 	m.pd_len = cp->private_data_len;
 	memcpy(m.pd, cp->private_data, cp->private_data_len);
+	/*
+	 * The REQ leaves from the agent thread, as the kernel's leaves from its
+	 * MAD work queue: the answer (REP, or REJ when nobody listens) always
+	 * comes as an event, after the time a REQ takes to reach the peer's CM.
+	 */
 	id->state = VFAB_CS_REQ_SENT;
+	id->sent = m;
+	id->remote_cm_qpn = 0;
+	id->retries = VFAB_CM_RETRIES;
+	id->resend_ns = vfab_mono_ns();
+	id->req_deadline_ns = id->resend_ns + VFAB_CM_REQ_ARRIVAL_NS;
+	eventfd_write(wake_fd, 1);
+	return 0;
+}
+
+/* The first REQ of id: to the listener's CM QP, or the REJ its CM would send. */
+static void send_first_req(struct vfab_cm_id *id, uint64_t now)
+{
+	int ud = id->qp.ud;
+	uint32_t qpn;
+	pid_t pid;
+
 	if (vfab_cm_dir_lookup(rundir, id->ps, (struct sockaddr *)&id->dst, sa_port(&id->dst), &qpn,
 			       &pid)) {
-		/*
-		 * Nobody listens: the peer's CM answers with a REJ (SIDR REP) at
-		 * once; vfab has no CM QP there to say it, so the reply is made here.
-		 */
+		if (now < id->req_deadline_ns) {
+			id->resend_ns = now + RECHECK_NS; /* still on its way */
+			return;
+		}
+		vfab_cm_dbg("connect: nobody listens on ps %04x port %u", id->ps,
+			    sa_port(&id->dst));
 		id->state = VFAB_CS_ROUTE_RESOLVED;
+		id->resend_ns = 0;
 		if (ud)
 			event_simple(id, VFAB_EV_UNREACHABLE, VFAB_CM_SIDR_UNSUPPORTED);
 		else
 			event_conn(id, id->uid, id->handle, VFAB_EV_REJECTED,
 				   VFAB_CM_REJ_INVALID_SERVICE_ID,
 				   &(struct vfab_cm_msg){.type = VFAB_CM_REJ});
-		return 0;
+		return;
 	}
 	id->remote_cm_qpn = qpn;
-	return send_tracked(id, &m);
+	id->resend_ns = now + VFAB_CM_TRY_MS * NS_PER_MS;
+	send_msg(id, &id->sent);
 }
 
 int vfab_cm_accept(struct vfab_cm_id *id, uint64_t uid, const struct rdma_ucm_conn_param *cp)
@@ -946,5 +1009,6 @@ void vfab_cm_destroy(struct vfab_cm_id *id)
 	}
 	if (id->published)
 		for_each_addr(id, unpublish_one);
+	vfab_cm_dbg("destroy id %u state %d", id->handle, id->state);
 	vfab_cm_id_free(id);
 }

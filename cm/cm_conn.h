@@ -24,6 +24,14 @@
 #define VFAB_CM_TRY_MS (4096 + 2 * 256)
 #define VFAB_CM_RETRIES 15
 #define VFAB_CM_ALIVE_MS 500
+/*
+ * How long a REQ for a service nobody listens on waits for a listener
+ * before the REJ: the time a REQ takes to reach the peer's CM on hardware
+ * (the MAD path, and before it the active side's QP creation, ~1 ms on a
+ * ConnectX). A server that listens again right after accepting a first
+ * connection (perftest -R does) is found on hardware within it.
+ */
+#define VFAB_CM_REQ_ARRIVAL_NS 2000000ull
 
 /* Start the agent once per process (contexts, thread); 0 or -errno. */
 int vfab_cm_agent_start(void);

@@ -89,6 +89,7 @@ struct vfab_cm_id {
 	uint32_t qpn;
 	struct vfab_cm_msg sent; /* what retries resend */
 	uint64_t resend_ns;
+	uint64_t req_deadline_ns; /* first REQ: when "nobody listens" becomes final */
 	int retries;
 	uint64_t alive_check_ns;
 	uint32_t events_reported;

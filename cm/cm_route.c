@@ -15,6 +15,14 @@
 #include "cm/cm_path.h"
 
 #define DISCARD_PORT 9 /* where the neighbour probe goes (RFC 863) */
+/*
+ * GID slots are filled lowest first (two per address: RoCE v1 and v2), so a
+ * run of this many empty slots ends the table's used part; scanning all 256
+ * slots (three sysfs files each) made every bind and listen take milliseconds.
+ */
+#define GID_HOLE_MAX 32
+
+static const uint8_t zero_gid[16];
 
 static socklen_t sa_len(const struct sockaddr *sa)
 {
@@ -192,13 +200,24 @@ int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct soc
 
 			if (ibv_query_port(ctxs[d], p, &pa))
 				continue;
-			for (int i = 0; i < pa.gid_tbl_len && i < 256; i++) {
+			for (int i = 0, zeros = 0; i < pa.gid_tbl_len && zeros < GID_HOLE_MAX;
+			     i++) {
+				union ibv_gid g;
 				struct ibv_gid_entry e;
 				int m;
 
-				if (ibv_query_gid_ex(ctxs[d], p, (uint32_t)i, &e, 0) ||
-				    e.gid_type != IBV_GID_TYPE_ROCE_V2 ||
-				    memcmp(e.gid.raw, want, 16))
+				/* One sysfs read per slot; the type only for the one that matches.
+				 */
+				if (ibv_query_gid(ctxs[d], p, i, &g))
+					continue;
+				if (!memcmp(g.raw, zero_gid, 16)) {
+					zeros++;
+					continue;
+				}
+				zeros = 0;
+				if (memcmp(g.raw, want, 16) ||
+				    ibv_query_gid_ex(ctxs[d], p, (uint32_t)i, &e, 0) ||
+				    e.gid_type != IBV_GID_TYPE_ROCE_V2)
 					continue;
 				out->dev = d;
 				out->port = p;

@@ -14,6 +14,7 @@
 
 #include "cm/cm_conn.h"
 #include "cm/cm_id.h"
+#include "cm/cm_log.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -324,6 +325,7 @@ EXPORT ssize_t vfab_cm_file_write(int fd, const void *buf, size_t len)
 	ret = f ? install(f) : -EBADF;
 	if (!ret && h->cmd != RDMA_USER_CM_CMD_GET_EVENT)
 		ret = command(f, h->cmd, body, h->in, h->out);
+	vfab_cm_dbg("fd %d command %u: %d", fd, h->cmd, ret);
 	vfab_cm_unlock();
 	if (!ret && h->cmd == RDMA_USER_CM_CMD_GET_EVENT) {
 		struct rdma_ucm_get_event c = {0};
