@@ -10,7 +10,6 @@
 
 #define GRH_BYTES 40
 #define SLOT (GRH_BYTES + VFAB_CM_MSG_BYTES)
-#define CQ_DEPTH (VFAB_CM_PORT_RECVS + VFAB_CM_PORT_SENDS)
 
 static uint8_t *recv_slot(struct vfab_cm_port *p, unsigned i)
 {
@@ -61,11 +60,12 @@ int vfab_cm_port_open(struct vfab_cm_port *p, struct ibv_context *ctx, uint8_t p
 	p->ch = ibv_create_comp_channel(ctx);
 	if (!p->buf || !p->pd || !p->ch)
 		goto fail;
-	p->cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, p->ch, 0);
+	p->cq = ibv_create_cq(ctx, VFAB_CM_PORT_RECVS, NULL, p->ch, 0);
+	p->scq = ibv_create_cq(ctx, VFAB_CM_PORT_SENDS, NULL, NULL, 0);
 	p->mr = ibv_reg_mr(p->pd, p->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->cq || !p->mr)
+	if (!p->cq || !p->scq || !p->mr)
 		goto fail;
-	qa.send_cq = p->cq;
+	qa.send_cq = p->scq;
 	qa.recv_cq = p->cq;
 	qa.qp_type = IBV_QPT_UD;
 	qa.cap.max_send_wr = VFAB_CM_PORT_SENDS;
@@ -99,6 +99,8 @@ void vfab_cm_port_close(struct vfab_cm_port *p)
 		ibv_dereg_mr(p->mr);
 	if (p->cq)
 		ibv_destroy_cq(p->cq);
+	if (p->scq)
+		ibv_destroy_cq(p->scq);
 	if (p->ch)
 		ibv_destroy_comp_channel(p->ch);
 	if (p->pd)
@@ -148,9 +150,13 @@ int vfab_cm_port_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t 
 	struct ibv_sge sge = {(uintptr_t)slot, 0, p->mr->lkey};
 	struct ibv_send_wr wr = {0}, *bad;
 	struct ibv_ah *ah = ah_for(p, sgid_index, dgid);
+	struct ibv_wc wc[16];
 
 	if (!ah)
 		return -EHOSTUNREACH;
+	/* Reap finished sends: their queue entries (and slots) are free again. */
+	while (ibv_poll_cq(p->scq, 16, wc) > 0)
+		;
 	sge.length = (uint32_t)vfab_cm_msg_encode(m, slot, VFAB_CM_MSG_BYTES);
 	wr.wr_id = VFAB_CM_PORT_RECVS + i;
 	wr.sg_list = &sge;
@@ -179,8 +185,6 @@ int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
 		for (int i = 0; i < n; i++) {
 			unsigned slot = (unsigned)wc[i].wr_id;
 
-			if (slot >= VFAB_CM_PORT_RECVS)
-				continue; /* a send completed */
 			if (wc[i].status == IBV_WC_SUCCESS && got < max &&
 			    wc[i].byte_len >= GRH_BYTES &&
 			    vfab_cm_msg_decode(&out[got], recv_slot(p, slot) + GRH_BYTES,

@@ -13,8 +13,9 @@
 
 #include "cm/cm_wire.h"
 
-#define VFAB_CM_PORT_RECVS 64
-#define VFAB_CM_PORT_SENDS 64
+/* A burst of connections (ucmatose -c 100) must not overflow the receive queue. */
+#define VFAB_CM_PORT_RECVS 256
+#define VFAB_CM_PORT_SENDS 256
 #define VFAB_CM_PORT_AHS 32
 
 struct vfab_cm_port {
@@ -22,7 +23,8 @@ struct vfab_cm_port {
 	uint8_t port_num;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq;  /* receives, on the channel */
+	struct ibv_cq *scq; /* sends, reaped by the sender */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *buf; /* receives (GRH + message), then sends */

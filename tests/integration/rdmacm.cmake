@@ -1,0 +1,16 @@
+# Unmodified librdmacm programs between node0 and node1 of the shared test
+# fabric (tests/integration/rdmacm.sh): RC, several connections, UD, the
+# rdma_getaddrinfo/rdma_create_ep API, perftest -R, and the failures
+# (nobody listens, nobody has the address, the peer dies). RDMA CM ports
+# are distinct per test so that no listener entry of one is seen by the next.
+set(_vfab_rdmacm ${CMAKE_CURRENT_LIST_DIR}/rdmacm.sh)
+vfab_integration_test(int_rdmacm_rping 120 ${_vfab_rdmacm} rping 7181)
+vfab_integration_test(int_rdmacm_ucmatose 120 ${_vfab_rdmacm} ucmatose 7182)
+vfab_integration_test(int_rdmacm_udaddy 120 ${_vfab_rdmacm} udaddy)
+vfab_integration_test(int_rdmacm_rdma_server 120 ${_vfab_rdmacm} rdma_server 7183)
+vfab_integration_test(int_rdmacm_ib_write_bw 240 ${_vfab_rdmacm} ib_write_bw 18641 -n 2000)
+vfab_integration_test(int_rdmacm_ib_send_lat 240 ${_vfab_rdmacm} ib_send_lat 18642 -n 2000)
+vfab_integration_test(int_rdmacm_ib_read_bw 240 ${_vfab_rdmacm} ib_read_bw 18643 -n 2000)
+vfab_integration_test(int_rdmacm_reject 60 ${_vfab_rdmacm} reject 7184)
+vfab_integration_test(int_rdmacm_unreachable 60 ${_vfab_rdmacm} unreachable 7185)
+vfab_integration_test(int_rdmacm_deadpeer 120 ${_vfab_rdmacm} deadpeer 7186)
