@@ -14,3 +14,10 @@ vfab_integration_test(int_rdmacm_ib_read_bw 240 ${_vfab_rdmacm} ib_read_bw 18643
 vfab_integration_test(int_rdmacm_reject 60 ${_vfab_rdmacm} reject 7184)
 vfab_integration_test(int_rdmacm_unreachable 60 ${_vfab_rdmacm} unreachable 7185)
 vfab_integration_test(int_rdmacm_deadpeer 120 ${_vfab_rdmacm} deadpeer 7186)
+
+# Across the spine of configs/leafspine-oversub.yaml, on a fabric of its own
+# ("tcmspine"), and a port taken down: UNREACHABLE after the CM's ~74 s of retries.
+add_test(NAME int_rdmacm_leafspine COMMAND ${CMAKE_CURRENT_LIST_DIR}/rdmacm_leafspine.sh)
+set_tests_properties(int_rdmacm_leafspine PROPERTIES
+  LABELS integration RUN_SERIAL TRUE TIMEOUT 300
+  ENVIRONMENT "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=tcmspine")
