@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -16,12 +17,20 @@
 typedef int (*open_fn)(const char *, int, ...);
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef int (*close_fn)(int);
+typedef int (*fstat_fn)(int, struct stat *);
+typedef int (*fxstat_fn)(int, int, struct stat *);
 typedef int (*cm_open_fn)(int);
 typedef ssize_t (*cm_write_fn)(int, const void *, size_t);
 typedef void (*cm_close_fn)(int);
 
 /* Which fds are the CM's: one byte each, read on every write() and close(). */
 static unsigned char cm_fd[MAX_FD];
+/*
+ * What fstat says of them: the device node as opened. Their numbers belong
+ * to an eventfd from the open on (so poll/epoll see the event queue at once),
+ * but librdmacm's open_cdev checks S_ISCHR right after the open.
+ */
+static struct stat cm_stat;
 
 static struct {
 	pthread_once_t once;
@@ -33,6 +42,27 @@ static struct {
 static void *next(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
+}
+
+/* libc's own, looked up once before main (dlsym may allocate: not from inside a call). */
+static struct {
+	open_fn open, open64;
+	write_fn write;
+	close_fn close;
+	fstat_fn fstat, fstat64;
+	fxstat_fn fxstat, fxstat64;
+} libc;
+
+__attribute__((constructor)) static void resolve_libc(void)
+{
+	libc.open = (open_fn)next("open");
+	libc.open64 = (open_fn)next("open64");
+	libc.write = (write_fn)next("write");
+	libc.close = (close_fn)next("close");
+	libc.fstat = (fstat_fn)next("fstat");
+	libc.fstat64 = (fstat_fn)next("fstat64");
+	libc.fxstat = (fxstat_fn)next("__fxstat");
+	libc.fxstat64 = (fxstat_fn)next("__fxstat64");
 }
 
 static void load_cm(void)
@@ -67,7 +97,12 @@ static int adopt(int fd, close_fn real_close)
 	if (fd < 0)
 		return fd;
 	pthread_once(&cm.once, load_cm);
-	ret = (fd < MAX_FD && cm.open) ? cm.open(fd) : -ENODEV;
+	if (fd >= MAX_FD || (libc.fstat	   ? libc.fstat(fd, &cm_stat)
+			     : libc.fxstat ? libc.fxstat(1, fd, &cm_stat)
+					   : -1))
+		ret = -ENODEV;
+	else
+		ret = cm.open ? cm.open(fd) : -ENODEV;
 	if (ret) {
 		real_close(fd);
 		errno = -ret;
@@ -77,11 +112,12 @@ static int adopt(int fd, close_fn real_close)
 	return fd;
 }
 
-static int do_open(const char *name, const char *path, int flags, mode_t mode)
+static int do_open(open_fn real, const char *name, const char *path, int flags, mode_t mode)
 {
-	open_fn real = (open_fn)next(name);
 	int fd;
 
+	if (!real) /* called by a constructor that ran before ours */
+		real = (open_fn)next(name);
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
@@ -89,7 +125,7 @@ static int do_open(const char *name, const char *path, int flags, mode_t mode)
 	fd = real(path, flags, mode);
 	if (fd < 0 || !path || strcmp(path, VFAB_CM_DEV_PATH) != 0)
 		return fd;
-	return adopt(fd, (close_fn)next("close"));
+	return adopt(fd, libc.close ? libc.close : (close_fn)next("close"));
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -105,7 +141,7 @@ EXPORT int open(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return do_open("open", path, flags, mode);
+	return do_open(libc.open, "open", path, flags, mode);
 }
 
 EXPORT int open64(const char *path, int flags, ...)
@@ -116,12 +152,11 @@ EXPORT int open64(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return do_open("open64", path, flags, mode);
+	return do_open(libc.open64, "open64", path, flags, mode);
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	static write_fn real;
 	ssize_t ret;
 
 	if (fd >= 0 && fd < MAX_FD && cm_fd[fd]) {
@@ -132,20 +167,67 @@ EXPORT ssize_t write(int fd, const void *buf, size_t len)
 		}
 		return ret;
 	}
-	if (!real)
-		real = (write_fn)next("write");
-	return real(fd, buf, len);
+	if (!libc.write)
+		libc.write = (write_fn)next("write");
+	return libc.write(fd, buf, len);
 }
 
 EXPORT int close(int fd)
 {
-	static close_fn real;
-
-	if (!real)
-		real = (close_fn)next("close");
+	if (!libc.close)
+		libc.close = (close_fn)next("close");
 	if (fd >= 0 && fd < MAX_FD && cm_fd[fd]) {
 		cm_fd[fd] = 0;
 		cm.close(fd);
 	}
-	return real(fd);
+	return libc.close(fd);
+}
+
+/* x86-64: struct stat64 is struct stat. */
+static int cm_fstat(void *st)
+{
+	memcpy(st, &cm_stat, sizeof(cm_stat));
+	return 0;
+}
+
+static int is_cm(int fd)
+{
+	return fd >= 0 && fd < MAX_FD && cm_fd[fd];
+}
+
+EXPORT int fstat(int fd, struct stat *st)
+{
+	if (is_cm(fd))
+		return cm_fstat(st);
+	if (!libc.fstat)
+		libc.fstat = (fstat_fn)next("fstat");
+	return libc.fstat(fd, st);
+}
+
+EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	if (is_cm(fd))
+		return cm_fstat(st);
+	if (!libc.fstat64)
+		libc.fstat64 = (fstat_fn)next("fstat64");
+	return libc.fstat64(fd, (struct stat *)st);
+}
+
+/* Programs built against glibc before 2.33 call these. */
+EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	if (is_cm(fd))
+		return cm_fstat(st);
+	if (!libc.fxstat)
+		libc.fxstat = (fxstat_fn)next("__fxstat");
+	return libc.fxstat(ver, fd, st);
+}
+
+EXPORT int __fxstat64(int ver, int fd, struct stat *st)
+{
+	if (is_cm(fd))
+		return cm_fstat(st);
+	if (!libc.fxstat64)
+		libc.fxstat64 = (fxstat_fn)next("__fxstat64");
+	return libc.fxstat64(ver, fd, st);
 }

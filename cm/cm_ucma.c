@@ -33,9 +33,9 @@ static int respond(uint64_t response, size_t out, const void *resp, size_t len)
 }
 
 /*
- * The fd librdmacm opened is the node's character device (it checks that);
- * from the first command on, an eventfd takes its number, so poll, epoll and
- * O_NONBLOCK act on the event queue as on the kernel's file.
+ * The fd librdmacm opened is the node's character device; an eventfd takes
+ * its number at once, so poll, epoll and O_NONBLOCK act on the event queue
+ * as on the kernel's file (the preload library answers fstat for it).
  */
 static int install(struct vfab_cm_file *f)
 {
@@ -301,12 +301,16 @@ static int command(struct vfab_cm_file *f, uint32_t cmd, const void *body, size_
 
 EXPORT int vfab_cm_file_open(int fd)
 {
+	struct vfab_cm_file *f;
 	int ret = vfab_cm_agent_start();
 
 	if (ret)
 		return ret;
 	vfab_cm_lock();
-	ret = vfab_cm_file_add(fd) ? 0 : -ENOMEM;
+	f = vfab_cm_file_add(fd);
+	ret = f ? install(f) : -ENOMEM;
+	if (ret && f)
+		vfab_cm_file_free(f);
 	vfab_cm_unlock();
 	return ret;
 }
@@ -322,7 +326,7 @@ EXPORT ssize_t vfab_cm_file_write(int fd, const void *buf, size_t len)
 		return -EINVAL;
 	vfab_cm_lock();
 	f = vfab_cm_file_find(fd);
-	ret = f ? install(f) : -EBADF;
+	ret = f ? 0 : -EBADF;
 	if (!ret && h->cmd != RDMA_USER_CM_CMD_GET_EVENT)
 		ret = command(f, h->cmd, body, h->in, h->out);
 	vfab_cm_dbg("fd %d command %u: %d", fd, h->cmd, ret);

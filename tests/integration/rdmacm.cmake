@@ -21,3 +21,13 @@ add_test(NAME int_rdmacm_leafspine COMMAND ${CMAKE_CURRENT_LIST_DIR}/rdmacm_leaf
 set_tests_properties(int_rdmacm_leafspine PROPERTIES
   LABELS integration RUN_SERIAL TRUE TIMEOUT 300
   ENVIRONMENT "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=tcmspine")
+
+# Event channels: O_NONBLOCK, epoll, rdma_migrate_id, destroy with an event
+# outstanding, the connect private-data limit (in node0 and node1).
+find_library(RDMACM_LIB rdmacm)
+if(RDMACM_LIB)
+  add_executable(cm_channel ${CMAKE_CURRENT_LIST_DIR}/cm_channel.c)
+  target_link_libraries(cm_channel PRIVATE ${RDMACM_LIB})
+  vfab_integration_test(int_rdmacm_channel 60
+    ${CMAKE_CURRENT_LIST_DIR}/node_checks.sh cm_channel 198.18.0.2)
+endif()
