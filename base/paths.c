@@ -65,3 +65,8 @@ int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, 
 		return vfab_pathf(buf, len, "%s/vfab-%s/%s", top, fabric, node);
 	return vfab_pathf(buf, len, "%s/vfab-%s", top, fabric);
 }
+
+int vfab_cm_dir(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/cm", rundir);
+}

@@ -52,4 +52,7 @@ int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, 
 /* The completion-channel and async-event FIFOs: <rundir>/fifo. */
 int vfab_fifo_dir(char *buf, size_t len, const char *rundir);
 
+/* The RDMA CM's listener directory (service -> CM QP of its process): <rundir>/cm. */
+int vfab_cm_dir(char *buf, size_t len, const char *rundir);
+
 #endif /* VFAB_BASE_PATHS_H */

@@ -432,6 +432,23 @@ static int write_uverbs(int verbsfd, int devfd, const struct vfab_hca *h)
 	return 0;
 }
 
+/*
+ * /dev/infiniband/rdma_cm: librdmacm opens it and checks that it is a
+ * character device; the preload library serves what is written to it
+ * (cm/cm_shim.c). No sysfs entry: without class/misc/rdma_cm librdmacm
+ * takes the newest ABI and any device numbers.
+ */
+static int write_rdma_cm(int devfd)
+{
+	if (unlinkat(devfd, "rdma_cm", 0) && errno != ENOENT)
+		return -errno;
+	if (mknodat(devfd, "rdma_cm", S_IFCHR | 0666, makedev(UVERBS_MAJOR, UVERBS_MINOR)))
+		return -errno;
+	if (fchmodat(devfd, "rdma_cm", 0666, 0))
+		return -errno;
+	return 0;
+}
+
 int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char *outdir)
 {
 	const struct vfab_node *n;
@@ -472,6 +489,8 @@ int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char
 		if (!ret)
 			ret = write_uverbs(verbs, dev, &r->hcas[h]);
 	}
+	if (!ret && n->nhcas)
+		ret = write_rdma_cm(dev);
 out:
 	if (dev >= 0)
 		close(dev);

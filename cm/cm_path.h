@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the kernel's RDMA CM derives for a RoCE connection, as pure
+ * functions: GIDs of IP addresses (the RoCE v2 GID of an address), the IB
+ * MTU of a netdev MTU, the path record of a route, and the QP attributes
+ * rdma_init_qp_attr returns for each state. Unit-tested.
+ */
+#ifndef VFAB_CM_PATH_H
+#define VFAB_CM_PATH_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rdma/ib_user_sa.h>
+#include <rdma/ib_user_verbs.h>
+
+/* The kernel's RoCE path: packet lifetime (CMA_IBOE_PACKET_LIFETIME) and hop limit of IPv4. */
+#define VFAB_CM_PACKET_LIFETIME 16
+#define VFAB_CM_HOP_LIMIT 64
+/* Q_Key of RDMA_PS_UDP/IPOIB IDs (RDMA_UDP_QKEY) and of the CM QPs (IB_QP1_QKEY). */
+#define VFAB_CM_UDP_QKEY 0x01234567u
+#define VFAB_CM_QP1_QKEY 0x80010000u
+
+/* The GID of an IPv4 (::ffff:a.b.c.d) or IPv6 address; -EAFNOSUPPORT otherwise. */
+int vfab_cm_gid_of(const struct sockaddr *sa, uint8_t gid[16]);
+
+/* The IB path MTU (enum ibv_mtu) for a netdev MTU in bytes (iboe_get_mtu). */
+int vfab_cm_mtu_of_netdev(int netdev_mtu);
+
+/* A RoCE path record from sgid to dgid (what route resolution reports). */
+void vfab_cm_path_fill(struct ib_user_path_rec *p, const uint8_t sgid[16], const uint8_t dgid[16],
+		       int mtu, uint8_t tclass);
+
+/* Everything rdma_init_qp_attr needs to know about one connection side. */
+struct vfab_cm_qp_params {
+	int ud;	       /* UD (SIDR) rather than RC */
+	int connected; /* a REQ was sent or received (the IB CM ID exists) */
+	uint8_t port;  /* HCA port */
+	uint8_t sgid_index;
+	uint8_t dgid[16];
+	uint8_t hop_limit;
+	uint8_t tclass;
+	int mtu;	     /* enum ibv_mtu */
+	uint32_t qkey;	     /* UD */
+	uint32_t remote_qpn; /* RC, connected */
+	uint32_t remote_psn;
+	uint32_t local_psn;
+	uint8_t resp_res; /* responder_resources */
+	uint8_t init_depth;
+	uint8_t retry;
+	uint8_t rnr_retry;
+	uint8_t timeout; /* local ACK timeout exponent */
+};
+
+/* Fill *a for `state` (enum ibv_qp_state); -EINVAL where the CM gives none. */
+int vfab_cm_qp_attr(const struct vfab_cm_qp_params *p, int state, struct ib_uverbs_qp_attr *a);
+
+#endif /* VFAB_CM_PATH_H */

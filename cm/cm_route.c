@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+#include "cm/cm_route.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "cm/cm_path.h"
+
+#define DISCARD_PORT 9 /* where the neighbour probe goes (RFC 863) */
+/*
+ * GID slots are filled lowest first (two per address: RoCE v1 and v2), so a
+ * run of this many empty slots ends the table's used part; scanning all 256
+ * slots (three sysfs files each) made every bind and listen take milliseconds.
+ */
+#define GID_HOLE_MAX 32
+
+static const uint8_t zero_gid[16];
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+int vfab_cm_addr_any(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (addr->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)addr)->sin6_addr);
+	return 0;
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+int vfab_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	struct sockaddr_storage to;
+	socklen_t len = sizeof(*src);
+	int fd, ret = 0;
+
+	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	memset(&to, 0, sizeof(to));
+	memcpy(&to, dst, sa_len(dst));
+	set_port(&to, DISCARD_PORT);
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&to, sa_len(dst)) ||
+	    getsockname(fd, (struct sockaddr *)src, &len))
+		ret = -errno;
+	close(fd);
+	if (!ret)
+		set_port(src, 0);
+	return ret;
+}
+
+/* An address of this node binds; any other does not. */
+static int is_local(const struct sockaddr *a)
+{
+	struct sockaddr_storage ss;
+	int fd, ok;
+
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, a, sa_len(a));
+	set_port(&ss, 0);
+	fd = socket(a->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	ok = bind(fd, (struct sockaddr *)&ss, sa_len(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* IPv4 next hop from the node's routing table (/proc/net/route, longest prefix). */
+static uint32_t next_hop4(uint32_t dst)
+{
+	char line[256], ifn[32];
+	unsigned d, g, flags, refs, use, metric, mask;
+	uint32_t best_gw = dst;
+	int best_len = -1;
+	FILE *f = fopen("/proc/net/route", "re");
+
+	if (!f)
+		return dst;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%31s %x %x %x %u %u %u %x", ifn, &d, &g, &flags, &refs, &use,
+			   &metric, &mask) != 8 ||
+		    !(flags & 1) || (dst & mask) != d)
+			continue;
+		if (__builtin_popcount(mask) > best_len) {
+			best_len = __builtin_popcount(mask);
+			best_gw = (flags & 2) ? g : dst;
+		}
+	}
+	fclose(f);
+	return best_gw;
+}
+
+/* 1: complete entry, 0: none or incomplete (/proc/net/arp flags ATF_COM). */
+static int arp_complete(uint32_t ip)
+{
+	char line[256], addr[64], hw[64], mask[64], dev[64];
+	unsigned type, flags;
+	struct in_addr a;
+	int ok = 0;
+	FILE *f = fopen("/proc/net/arp", "re");
+
+	if (!f)
+		return 0;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s 0x%x 0x%x %63s %63s %63s", addr, &type, &flags, hw, mask,
+			   dev) != 6)
+			continue;
+		if (inet_pton(AF_INET, addr, &a) == 1 && a.s_addr == ip && (flags & 0x2))
+			ok = 1;
+	}
+	fclose(f);
+	return ok;
+}
+
+int vfab_cm_route_neigh(const struct sockaddr *dst, int timeout_ms)
+{
+	struct sockaddr_in probe;
+	uint64_t end = vfab_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 2000) * 1000000u;
+	uint32_t hop;
+	int fd;
+
+	if (is_local(dst))
+		return 0;
+	if (dst->sa_family != AF_INET)
+		return 0; /* IPv6: the route alone (see docs/DESIGN.md) */
+	hop = next_hop4(((const struct sockaddr_in *)dst)->sin_addr.s_addr);
+	if (arp_complete(hop))
+		return 0;
+	/* A datagram makes the kernel resolve the next hop, as the kernel's CM does. */
+	memcpy(&probe, dst, sizeof(probe));
+	probe.sin_port = htons(DISCARD_PORT);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		(void)sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&probe, sizeof(probe));
+		close(fd);
+	}
+	while (vfab_mono_ns() < end) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+
+		if (arp_complete(hop))
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+static int netdev_mtu(int ifindex)
+{
+	struct ifreq ifr;
+	int fd, mtu = 1500;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (!if_indextoname((unsigned)ifindex, ifr.ifr_name))
+		return mtu;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return mtu;
+	if (ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+		mtu = ifr.ifr_mtu;
+	close(fd);
+	return mtu;
+}
+
+int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct sockaddr *addr,
+			struct vfab_cm_local *out)
+{
+	uint8_t want[16];
+	int ret = vfab_cm_gid_of(addr, want);
+
+	if (ret)
+		return ret;
+	for (int d = 0; d < n; d++) {
+		struct ibv_device_attr da;
+
+		if (!ctxs[d] || ibv_query_device(ctxs[d], &da))
+			continue;
+		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+
+			if (ibv_query_port(ctxs[d], p, &pa))
+				continue;
+			for (int i = 0, zeros = 0; i < pa.gid_tbl_len && zeros < GID_HOLE_MAX;
+			     i++) {
+				union ibv_gid g;
+				struct ibv_gid_entry e;
+				int m;
+
+				/* One sysfs read per slot; the type only for the one that matches.
+				 */
+				if (ibv_query_gid(ctxs[d], p, i, &g))
+					continue;
+				if (!memcmp(g.raw, zero_gid, 16)) {
+					zeros++;
+					continue;
+				}
+				zeros = 0;
+				if (memcmp(g.raw, want, 16) ||
+				    ibv_query_gid_ex(ctxs[d], p, (uint32_t)i, &e, 0) ||
+				    e.gid_type != IBV_GID_TYPE_ROCE_V2)
+					continue;
+				out->dev = d;
+				out->port = p;
+				out->gid_index = (uint8_t)i;
+				memcpy(out->gid, want, 16);
+				m = vfab_cm_mtu_of_netdev(netdev_mtu((int)e.ndev_ifindex));
+				out->mtu = m && m < (int)pa.active_mtu ? m : (int)pa.active_mtu;
+				return 0;
+			}
+		}
+	}
+	return -EADDRNOTAVAIL;
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# rdmacm.sh CASE [PORT]: unmodified librdmacm programs between the nodes
+# (docs/DESIGN.md "RDMA CM"): server in node1, client in node0 (node1's
+# address). CASE is one of
+#   rping            RC, 100 pings with verified data (-v -V)
+#   ucmatose         4 connections at once, data both ways
+#   udaddy           UD: address handles, QPN and Q_Key from the CM
+#   rdma_server      rdma_server / rdma_client (rdma_getaddrinfo, rdma_create_ep)
+#   ib_write_bw ...  perftest's RDMA CM mode (-R), as perftest.sh judges it
+#   reject           a port nobody listens on: REJECTED, status 8, at once
+#   unreachable      an address nobody answers: ADDR_ERROR, status -110 (~2 s)
+#   deadpeer         the server is killed: the client sees DISCONNECTED within seconds
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -ge 1 ] || fail "usage: rdmacm.sh CASE [PORT]"
+case_=$1
+shift
+srv=$VFAB_TMP/server.log cli=$VFAB_TMP/client.log
+CM_DIR=/run/vfab/$VFAB_FABRIC/cm
+
+# wait_cm_listen PORT: until a live process listens on RDMA CM port PORT (its
+# entry in the fabric's listener directory: "CM_QPN PID"; a killed one's stays).
+wait_cm_listen()
+{
+	local f pid
+	for _ in $(seq 300); do
+		for f in "$CM_DIR"/*-"$1"; do
+			[ -f "$f" ] || continue
+			pid=$(awk '{print $2}' "$f" 2>/dev/null || true)
+			[ -n "$pid" ] && [ -d "/proc/$pid" ] && return 0
+		done
+		kill -0 "$SERVER_PID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# client_then_server SECONDS CMD...: run the client, then collect the server.
+client_then_server()
+{
+	local secs=$1 rc=0 src=0
+	shift
+	timeout "$secs" "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" >"$cli" 2>&1 || rc=$?
+	wait_pid "$SERVER_PID" 30 || src=$?
+	show "$srv" "$cli"
+	[ "$rc" = 0 ] || fail "client exited $rc"
+	[ "$src" = 0 ] || fail "server exited $src"
+}
+
+case $case_ in
+rping)
+	port=${1:-7181}
+	start_server node1 "$srv" rping -s -a "$NODE1_IP" -p "$port" -v -V -C 100
+	wait_cm_listen "$port" || { show "$srv"; fail "rping server did not listen"; }
+	client_then_server 60 rping -c -a "$NODE1_IP" -p "$port" -v -V -C 100
+	n=$(grep -c '^ping data: rdma-ping-' "$cli" || true)
+	[ "$n" = 100 ] || fail "client printed $n verified pings, not 100"
+	note "rping: 100 verified pings"
+	;;
+ucmatose)
+	port=${1:-7175}
+	start_server node1 "$srv" ucmatose -p "$port" -c 4
+	wait_cm_listen "$port" || { show "$srv"; fail "ucmatose server did not listen"; }
+	t0=$(date +%s%N)
+	client_then_server 60 ucmatose -s "$NODE1_IP" -p "$port" -c 4
+	t1=$(date +%s%N)
+	grep -q 'return status 0' "$cli" || fail "ucmatose client did not succeed"
+	note "ucmatose: 4 connections, data and disconnect in $(((t1 - t0) / 1000000)) ms"
+	;;
+udaddy)
+	# udaddy has no port option: it listens on 7174 (its -p is the port space).
+	start_server node1 "$srv" udaddy
+	wait_cm_listen 7174 || { show "$srv"; fail "udaddy server did not listen"; }
+	client_then_server 60 udaddy -s "$NODE1_IP"
+	grep -q 'return status 0' "$cli" || fail "udaddy client did not succeed"
+	note "udaddy: UD data both ways"
+	;;
+rdma_server)
+	port=${1:-7177}
+	start_server node1 "$srv" rdma_server -p "$port"
+	wait_cm_listen "$port" || { show "$srv"; fail "rdma_server did not listen"; }
+	client_then_server 60 rdma_client -s "$NODE1_IP" -p "$port"
+	grep -q 'rdma_client: end 0' "$cli" || fail "rdma_client did not end 0"
+	grep -q 'rdma_server: end 0' "$srv" || fail "rdma_server did not end 0"
+	note "rdma_server/rdma_client: end 0"
+	;;
+ib_*)
+	tool=$case_ port=$1
+	shift
+	common=(-d mlx5_0 -R -F -p "$port")
+	start_server node1 "$srv" "$tool" "$@" "${common[@]}"
+	wait_cm_listen "$port" || { show "$srv"; fail "$tool server did not listen"; }
+	client_then_server 120 "$tool" "$@" "${common[@]}" "$NODE1_IP"
+	case $tool in
+	*_bw)
+		bw=$(perftest_value "$cli" 'BW average[MB/sec]' 4)
+		num_between "${bw:-x}" 100 inf || fail "BW average '${bw:-none}' MB/sec is not > 100"
+		note "$tool -R: BW average $bw MB/sec"
+		;;
+	*_lat)
+		typ=$(perftest_value "$cli" 't_typical[usec]' 5)
+		num_between "${typ:-x}" 0 1000 || fail "t_typical '${typ:-none}' usec is not in (0, 1000)"
+		note "$tool -R: t_typical $typ usec"
+		;;
+	esac
+	;;
+reject)
+	t0=$(date +%s%N)
+	rc=0
+	timeout 30 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+		rping -c -a "$NODE1_IP" -p "${1:-7178}" -C 1 >"$cli" 2>&1 || rc=$?
+	t1=$(date +%s%N)
+	show "$cli"
+	[ "$rc" != 0 ] || fail "rping to a port nobody listens on succeeded"
+	grep -q 'RDMA_CM_EVENT_REJECTED, error 8' "$cli" || fail "no REJECTED with reason 8"
+	ms=$(((t1 - t0) / 1000000))
+	[ "$ms" -lt 5000 ] || fail "the reject took $ms ms"
+	note "reject: REJECTED status 8 after $ms ms"
+	;;
+unreachable)
+	t0=$(date +%s%N)
+	rc=0
+	timeout 30 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+		rping -c -a 198.18.0.77 -p "${1:-7179}" -C 1 >"$cli" 2>&1 || rc=$?
+	t1=$(date +%s%N)
+	show "$cli"
+	[ "$rc" != 0 ] || fail "rping to an address nobody has succeeded"
+	grep -q 'RDMA_CM_EVENT_ADDR_ERROR, error -110' "$cli" || fail "no ADDR_ERROR -110"
+	note "unreachable: ADDR_ERROR -110 after $(((t1 - t0) / 1000000)) ms"
+	;;
+deadpeer)
+	port=${1:-7180}
+	start_server node1 "$srv" rping -s -a "$NODE1_IP" -p "$port" -C 1000000
+	wait_cm_listen "$port" || { show "$srv"; fail "rping server did not listen"; }
+	vx node0 rping -c -a "$NODE1_IP" -p "$port" -C 1000000 -v >"$cli" 2>&1 &
+	cpid=$!
+	VFAB_SERVER_PIDS+=("$cpid")
+	for _ in $(seq 100); do
+		grep -q 'rdma-ping-3' "$cli" && break
+		sleep 0.05
+	done
+	grep -q 'rdma-ping-3' "$cli" || { show "$srv" "$cli"; fail "no pings before the kill"; }
+	t0=$(date +%s%N)
+	for p in $(pgrep -f "^rping -s -a $NODE1_IP -p $port"); do kill -9 "$p"; done
+	rc=0
+	wait_pid "$cpid" 20 || rc=$?
+	t1=$(date +%s%N)
+	show "$cli"
+	[ "$rc" != 124 ] || fail "the client did not notice its peer's death within 20 s"
+	grep -q 'DISCONNECT EVENT\|RDMA_CM_EVENT_DISCONNECTED\|error' "$cli" ||
+		fail "the client did not report the disconnection"
+	note "deadpeer: client ended ${rc} $(((t1 - t0) / 1000000)) ms after its peer was killed"
+	;;
+*) fail "unknown case $case_" ;;
+esac

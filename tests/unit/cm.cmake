@@ -1,0 +1,5 @@
+# Unit tests of cm/ (the RDMA CM): the wire format of the CM messages and
+# what the kernel's CM derives for a RoCE connection (GIDs, MTU, path, QP
+# attributes per state).
+vfab_unit_test(test_cm_wire SOURCES unit/test_cm_wire.c LIBS vfab_cm_pure)
+vfab_unit_test(test_cm_path SOURCES unit/test_cm_path.c LIBS vfab_cm_pure)
