@@ -80,8 +80,8 @@ int vfab_cm_dir_publish(const char *rundir, uint16_t ps, const struct sockaddr *
 			uint32_t cm_qpn, pid_t pid)
 {
 	char path[1024], tmp[1100], dir[512], text[64];
-	uint32_t q;
-	pid_t p;
+	uint32_t q = 0;
+	pid_t p = 0;
 	int ret = entry_path(path, sizeof(path), rundir, ps, addr, port);
 
 	if (ret)
@@ -110,8 +110,8 @@ int vfab_cm_dir_publish(const char *rundir, uint16_t ps, const struct sockaddr *
 void vfab_cm_dir_remove(const char *rundir, uint16_t ps, const struct sockaddr *addr, uint16_t port)
 {
 	char path[1024];
-	uint32_t q;
-	pid_t p;
+	uint32_t q = 0;
+	pid_t p = 0;
 
 	if (entry_path(path, sizeof(path), rundir, ps, addr, port) == 0 &&
 	    read_entry(path, &q, &p) == 0 && p == getpid())
