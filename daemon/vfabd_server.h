@@ -23,6 +23,7 @@ struct vfabd_server {
 	struct vfabd_conn *conns;
 	size_t nconns, cap;
 	bool stop;
+	bool accept_paused; /* out of fds: the listening socket rests until the next tick */
 	unsigned ticks;
 };
 

@@ -46,22 +46,20 @@ static const struct vabi_context_ops vfab_ctx_ops = {
 };
 
 /*
- * Liveness: vfabd reaps our slots when this connection drops without BYE.
- * The HCA and the async FIFO register the context for port events
+ * Liveness: vfabd frees our slots once this process is gone (it knows us by
+ * the socket's credentials and a pidfd, never by the pid we send). The HCA
+ * and the async FIFO register the context for port events
  * (IBV_EVENT_PORT_ERR/PORT_ACTIVE on `vfab link`); a vfabd that predates
- * them still gets the plain HELLO.
+ * them still gets the plain HELLO. 0 or -errno; the fd is closed on failure.
  */
-static void ctl_hello(struct vfab_context *ctx)
+static int ctl_hello_once(struct vfab_context *ctx)
 {
-	static bool warned;
 	char line[sizeof(ctx->async_path) + 64], reply[256];
 	int fd, rc;
 
 	fd = vfab_ctl_connect(ctx->r->rundir);
-	if (fd < 0) {
-		rc = fd;
-		goto fail;
-	}
+	if (fd < 0)
+		return fd;
 	snprintf(line, sizeof(line), "HELLO %d hca=%u async=%s", ctx->owner.pid, ctx->hca_idx,
 		 ctx->async_path);
 	rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
@@ -74,13 +72,26 @@ static void ctl_hello(struct vfab_context *ctx)
 		rc = -EPROTO;
 	if (rc < 0) {
 		close(fd);
-		goto fail;
+		return rc;
 	}
 	ctx->ctl_fd = fd;
-	return;
-fail:
+	return 0;
+}
+
+/*
+ * A HELLO that timed out is tried once more on a fresh connection: vfabd
+ * may be busy, and since it never frees a live process's objects, an
+ * abandoned HELLO costs nothing.
+ */
+static void ctl_hello(struct vfab_context *ctx)
+{
+	static bool warned;
+	int rc = ctl_hello_once(ctx);
+
+	if (rc == -ETIMEDOUT)
+		rc = ctl_hello_once(ctx);
 	/* The context works without vfabd; only the reaping of a crash is lost. */
-	if (!warned) {
+	if (rc && !warned) {
 		warned = true;
 		vfab_dbg("no liveness connection to vfabd in %s: %s", ctx->r->rundir,
 			 strerror(-rc));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "fabric/ctl.h"
 #include "fabric/region.h"
 
@@ -198,6 +200,8 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 			vfab_ctl_request(fd, "BYE", reply, sizeof(reply));
 			close(fd);
 		}
+		if (hello == 3)
+			close(fd); /* as a provider whose HELLO timed out */
 	}
 	if (write(ready_fd, slots, sizeof(slots)) != sizeof(slots))
 		_exit(1);
@@ -207,7 +211,8 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 }
 
 /*
- * A child that owns a QP and an MR. hello: 0 none, 1 HELLO, 2 HELLO then BYE.
+ * A child that owns a QP and an MR. hello: 0 none, 1 HELLO, 2 HELLO then BYE,
+ * 3 HELLO then a close without BYE.
  * A lingering child stays alive until o->go is closed.
  */
 static struct owner owner_child(int hello, bool linger)
@@ -284,6 +289,90 @@ static void test_bye_keeps_live_objects(void **state)
 	vfab_region_close(r);
 }
 
+/* A live process whose connection closed without BYE keeps its objects. */
+static void test_live_close_keeps_objects(void **state)
+{
+	struct vfab_region *r = open_region();
+	struct owner o;
+
+	(void)state;
+	o = owner_child(3, true);
+	sleep_ms(1200);
+	assert_int_equal(r->qps[o.qp].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[o.mr].state, VFAB_SLOT_USED);
+	close(o.go);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	assert_true(wait_state(&r->mrs[o.mr].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+/* A HELLO naming another process registers the caller, never the named one. */
+static void test_hello_claim_ignored(void **state)
+{
+	struct vfab_region *r = open_region();
+	char line[32], reply[64];
+	struct owner o;
+	int fd;
+
+	(void)state;
+	o = owner_child(0, true);
+	fd = vfab_ctl_connect(rundir);
+	assert_true(fd >= 0);
+	snprintf(line, sizeof(line), "HELLO %d", (int)o.pid);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	close(fd); /* without BYE: o.pid's objects must not go */
+	sleep_ms(1200);
+	assert_int_equal(r->qps[o.qp].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[o.mr].state, VFAB_SLOT_USED);
+	close(o.go);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+/*
+ * One client flooding STATUS (and reading nothing) must not starve another:
+ * a HELLO on a second connection is answered well within the provider's
+ * timeout. The flood is bounded (4 MiB of requests, killed at the end).
+ */
+static void test_flood_fairness(void **state)
+{
+	char line[32], reply[64];
+	long long t0, dt;
+	pid_t flood;
+	int fd;
+
+	(void)state;
+	flood = fork();
+	assert_true(flood >= 0);
+	if (flood == 0) {
+		static char buf[1 << 16];
+		int ffd = vfab_ctl_connect(rundir);
+
+		for (size_t i = 0; i + 7 <= sizeof(buf); i += 7)
+			memcpy(buf + i, "STATUS\n", 7);
+		for (int i = 0; ffd >= 0 && i < 64; i++)
+			if (send(ffd, buf, sizeof(buf) - sizeof(buf) % 7, MSG_NOSIGNAL) < 0)
+				break;
+		pause();
+		_exit(0);
+	}
+	sleep_ms(300); /* the flood is under way */
+	t0 = vfab_now_ms();
+	fd = vfab_ctl_connect(rundir);
+	assert_true(fd >= 0);
+	snprintf(line, sizeof(line), "HELLO %d", (int)getpid());
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	dt = vfab_now_ms() - t0;
+	assert_string_equal(reply, "OK");
+	assert_true(dt < 1000);
+	assert_true(vfab_ctl_request(fd, "BYE", reply, sizeof(reply)) > 0);
+	close(fd);
+	kill(flood, SIGKILL);
+	assert_int_equal(waitpid(flood, NULL, 0), flood);
+}
+
 static void test_refusals(void **state)
 {
 	char path[256];
@@ -351,6 +440,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reap_without_bye, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_reap_before_hello, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_bye_keeps_live_objects, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_live_close_keeps_objects, start_daemon,
+					    stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_hello_claim_ignored, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_flood_fairness, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_refusals, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_shutdown, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_sigterm, start_daemon, stop_daemon),
