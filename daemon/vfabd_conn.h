@@ -24,7 +24,9 @@ struct vfabd_conn {
 	bool privileged; /* peer is root or vfabd's own user: may change the fabric */
 	int32_t hca;	 /* HELLO hca=: the context's HCA (region index), -1 none */
 	char *async;	 /* HELLO async=: the context's async event FIFO, NULL none */
-	char *out;	 /* reply bytes not yet sent (large REPORTs) */
+	dev_t async_dev; /* ... and its inode when registered (owned by peer_uid) */
+	ino_t async_ino;
+	char *out; /* reply bytes not yet sent (large REPORTs) */
 	size_t out_len, out_off;
 	size_t len;
 	char buf[VFABD_LINE_MAX];

@@ -28,6 +28,11 @@ start_server node1 "$srv" ib_send_bw -d mlx5_0 -x 3 -F -D 8 -p "$port"
 sleep 3
 kill -CONT "$vfabd"
 wait_listen node1 "$port" 30 || { show "$srv" "$flood"; fail "server did not start listening"; }
+# The server's FIFOs (async events, channels) are its user's alone.
+modes=$(find "$rundir/fifo" -type p -printf '%m %u %p\n')
+[ -n "$modes" ] || fail "no FIFO in $rundir/fifo while the server runs"
+echo "$modes" | awk '$1 != "600" { bad = 1 } END { exit bad }' ||
+	{ echo "$modes"; fail "a FIFO is not mode 0600"; }
 rc=0
 timeout 40 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
 	ib_send_bw -d mlx5_0 -x 3 -F -D 8 -p "$port" "$NODE1_IP" >"$cli" 2>&1 || rc=$?
