@@ -25,8 +25,9 @@
 #include "fabric/cpuset.h"
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
-/* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request. */
-#define VFAB_REGION_VERSION 4
+/* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
+ * 5 owner start time. */
+#define VFAB_REGION_VERSION 5
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -258,10 +259,15 @@ struct vfab_rq {
 	_Atomic uint64_t tail; /* next free position the owner fills */
 };
 
-/* Identifies who owns an object, for cleanup when that process dies. */
+/*
+ * Identifies who owns an object, for cleanup when that process dies. The pid
+ * with its start time names one process across pid reuse: a requester copies
+ * into the owner only through handles opened while both matched.
+ */
 struct vfab_owner {
 	int32_t pid;
-	uint32_t ctx_id; /* the owning context, unique per fabric */
+	uint32_t ctx_id;      /* the owning context, unique per fabric */
+	uint64_t start_ticks; /* /proc/<pid>/stat field 22; 0 unknown */
 };
 
 struct vfab_pd_slot {

@@ -5,6 +5,7 @@
  * destroy before closing the device.
  */
 #include "provider/vfab_dest.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 
 #include <errno.h>
@@ -129,6 +130,15 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->hca = &ctx->r->hcas[dev->hca];
 	ctx->owner.pid = getpid();
 	ctx->owner.ctx_id = vfab_next_id(ctx->r);
+	/* With the pid, names this process to peers across pid reuse (0: unknown). */
+	{
+		unsigned long long start = 0;
+		char state;
+
+		if (vfab_proc_stat(ctx->owner.pid, &state, &start))
+			start = 0;
+		ctx->owner.start_ticks = start;
+	}
 	ctx->async_id = vfab_next_id(ctx->r);
 	ctx->ctl_fd = -1;
 

@@ -165,7 +165,10 @@ static bool owner_is_self(const struct vfab_msg *m)
 
 static struct vfab_peer peer_of(const struct vfab_msg *m)
 {
-	struct vfab_peer p = {.pid = m->d->owner.pid, .memfd = m->memfd, .self = owner_is_self(m)};
+	struct vfab_peer p = {.pid = m->d->owner.pid,
+			      .memfd = m->memfd,
+			      .pidfd1 = m->pidfd1,
+			      .self = owner_is_self(m)};
 
 	return p;
 }
