@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/clock.h"
 
 #define POOL_MIN_SHIFT 6
 
@@ -248,6 +251,7 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 		s->owner = *o;
 		s->length = 0; /* caller fills, then publishes with access */
 		s->access = 0;
+		atomic_store(&s->inflight, 0);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
 	vfab_unlock(&r->lock);
@@ -398,10 +402,22 @@ void vfab_pd_free(struct vfab_region *r, int slot)
 void vfab_mr_free(struct vfab_region *r, int slot)
 {
 	struct vfab_mr_slot *s = &r->mrs[slot];
+	long long deadline;
 
 	/* Revoke first so that a concurrent remote check fails the key. */
 	s->access = 0;
 	s->length = 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	/*
+	 * Then wait for the copies that passed the check before (vfab_mr_pin),
+	 * the slot still taken so that nobody reuses it meanwhile.
+	 */
+	if (atomic_load(&s->inflight)) {
+		deadline = vfab_now_ms() + VFAB_MR_DRAIN_MS;
+		while (atomic_load(&s->inflight) && vfab_now_ms() < deadline)
+			sched_yield();
+		atomic_store(&s->inflight, 0); /* a requester that died mid-copy */
+	}
 	atomic_store(&s->state, VFAB_SLOT_FREE);
 }
 

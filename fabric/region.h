@@ -283,8 +283,8 @@ struct vfab_mr_slot {
 	struct vfab_owner owner;
 	uint32_t hca;
 	uint32_t pd;	 /* pd slot index */
-	uint32_t access; /* enum ibv_access_flags */
-	uint32_t pad;
+	uint32_t access;	 /* enum ibv_access_flags */
+	_Atomic uint32_t inflight; /* copies past the remote check, not done (vfab_mr_pin) */
 	uint64_t addr; /* virtual address in the owner process */
 	uint64_t length;
 	uint64_t iova; /* address remote peers use (== addr unless iova2) */
@@ -434,6 +434,25 @@ void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);
 static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 {
 	return (char *)r + off;
+}
+
+/*
+ * A requester pins an MR before its remote check and unpins it after the
+ * copy; vfab_mr_free revokes the key and then waits until no copy is pinned
+ * (at most VFAB_MR_DRAIN_MS, so a requester that died mid-copy cannot hold
+ * a deregistration forever): as on an HCA, nothing lands in a region once
+ * ibv_dereg_mr returned. Both sides are sequentially consistent: either the
+ * check sees the revocation or the free sees the pin.
+ */
+#define VFAB_MR_DRAIN_MS 1000
+static inline void vfab_mr_pin(struct vfab_mr_slot *s)
+{
+	atomic_fetch_add(&s->inflight, 1);
+}
+static inline void vfab_mr_unpin(struct vfab_mr_slot *s)
+{
+	if (s)
+		atomic_fetch_sub(&s->inflight, 1);
 }
 
 /* Free every object owned by pid (vfabd, when a process dies). Returns count. */

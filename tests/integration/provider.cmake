@@ -22,3 +22,7 @@ vfab_integration_test(int_nccl_pattern_nodes 300 ${_vfab_it}/nccl_pattern.sh 185
 # pid reuse: a WRITE never lands in a process that inherited a dead peer's pid.
 add_executable(pid_reuse ${CMAKE_CURRENT_LIST_DIR}/pid_reuse.c ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(pid_reuse PRIVATE ${IBVERBS_LIB})
+
+# ibv_dereg_mr racing RDMA WRITEs of another process: nothing lands after it returns.
+add_executable(dereg_race ${CMAKE_CURRENT_LIST_DIR}/dereg_race.c ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
+target_link_libraries(dereg_race PRIVATE ${IBVERBS_LIB})
