@@ -91,11 +91,18 @@ static void ctl_hello(struct vfab_context *ctx)
 
 	if (rc == -ETIMEDOUT)
 		rc = ctl_hello_once(ctx);
-	/* The context works without vfabd; only the reaping of a crash is lost. */
+	/*
+	 * The context works without vfabd, but a crash of this process would
+	 * leave its objects behind and port events do not arrive: said once per
+	 * process, whatever VFAB_DEBUG says.
+	 */
 	if (rc && !warned) {
 		warned = true;
-		vfab_dbg("no liveness connection to vfabd in %s: %s", ctx->r->rundir,
-			 strerror(-rc));
+		fprintf(stderr,
+			"vfab: no vfabd for fabric %s (%s/vfabd.sock: %s): running without it; "
+			"port events are not delivered and this process's objects are not freed "
+			"if it crashes\n",
+			ctx->r->fabric, ctx->r->rundir, strerror(-rc));
 	}
 }
 

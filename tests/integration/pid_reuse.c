@@ -11,6 +11,10 @@
  * complete with an error (nobody answers: RETRY_EXC_ERR) and C's memory
  * must be untouched. Exit 0 pass, 1 fail, 2 set-up failure, 77 when the pid
  * cannot be had again (no CAP_SYS_ADMIN, kernel without set_tid).
+ *
+ * Before that, with vfabd already stopped (finding 7): a SEND that waits
+ * for a receive (RNR, rnr_retry 7 = forever) on a second peer that is then
+ * killed must end with RETRY_EXC_ERR, not wait forever.
  */
 #include "verbs_harness.h"
 
@@ -95,6 +99,75 @@ static pid_t clone_with_pid(pid_t want)
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
+/* Starts a peer (peer_b), connects qp to it; its pid, rkey and buffer address. */
+static pid_t start_peer(struct ibv_qp *qp, const struct conn *base, unsigned int *rkey,
+			unsigned long *addr)
+{
+	int to_b[2], from_b[2];
+	unsigned int qpn;
+	char line[128], ch;
+	struct conn c = *base;
+	ssize_t n;
+	pid_t b;
+
+	if (pipe(to_b) || pipe(from_b))
+		die("pipe");
+	b = fork();
+	if (b == 0)
+		peer_b(to_b[0], from_b[1]);
+	n = read(from_b[0], line, sizeof(line) - 1);
+	if (n <= 0)
+		die("peer start");
+	line[n] = '\0';
+	if (sscanf(line, "%u %u %lu", &qpn, rkey, addr) != 3)
+		die("peer info");
+	c.dest_qpn = qpn;
+	if (rc_connect(qp, &c))
+		die("connect");
+	n = snprintf(line, sizeof(line), "%u\n", qp->qp_num);
+	if (write(to_b[1], line, (size_t)n) != n || read(from_b[0], &ch, 1) != 1)
+		die("peer ready");
+	close(to_b[0]);
+	close(to_b[1]);
+	close(from_b[0]);
+	close(from_b[1]);
+	return b;
+}
+
+/* A SEND waiting on a dead peer's receive queue, vfabd stopped. */
+static void dead_rnr_peer(void)
+{
+	struct conn c = conn_to(NULL);
+	unsigned int rkey;
+	unsigned long addr;
+	struct ibv_wc wc = {0};
+	struct ibv_sge g;
+	struct side a;
+	int status;
+	pid_t b;
+
+	side_open(&a, ALL);
+	qp_open(&a, IBV_QPT_RC);
+	c.timeout = 10; /* 4.2 ms */
+	c.retry_cnt = 2;
+	c.rnr_retry = 7; /* forever */
+	b = start_peer(a.qp, &c, &rkey, &addr);
+	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
+		die("stop vfabd");
+	g = sge_of(&a, 0, 64);
+	post(&a, IBV_WR_SEND, &g, 1, 0, 0, IBV_SEND_SIGNALED);
+	check(wait_wc(a.cq, &wc, 200) != 0, "a SEND without a receive waits (RNR)",
+	      "completed at once: %s", ibv_wc_status_str(wc.status));
+	kill(b, SIGKILL);
+	waitpid(b, &status, 0);
+	wc.status = IBV_WC_SUCCESS;
+	check(!wait_wc(a.cq, &wc, 5000) && wc.status == IBV_WC_RETRY_EXC_ERR,
+	      "a SEND waiting on a dead peer's RQ (vfabd stopped) -> RETRY_EXC_ERR", "%s",
+	      wc.status == IBV_WC_SUCCESS ? "no completion" : ibv_wc_status_str(wc.status));
+	resume_vfabd();
+	side_close(&a);
+}
+
 int main(int argc, char **argv)
 {
 	int to_b[2], from_b[2], to_c[2], from_c[2], opt, status;
@@ -135,6 +208,8 @@ int main(int argc, char **argv)
 		die("device or GID");
 	ibv_close_device(ctx);
 
+	atexit(resume_vfabd);
+	dead_rnr_peer();
 	if (pipe(to_b) || pipe(from_b) || pipe(to_c) || pipe(from_c))
 		die("pipe");
 	b = fork();
@@ -165,7 +240,6 @@ int main(int argc, char **argv)
 		return 1;
 
 	/* From here on nothing may free the peer's slots: as with vfabd dead. */
-	atexit(resume_vfabd);
 	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
 		die("stop vfabd");
 	kill(b, SIGKILL);
