@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -48,6 +49,7 @@
 #define VFABD_LINES_PER_TURN 32
 #define VFABD_OUT_BACKLOG (1u << 20)
 #define VFABD_MAX_CONNS 4096
+#define VFABD_SPARE_FDS 64 /* the run dir, nodes' files, FIFOs vfabd opens */
 
 /* Requests that change the fabric or signal processes need a trusted peer. */
 static bool allowed(struct vfabd_conn *c, const char *what)
@@ -201,11 +203,11 @@ static bool peer_identify(struct vfabd_conn *c)
 }
 
 /* Past VFABD_MAX_CONNS: the client reads why, then the socket closes. */
-static void refuse_conn(int fd)
+static void refuse_conn(int fd, size_t limit)
 {
 	char msg[96];
-	int n = snprintf(msg, sizeof(msg), "ERR EMFILE vfabd has too many connections (limit %d)\n",
-			 VFABD_MAX_CONNS);
+	int n = snprintf(msg, sizeof(msg),
+			 "ERR EMFILE vfabd has too many connections (limit %zu)\n", limit);
 
 	/* Best effort: a client that cannot take it sees the close. */
 	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -228,8 +230,8 @@ static void accept_conns(struct vfabd *d)
 			}
 			return; /* EAGAIN, or a transient error: poll tells us again */
 		}
-		if (d->srv.nconns >= VFABD_MAX_CONNS) {
-			refuse_conn(fd);
+		if (d->srv.nconns >= d->srv.max_conns) {
+			refuse_conn(fd, d->srv.max_conns);
 			continue;
 		}
 		c.fd = fd;
@@ -276,6 +278,30 @@ static void on_tick(struct vfabd *d)
 		vfabd_reap_dead(d->r);
 }
 
+/*
+ * As many connections as fds allow, up to VFABD_MAX_CONNS: the soft fd limit
+ * is raised towards the hard one, and VFABD_SPARE_FDS stay for vfabd's own
+ * files, so that running out of fds (accept spinning on EMFILE) does not
+ * happen before the limit's clear refusal does.
+ */
+static size_t conn_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = VFABD_MAX_CONNS + VFABD_SPARE_FDS + 16;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 256;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 256;
+	}
+	if (rl.rlim_cur < 2 * VFABD_SPARE_FDS)
+		return VFABD_SPARE_FDS / 2;
+	rl.rlim_cur -= VFABD_SPARE_FDS + 16; /* the loop's own fds, the log */
+	return rl.rlim_cur < VFABD_MAX_CONNS ? (size_t)rl.rlim_cur : VFABD_MAX_CONNS;
+}
+
 int vfabd_serve(struct vfabd *d)
 {
 	struct itimerspec its = {
@@ -288,6 +314,7 @@ int vfabd_serve(struct vfabd *d)
 
 	if (timerfd_settime(d->srv.timer_fd, 0, &its, NULL) < 0)
 		return -errno;
+	d->srv.max_conns = conn_limit();
 	while (!d->srv.stop) {
 		size_t i, n = 4 + d->srv.nconns, nc = d->srv.nconns;
 		int timeout = vfabd_faults_due(d);

@@ -14,8 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,6 +190,7 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 	int slots[2], fd;
 	char c;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
 	vfab_region_path(fabric, path, sizeof(path));
 	if (vfab_region_open(path, &r))
 		_exit(1);
@@ -348,7 +353,10 @@ static void test_flood_fairness(void **state)
 	assert_true(flood >= 0);
 	if (flood == 0) {
 		static char buf[1 << 16];
-		int ffd = vfab_ctl_connect(rundir);
+		int ffd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
+		ffd = vfab_ctl_connect(rundir);
 
 		for (size_t i = 0; i + 7 <= sizeof(buf); i += 7)
 			memcpy(buf + i, "STATUS\n", 7);
@@ -371,6 +379,83 @@ static void test_flood_fairness(void **state)
 	close(fd);
 	kill(flood, SIGKILL);
 	assert_int_equal(waitpid(flood, NULL, 0), flood);
+}
+
+/*
+ * A flood of connections (bounded: the limit plus one) meets a clear
+ * refusal, and vfabd keeps serving: after a few close, STATUS is answered.
+ */
+static void test_conn_limit(void **state)
+{
+	const size_t want = 4096 + 1;
+	struct pollfd p = {.events = POLLIN};
+	char reply[256];
+	struct rlimit rl;
+	ssize_t n = 0;
+	int *fds;
+
+	(void)state;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < want + 64)
+		skip();
+	if (rl.rlim_cur < want + 64) {
+		rl.rlim_cur = want + 64;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	fds = calloc(want, sizeof(*fds));
+	assert_non_null(fds);
+	for (size_t i = 0; i < want; i++) {
+		fds[i] = vfab_ctl_connect(rundir);
+		assert_true(fds[i] >= 0);
+	}
+	p.fd = fds[want - 1];
+	if (poll(&p, 1, 5000) == 1)
+		n = recv(fds[want - 1], reply, sizeof(reply) - 1, 0);
+	assert_true(n > 0);
+	reply[n] = '\0';
+	assert_memory_equal(reply, "ERR EMFILE ", 11);
+	for (size_t i = 0; i < 16; i++)
+		close(fds[i]);
+	sleep_ms(100);
+	assert_true(request("STATUS", reply, sizeof(reply)) > 0);
+	assert_int_equal(reply[0], '{');
+	for (size_t i = 16; i < want; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/*
+ * A daemon whose listen backlog is full (it stopped accepting) must not hang
+ * a client in connect(): vfab_ctl_connect gives up with ETIMEDOUT. alarm()
+ * bounds the test should it hang.
+ */
+static void test_connect_timeout(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[64];
+	long long t0;
+	int lfd, fds[8], n = 0, rc = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/unit-ctl-%d", (int)getpid());
+	assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vfabd.sock", dir);
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	alarm(30);
+	t0 = vfab_now_ms();
+	while (n < 8 && (rc = vfab_ctl_connect(dir)) >= 0)
+		fds[n++] = rc;
+	alarm(0);
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_true(vfab_now_ms() - t0 < 5000);
+	while (n)
+		close(fds[--n]);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
 }
 
 static void test_refusals(void **state)
@@ -444,6 +529,8 @@ int main(void)
 					    stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_hello_claim_ignored, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_flood_fairness, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_conn_limit, start_daemon, stop_daemon),
+	    cmocka_unit_test(test_connect_timeout),
 	    cmocka_unit_test_setup_teardown(test_refusals, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_shutdown, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_sigterm, start_daemon, stop_daemon),
