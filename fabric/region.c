@@ -74,6 +74,15 @@ int vfab_region_create(const char *fabric, const char *rundir, struct vfab_regio
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/*
+	 * Every user of a node may open the HCAs, as /dev/infiniband/uverbs*
+	 * (0666) allows on a real host: the region is theirs to map. What that
+	 * gives a local user is in docs/TRUST.md.
+	 */
+	if (fchmod(fd, 0666) < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	if (ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
 		goto fail;

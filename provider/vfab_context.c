@@ -5,6 +5,7 @@
  * destroy before closing the device.
  */
 #include "provider/vfab_dest.h"
+#include "base/fsutil.h"
 #include "base/proc.h"
 #include "fabric/ctl.h"
 
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static void vfab_free_context(struct ibv_context *ibctx);
@@ -117,6 +120,25 @@ static void ctl_bye(struct vfab_context *ctx)
 	ctx->ctl_fd = -1;
 }
 
+/*
+ * Peers of the same user copy into this process with process_vm_writev,
+ * which Yama's ptrace_scope 1 allows only to ancestors or to a declared
+ * tracer: declare any (the kernel still requires the same user, or root).
+ * Scope 2 and 3 forbid it whatever we say; a peer then gets EPERM.
+ */
+static void allow_peer_copies(void)
+{
+	static atomic_bool done;
+	char buf[8];
+
+	if (atomic_exchange(&done, true))
+		return;
+	if (vfab_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) > 0 &&
+	    buf[0] == '1' && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) < 0)
+		vfab_dbg("PR_SET_PTRACER: %s: peers may not copy into this process",
+			 strerror(errno));
+}
+
 struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 {
 	struct vfab_device *dev = (struct vfab_device *)ibdev;
@@ -161,6 +183,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	verbs_set_ops(&ctx->vctx, &vfab_ctx_ops);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->vctx.context.num_comp_vectors = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
+	allow_peer_copies();
 	ctl_hello(ctx);
 	return &ctx->vctx;
 fail:

@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A receive WQE copied out of its ring, with the PD its lkeys must belong to. */
@@ -224,6 +226,16 @@ static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ib
 static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 					      struct vfab_resp *res)
 {
+	static atomic_bool told;
+
+	if (rc == -EPERM && !atomic_exchange(&told, true))
+		fprintf(
+		    stderr,
+		    "vfab: cannot copy into pid %d: permission denied. vfab moves bytes with "
+		    "process_vm_writev/readv, which needs ptrace rights over the peer: both "
+		    "processes must run as the same user (or this one as root). Such WRs get no "
+		    "answer (IBV_WC_RETRY_EXC_ERR); see docs/TRUST.md\n",
+		    (int)m->d->owner.pid);
 	if (rc == -ESRCH || rc == -EPERM) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
