@@ -36,11 +36,9 @@
 #include "vfabd_conn.h"
 #include "vfabd_counters.h"
 #include "vfabd_faults.h"
-#include "vfabd_link.h"
 #include "vfabd_log.h"
+#include "vfabd_proto.h"
 #include "vfabd_reaper.h"
-#include "vfabd_report.h"
-#include "vfabd_session.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5 */
@@ -50,52 +48,6 @@
 #define VFABD_OUT_BACKLOG (1u << 20)
 #define VFABD_MAX_CONNS 4096
 #define VFABD_SPARE_FDS 64 /* the run dir, nodes' files, FIFOs vfabd opens */
-
-/* Requests that change the fabric or signal processes need a trusted peer. */
-static bool allowed(struct vfabd_conn *c, const char *what)
-{
-	if (c->privileged)
-		return true;
-	vfabd_reply_err(c, -EPERM, "%s needs root or vfabd's own user", what);
-	return false;
-}
-
-static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
-{
-	size_t n = strlen(line);
-
-	if (n && line[n - 1] == '\r')
-		line[--n] = '\0';
-	if (!strncmp(line, "HELLO ", 6)) {
-		vfabd_req_hello(d, c, line + 6);
-	} else if (!strcmp(line, "BYE")) {
-		c->bye = true;
-		vfabd_reply(c, "OK");
-	} else if (!strcmp(line, "STATUS")) {
-		vfabd_req_status(d, c);
-	} else if (!strcmp(line, "REPORT")) {
-		vfabd_req_report(d, c);
-	} else if (!strncmp(line, "LINK ", 5)) {
-		if (allowed(c, "LINK"))
-			vfabd_req_link(d, c, line + 5);
-	} else if (!strncmp(line, "SHAPE ", 6)) {
-		if (allowed(c, "SHAPE"))
-			vfabd_req_shape(d, c, line + 6);
-	} else if (!strncmp(line, "FAULT ", 6)) {
-		if (allowed(c, "FAULT"))
-			vfabd_req_fault(d, c, line + 6);
-	} else if (!strcmp(line, "SHUTDOWN")) {
-		if (!allowed(c, "SHUTDOWN"))
-			return;
-		vfabd_reply(c, "OK");
-		vfabd_log("SHUTDOWN requested");
-		d->srv.stop = true;
-	} else {
-		vfabd_reply_err(c, -EINVAL,
-				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
-				"SHUTDOWN)");
-	}
-}
 
 static bool pid_has_other_conn(const struct vfabd *d, const struct vfabd_conn *c)
 {
@@ -148,19 +100,9 @@ static bool serve_conn(struct vfabd *d, struct vfabd_conn *c)
 
 	for (;;) {
 		ssize_t n;
-		char *nl;
 
-		while (lines < VFABD_LINES_PER_TURN && !backlogged(c) &&
-		       (nl = memchr(c->buf, '\n', c->len))) {
-			size_t used = (size_t)(nl - c->buf) + 1;
-
-			*nl = '\0';
-			handle_line(d, c, c->buf);
-			memmove(c->buf, c->buf + used, c->len - used);
-			c->len -= used;
-			c->buf[c->len] = '\0';
+		while (lines < VFABD_LINES_PER_TURN && !backlogged(c) && vfabd_proto_take(d, c))
 			lines++;
-		}
 		if (lines == VFABD_LINES_PER_TURN || backlogged(c) || has_line(c))
 			return true; /* the rest next turn, after the others */
 		if (c->len == sizeof(c->buf) - 1) {
