@@ -201,9 +201,18 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
 {
 	int k = pool_class(bytes);
+	uint64_t size = 1ull << k;
 
 	if (!off)
 		return;
+	/*
+	 * A large chunk (a big CQ's ring) gives its memory back to the host
+	 * while it waits on the free list; only its first page, which holds
+	 * the list's link, stays. Before it is on the list: once there, a new
+	 * owner may be writing into it.
+	 */
+	if (size >= VFAB_POOL_GIVE_BACK)
+		madvise(vfab_at(r, off + 4096), size - 4096, MADV_REMOVE);
 	vfab_lock(&r->lock);
 	*(uint64_t *)vfab_at(r, off) = r->pool_free[k];
 	r->pool_free[k] = off;
@@ -217,16 +226,54 @@ static uint32_t next_gen(struct vfab_region *r)
 	return ++r->gen_counter; /* under r->lock */
 }
 
+/*
+ * Counts an object against its owner's device (r->lock held): false when the
+ * device has given all it gives. An owner outside the table counts nowhere.
+ */
+static bool dev_take(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+{
+	if (o->hca >= VFAB_MAX_HCAS)
+		return true;
+	if (atomic_load(&r->hcas[o->hca].used[kind]) >= vfab_dev_limit(r, kind))
+		return false;
+	atomic_fetch_add(&r->hcas[o->hca].used[kind], 1);
+	return true;
+}
+
+static void dev_give(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+{
+	if (o->hca < VFAB_MAX_HCAS)
+		atomic_fetch_sub(&r->hcas[o->hca].used[kind], 1);
+}
+
+/*
+ * Frees a slot once (USED -> FREE) and gives its count back to the owner's
+ * device; a second free of the same slot (the reaper racing the owner) does
+ * nothing.
+ */
+static void release_slot(struct vfab_region *r, _Atomic uint32_t *state, const struct vfab_owner *o,
+			 enum vfab_obj kind)
+{
+	uint32_t used = VFAB_SLOT_USED;
+
+	if (atomic_compare_exchange_strong(state, &used, VFAB_SLOT_FREE))
+		dev_give(r, o, kind);
+}
+
 /* Finds a free slot and claims it; caller holds r->lock. */
-#define CLAIM_SLOT(tbl, n, idx)                                                                    \
+#define CLAIM_SLOT(tbl, n, idx, kind)                                                              \
 	do {                                                                                       \
 		(idx) = -ENOMEM;                                                                   \
+		if (!dev_take(r, o, kind))                                                         \
+			break;                                                                     \
 		for (int i_ = 0; i_ < (n); i_++) {                                                 \
 			if (atomic_load(&(tbl)[i_].state) == VFAB_SLOT_FREE) {                     \
 				(idx) = i_;                                                        \
 				break;                                                             \
 			}                                                                          \
 		}                                                                                  \
+		if ((idx) < 0)                                                                     \
+			dev_give(r, o, kind);                                                      \
 	} while (0)
 
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca)
@@ -234,7 +281,7 @@ int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hc
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx);
+	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx, VFAB_OBJ_PD);
 	if (idx >= 0) {
 		struct vfab_pd_slot *s = &r->pds[idx];
 
@@ -252,7 +299,7 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx);
+	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx, VFAB_OBJ_MR);
 	if (idx >= 0) {
 		struct vfab_mr_slot *s = &r->mrs[idx];
 
@@ -322,7 +369,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	if (off < 0)
 		return (int)off;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx);
+	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx, VFAB_OBJ_CQ);
 	if (idx >= 0) {
 		struct vfab_cq_slot *s = &r->cqs[idx];
 
@@ -354,7 +401,7 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx);
+	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx, VFAB_OBJ_SRQ);
 	if (idx >= 0) {
 		struct vfab_srq_slot *s = &r->srqs[idx];
 
@@ -380,7 +427,7 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx);
+	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx, VFAB_OBJ_QP);
 	if (idx >= 0) {
 		struct vfab_qp_slot *s = &r->qps[idx];
 		uint32_t qpn;
@@ -405,7 +452,7 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 
 void vfab_pd_free(struct vfab_region *r, int slot)
 {
-	atomic_store(&r->pds[slot].state, VFAB_SLOT_FREE);
+	release_slot(r, &r->pds[slot].state, &r->pds[slot].owner, VFAB_OBJ_PD);
 }
 
 void vfab_mr_free(struct vfab_region *r, int slot)
@@ -427,7 +474,7 @@ void vfab_mr_free(struct vfab_region *r, int slot)
 			sched_yield();
 		atomic_store(&s->inflight, 0); /* a requester that died mid-copy */
 	}
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_MR);
 }
 
 void vfab_cq_free(struct vfab_region *r, int slot)
@@ -436,7 +483,7 @@ void vfab_cq_free(struct vfab_region *r, int slot)
 	uint64_t off, bytes;
 
 	vfab_lock(&s->lock);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_CQ);
 	off = s->ring_off;
 	bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
 	s->ring_off = 0;
@@ -449,7 +496,7 @@ void vfab_srq_free(struct vfab_region *r, int slot)
 	struct vfab_srq_slot *s = &r->srqs[slot];
 
 	vfab_lock(&s->lock);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_SRQ);
 	rq_fini(r, &s->rq);
 	vfab_unlock(&s->lock);
 }
@@ -460,7 +507,7 @@ void vfab_qp_free(struct vfab_region *r, int slot)
 
 	vfab_lock(&s->lock);
 	atomic_store(&s->qp_state, IBV_QPS_ERR);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_QP);
 	rq_fini(r, &s->rq);
 	vfab_unlock(&s->lock);
 }

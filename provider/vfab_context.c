@@ -159,6 +159,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->hca = &ctx->r->hcas[dev->hca];
 	ctx->owner.pid = getpid();
 	ctx->owner.ctx_id = vfab_next_id(ctx->r);
+	ctx->owner.hca = dev->hca; /* objects count against this device's limits */
 	/* With the pid, names this process to peers across pid reuse (0: unknown). */
 	{
 		unsigned long long start = 0;
