@@ -40,6 +40,8 @@
 #include "vfabd_proto.h"
 #include "vfabd_reaper.h"
 
+#include "base/proc.h"
+
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5 */
 #endif
@@ -69,7 +71,7 @@ static void drop_conn(struct vfabd *d, size_t i)
 
 	if (c->pid && !c->bye && !pid_has_other_conn(d, c)) {
 		if (vfabd_conn_peer_gone(c)) {
-			int n = vfab_region_reap_pid(d->r, c->pid);
+			int n = vfab_region_reap_owner(d->r, c->pid, c->peer_start);
 
 			vfabd_log("pid %d exited without BYE: reaped %d object(s)", (int)c->pid, n);
 		} else {
@@ -139,6 +141,13 @@ static bool peer_identify(struct vfabd_conn *c)
 		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
 	c->peer_pid = cred.pid;
 	c->peer_uid = cred.uid;
+	/* Read after the pidfd: if it names the peer, so does this start time. */
+	{
+		char state;
+
+		if (vfab_proc_stat(cred.pid, &state, &c->peer_start))
+			c->peer_start = 0;
+	}
 	c->pidfd = pidfd;
 	c->privileged = cred.uid == 0 || cred.uid == geteuid();
 	return true;

@@ -540,37 +540,45 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
 	return s;
 }
 
-int vfab_region_reap_pid(struct vfab_region *r, int32_t pid)
+int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks)
 {
 	int i, n = 0;
 
+#define OWNED_BY(o) ((o).pid == pid && (!start_ticks || (o).start_ticks == start_ticks))
+
 	for (i = 0; i < VFAB_MAX_QPS; i++)
-		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && r->qps[i].owner.pid == pid) {
+		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && OWNED_BY(r->qps[i].owner)) {
 			vfab_qp_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_SRQS; i++)
 		if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED &&
-		    r->srqs[i].owner.pid == pid) {
+		    OWNED_BY(r->srqs[i].owner)) {
 			vfab_srq_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_CQS; i++)
-		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && r->cqs[i].owner.pid == pid) {
+		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->cqs[i].owner)) {
 			vfab_cq_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_MRS; i++)
-		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && r->mrs[i].owner.pid == pid) {
+		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->mrs[i].owner)) {
 			vfab_mr_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_PDS; i++)
-		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && r->pds[i].owner.pid == pid) {
+		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && OWNED_BY(r->pds[i].owner)) {
 			vfab_pd_free(r, i);
 			n++;
 		}
+#undef OWNED_BY
 	return n;
+}
+
+int vfab_region_reap_pid(struct vfab_region *r, int32_t pid)
+{
+	return vfab_region_reap_owner(r, pid, 0);
 }
 
 int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,

@@ -478,6 +478,11 @@ static inline void vfab_mr_unpin(struct vfab_mr_slot *s)
 
 /* Free every object owned by pid (vfabd, when a process dies). Returns count. */
 int vfab_region_reap_pid(struct vfab_region *r, int32_t pid);
+/*
+ * Only the objects of the process that held pid since start_ticks (0: any):
+ * a pid reused by a newer process keeps that one's objects.
+ */
+int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks);
 
 /* Find the port that owns a GID (with the given type); -ENOENT if none. */
 int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,6 +29,7 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 #include "fabric/region.h"
 
@@ -458,6 +461,68 @@ static void test_connect_timeout(void **state)
 	rmdir(dir);
 }
 
+static pid_t clone_with_pid(pid_t want)
+{
+	pid_t tid = want;
+	struct clone_args args = {
+	    .exit_signal = SIGCHLD,
+	    .set_tid = (uint64_t)(uintptr_t)&tid,
+	    .set_tid_size = 1,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/*
+ * An owner that died while vfabd was not looking, its pid taken by a newer
+ * process meanwhile: its objects are still reaped (owners are a pid and a
+ * start time), and the newcomer is left alone.
+ */
+static void test_reap_after_pid_reuse(void **state)
+{
+	struct vfab_region *r = open_region();
+	int ready[2], slot = -1, status;
+	pid_t a, b;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* clone3 with set_tid needs CAP_SYS_ADMIN */
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+	a = fork();
+	assert_true(a >= 0);
+	if (a == 0) {
+		struct vfab_owner o = {.pid = getpid(), .ctx_id = 9};
+		char st;
+
+		if (vfab_proc_self_stat(&st, (unsigned long long *)&o.start_ticks))
+			_exit(1);
+		slot = vfab_qp_alloc(r, &o, 8, 1);
+		_exit(write(ready[1], &slot, sizeof(slot)) == sizeof(slot) ? 0 : 1);
+	}
+	assert_int_equal(read(ready[0], &slot, sizeof(slot)), (ssize_t)sizeof(slot));
+	assert_true(slot >= 0);
+	assert_int_equal(waitpid(a, &status, 0), a);
+	/* Start times count clock ticks (10 ms): a newcomer of the same tick is the owner. */
+	sleep_ms(30);
+	b = clone_with_pid(a);
+	if (b == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	kill(daemon_pid, SIGCONT);
+	if (b < 0)
+		skip(); /* the pid was taken by someone else, or no set_tid */
+	assert_int_equal(r->qps[slot].owner.pid, b);
+	assert_true(wait_state(&r->qps[slot].state, VFAB_SLOT_FREE));
+	kill(b, SIGKILL);
+	assert_int_equal(waitpid(b, &status, 0), b);
+	close(ready[0]);
+	close(ready[1]);
+	vfab_region_close(r);
+}
+
 static void test_refusals(void **state)
 {
 	char path[256];
@@ -531,6 +596,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flood_fairness, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_conn_limit, start_daemon, stop_daemon),
 	    cmocka_unit_test(test_connect_timeout),
+	    cmocka_unit_test_setup_teardown(test_reap_after_pid_reuse, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_refusals, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_shutdown, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_sigterm, start_daemon, stop_daemon),
