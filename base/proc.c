@@ -5,19 +5,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 
-int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start)
+static int parse_stat(const char *path, char *state, unsigned long long *start)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	ssize_t n;
 	int field = 3;
 
-	if (pid <= 0)
-		return -EINVAL;
-	if (vfab_pathf(path, sizeof(path), "/proc/%d/stat", (int)pid))
-		return -EINVAL;
 	n = vfab_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
@@ -35,6 +32,36 @@ int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start)
 		return -EIO;
 	*start = strtoull(p, NULL, 10);
 	return 0;
+}
+
+int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start)
+{
+	char path[64];
+
+	if (pid <= 0)
+		return -EINVAL;
+	if (vfab_pathf(path, sizeof(path), "/proc/%d/stat", (int)pid))
+		return -EINVAL;
+	return parse_stat(path, state, start);
+}
+
+int vfab_proc_self_stat(char *state, unsigned long long *start)
+{
+	return parse_stat("/proc/self/stat", state, start);
+}
+
+pid_t vfab_proc_outer_pid(void)
+{
+	char buf[4096], *p;
+	long pid;
+
+	if (vfab_read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
+		return getpid();
+	p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return getpid();
+	pid = strtol(p + 8, NULL, 10);
+	return pid > 0 ? (pid_t)pid : getpid();
 }
 
 bool vfab_pid_alive(pid_t pid)

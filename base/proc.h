@@ -25,6 +25,17 @@
  */
 int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start);
 
+/* The same of the calling process, from /proc/self (right in any PID namespace). */
+int vfab_proc_self_stat(char *state, unsigned long long *start);
+
+/*
+ * The calling process's pid in the outermost PID namespace this /proc shows
+ * (NSpid's first entry): the host's pid when /proc is the host's, as for a
+ * process that entered a PID namespace of its own without mounting /proc.
+ * getpid() when NSpid says nothing more.
+ */
+pid_t vfab_proc_outer_pid(void);
+
 /* Is the process there and not a zombie? (see above for an unreadable stat) */
 bool vfab_pid_alive(pid_t pid);
 

@@ -8,6 +8,7 @@
 #include "vfabd_conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,20 +16,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define OUT_MAX (64u << 20) /* a client that reads nothing loses its connection */
+#define OUT_MAX (64u << 20)	   /* a client that reads nothing loses its connection */
+#define OUT_TOTAL_MAX (256u << 20) /* all connections: many such clients cannot grow vfabd */
 
-/* Queues bytes for the peer; a connection past OUT_MAX is shut down. */
+static size_t out_total; /* bytes held in every connection's out buffer */
+
+size_t vfabd_conn_out_total(void)
+{
+	return out_total;
+}
+
+/* Queues bytes for the peer; a connection past OUT_MAX (or all past
+ * OUT_TOTAL_MAX) is shut down. */
 static void queue_out(struct vfabd_conn *c, const char *data, size_t n)
 {
 	size_t pending = c->out_len - c->out_off;
 	char *out;
 
-	if (pending + n > OUT_MAX) {
+	if (pending + n > OUT_MAX || out_total + n > OUT_TOTAL_MAX) {
 		shutdown(c->fd, SHUT_RDWR);
 		return;
 	}
 	if (c->out_off) { /* compact: what was sent is gone */
 		memmove(c->out, c->out + c->out_off, pending);
+		out_total -= c->out_off;
 		c->out_len = pending;
 		c->out_off = 0;
 	}
@@ -40,6 +51,15 @@ static void queue_out(struct vfabd_conn *c, const char *data, size_t n)
 	memcpy(out + c->out_len, data, n);
 	c->out = out;
 	c->out_len += n;
+	out_total += n;
+}
+
+static void drop_out(struct vfabd_conn *c)
+{
+	out_total -= c->out_len;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
 }
 
 bool vfabd_conn_flush(struct vfabd_conn *c)
@@ -52,9 +72,7 @@ bool vfabd_conn_flush(struct vfabd_conn *c)
 			return errno == EAGAIN || errno == EINTR;
 		c->out_off += (size_t)n;
 	}
-	free(c->out);
-	c->out = NULL;
-	c->out_len = c->out_off = 0;
+	drop_out(c);
 	return true;
 }
 
@@ -100,8 +118,18 @@ void vfabd_reply_body(struct vfabd_conn *c, char *body, size_t n)
 void vfabd_conn_close(struct vfabd_conn *c)
 {
 	close(c->fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c->async);
-	free(c->out);
+	drop_out(c);
+}
+
+bool vfabd_conn_peer_gone(const struct vfabd_conn *c)
+{
+	struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+
+	/* A pidfd polls readable once its process has exited. */
+	return c->pidfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 unsigned vfabd_conn_clients(const struct vfabd_conn *v, size_t n)

@@ -16,12 +16,18 @@
 
 struct vfabd_conn {
 	int fd;
-	pid_t pid;	 /* from HELLO; 0 before */
+	pid_t pid;	/* from HELLO (the kernel's peer pid, never a claim); 0 before */
+	pid_t peer_pid; /* SO_PEERCRED at accept: who connected */
+	uid_t peer_uid;
+	unsigned long long peer_start; /* its start time (/proc), 0 unknown */
+	int pidfd;	 /* the connecting process (SO_PEERPIDFD or pidfd_open), -1 none */
 	bool bye;	 /* closed cleanly: its objects were freed by their owner */
 	bool privileged; /* peer is root or vfabd's own user: may change the fabric */
 	int32_t hca;	 /* HELLO hca=: the context's HCA (region index), -1 none */
 	char *async;	 /* HELLO async=: the context's async event FIFO, NULL none */
-	char *out;	 /* reply bytes not yet sent (large REPORTs) */
+	dev_t async_dev; /* ... and its inode when registered (owned by peer_uid) */
+	ino_t async_ino;
+	char *out; /* reply bytes not yet sent (large REPORTs) */
 	size_t out_len, out_off;
 	size_t len;
 	char buf[VFABD_LINE_MAX];
@@ -40,6 +46,14 @@ void vfabd_reply_body(struct vfabd_conn *c, char *body, size_t n);
 bool vfabd_conn_flush(struct vfabd_conn *c);
 /* Closes the socket and frees what the connection holds. */
 void vfabd_conn_close(struct vfabd_conn *c);
+/*
+ * Whether the connecting process has exited. Told by its pidfd, which names
+ * that process and no later one with the same pid; without a pidfd, never
+ * (the reaper's look at /proc decides later).
+ */
+bool vfabd_conn_peer_gone(const struct vfabd_conn *c);
+/* Reply bytes queued on all connections together (capped, see vfabd_conn.c). */
+size_t vfabd_conn_out_total(void);
 /* Connections that said HELLO and not BYE: the client contexts. */
 unsigned vfabd_conn_clients(const struct vfabd_conn *v, size_t n);
 

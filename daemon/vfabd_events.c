@@ -7,8 +7,12 @@
  * FIFO of every registered context of that HCA.
  *
  * vfabd runs as root and the socket is open to every local user, so the
- * path must name a FIFO directly under <rundir>/fifo/ and is opened without
- * following links: a client cannot make the daemon write anywhere else.
+ * path must name a FIFO directly under <rundir>/fifo/, owned by the user the
+ * kernel says is on the other end of the socket (SO_PEERCRED), and it is
+ * opened without following links and checked again (same inode, same owner)
+ * at every write: a client cannot make the daemon write anywhere else, nor
+ * into the FIFO of another user's process (whose reader would take the
+ * record for a pointer of its own).
  */
 
 #include "vfabd_events.h"
@@ -40,6 +44,7 @@ int vfabd_hello_parse_opts(const struct vfab_region *r, struct vfabd_conn *c, ch
 {
 	const char *hca = NULL, *async = NULL;
 	char *save = NULL, *tok, *end;
+	struct stat st;
 	unsigned long idx;
 
 	for (tok = strtok_r(opts, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
@@ -61,6 +66,10 @@ int vfabd_hello_parse_opts(const struct vfab_region *r, struct vfabd_conn *c, ch
 		return -ENOENT;
 	if (!fifo_path_ok(r, async))
 		return -EPERM;
+	if (lstat(async, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_uid != c->peer_uid)
+		return -EPERM;
+	c->async_dev = st.st_dev;
+	c->async_ino = st.st_ino;
 	c->async = strdup(async);
 	if (!c->async)
 		return -ENOMEM;
@@ -69,7 +78,7 @@ int vfabd_hello_parse_opts(const struct vfab_region *r, struct vfabd_conn *c, ch
 }
 
 /* 0 delivered, or -errno (-ENXIO: nobody reads it any more). */
-static int send_event(const char *path, uint64_t element, uint32_t type)
+static int send_event(const struct vfabd_conn *c, uint64_t element, uint32_t type)
 {
 	struct {
 		uint64_t element;
@@ -79,10 +88,12 @@ static int send_event(const char *path, uint64_t element, uint32_t type)
 	struct stat st;
 	int fd, rc = 0;
 
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(c->async, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+	/* Still the FIFO the client registered: replaced files are not written. */
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != c->peer_uid ||
+	    st.st_dev != c->async_dev || st.st_ino != c->async_ino)
 		rc = -EPERM;
 	/* 16 bytes < PIPE_BUF: the record arrives whole or not at all. */
 	else if (write(fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
@@ -101,7 +112,7 @@ int vfabd_raise_port_event(struct vfabd *d, uint32_t hca, uint32_t port, uint32_
 
 		if (c->bye || !c->async || c->hca != (int32_t)hca)
 			continue;
-		rc = send_event(c->async, port, event_type);
+		rc = send_event(c, port, event_type);
 		if (rc == 0)
 			delivered++;
 		else if (rc != -ENXIO && rc != -ENOENT)

@@ -2,8 +2,10 @@
 /*
  * Periodic reaping: a process can die before it says HELLO (or after its
  * control connection was inherited by a child that lives on), so every tick
- * vfabd collects the owner pids present in the region and frees the objects of
- * those that no longer run.
+ * vfabd collects the owners present in the region and frees the objects of
+ * those that no longer run. An owner is a pid and its start time: a pid that
+ * a newer process holds now does not keep a dead owner's objects alive, and
+ * loses none of its own.
  */
 
 #include "vfabd_reaper.h"
@@ -21,22 +23,33 @@
 
 #define MAX_PIDS_PER_TICK 1024 /* more owners than this wait for the next tick */
 
-struct pid_set {
-	pid_t pids[MAX_PIDS_PER_TICK];
+struct owner_set {
+	struct vfab_owner owners[MAX_PIDS_PER_TICK];
 	size_t n;
-	pid_t last;
+	struct vfab_owner last;
 };
 
-static void pid_add(struct pid_set *s, pid_t pid)
+static void owner_add(struct owner_set *s, const struct vfab_owner *o)
 {
-	if (pid <= 0 || pid == s->last)
+	if (o->pid <= 0 || (o->pid == s->last.pid && o->start_ticks == s->last.start_ticks))
 		return;
-	s->last = pid;
+	s->last = *o;
 	for (size_t i = 0; i < s->n; i++)
-		if (s->pids[i] == pid)
+		if (s->owners[i].pid == o->pid && s->owners[i].start_ticks == o->start_ticks)
 			return;
 	if (s->n < MAX_PIDS_PER_TICK)
-		s->pids[s->n++] = pid;
+		s->owners[s->n++] = *o;
+}
+
+/* The process that registered o still runs (pid alive, same start time). */
+static bool owner_alive(const struct vfab_owner *o)
+{
+	unsigned long long start;
+	char state;
+
+	if (!vfab_pid_alive(o->pid))
+		return false;
+	return !o->start_ticks || vfab_proc_stat(o->pid, &state, &start) || start == o->start_ticks;
 }
 
 #define COLLECT(set, tbl, count)                                                                   \
@@ -44,12 +57,12 @@ static void pid_add(struct pid_set *s, pid_t pid)
 		for (size_t i_ = 0; i_ < (count); i_++)                                            \
 			if (atomic_load_explicit(&(tbl)[i_].state, memory_order_relaxed) ==        \
 			    VFAB_SLOT_USED)                                                        \
-				pid_add((set), (tbl)[i_].owner.pid);                               \
+				owner_add((set), &(tbl)[i_].owner);                                \
 	} while (0)
 
 int vfabd_reap_dead(struct vfab_region *r)
 {
-	static struct pid_set set; /* large: keep it off the stack */
+	static struct owner_set set; /* large: keep it off the stack */
 	int total = 0;
 
 	memset(&set, 0, sizeof(set));
@@ -61,12 +74,13 @@ int vfabd_reap_dead(struct vfab_region *r)
 	for (size_t i = 0; i < set.n; i++) {
 		int n;
 
-		if (vfab_pid_alive(set.pids[i]))
+		const struct vfab_owner *o = &set.owners[i];
+
+		if (owner_alive(o))
 			continue;
-		n = vfab_region_reap_pid(r, set.pids[i]);
+		n = vfab_region_reap_owner(r, o->pid, o->start_ticks);
 		if (n > 0)
-			vfabd_log("reaped %d object(s) of pid %d (process gone)", n,
-				  (int)set.pids[i]);
+			vfabd_log("reaped %d object(s) of pid %d (process gone)", n, (int)o->pid);
 		total += n;
 	}
 	return total;

@@ -7,6 +7,12 @@
  * so one thread is enough. The loop only reads, dispatches each request line
  * to its module and sends the replies they queued (vfabd_conn.c) as the peer
  * reads them: a REPORT can be megabytes, and a slow reader must not stall it.
+ *
+ * Fairness: every socket is open to every local user, so one client must not
+ * starve the others (a HELLO that waits too long fails a verbs open). A
+ * connection gets at most VFABD_LINES_PER_TURN requests per turn of the loop,
+ * is not read while VFABD_OUT_BACKLOG reply bytes wait for it, and there are
+ * at most VFABD_MAX_CONNS connections (the next ones are told so and closed).
  */
 
 #include "vfabd_server.h"
@@ -17,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,57 +36,20 @@
 #include "vfabd_conn.h"
 #include "vfabd_counters.h"
 #include "vfabd_faults.h"
-#include "vfabd_link.h"
 #include "vfabd_log.h"
+#include "vfabd_proto.h"
 #include "vfabd_reaper.h"
-#include "vfabd_report.h"
-#include "vfabd_session.h"
 
-/* Requests that change the fabric or signal processes need a trusted peer. */
-static bool allowed(struct vfabd_conn *c, const char *what)
-{
-	if (c->privileged)
-		return true;
-	vfabd_reply_err(c, -EPERM, "%s needs root or vfabd's own user", what);
-	return false;
-}
+#include "base/proc.h"
 
-static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
-{
-	size_t n = strlen(line);
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
 
-	if (n && line[n - 1] == '\r')
-		line[--n] = '\0';
-	if (!strncmp(line, "HELLO ", 6)) {
-		vfabd_req_hello(d, c, line + 6);
-	} else if (!strcmp(line, "BYE")) {
-		c->bye = true;
-		vfabd_reply(c, "OK");
-	} else if (!strcmp(line, "STATUS")) {
-		vfabd_req_status(d, c);
-	} else if (!strcmp(line, "REPORT")) {
-		vfabd_req_report(d, c);
-	} else if (!strncmp(line, "LINK ", 5)) {
-		if (allowed(c, "LINK"))
-			vfabd_req_link(d, c, line + 5);
-	} else if (!strncmp(line, "SHAPE ", 6)) {
-		if (allowed(c, "SHAPE"))
-			vfabd_req_shape(d, c, line + 6);
-	} else if (!strncmp(line, "FAULT ", 6)) {
-		if (allowed(c, "FAULT"))
-			vfabd_req_fault(d, c, line + 6);
-	} else if (!strcmp(line, "SHUTDOWN")) {
-		if (!allowed(c, "SHUTDOWN"))
-			return;
-		vfabd_reply(c, "OK");
-		vfabd_log("SHUTDOWN requested");
-		d->srv.stop = true;
-	} else {
-		vfabd_reply_err(c, -EINVAL,
-				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
-				"SHUTDOWN)");
-	}
-}
+#define VFABD_LINES_PER_TURN 32
+#define VFABD_OUT_BACKLOG (1u << 20)
+#define VFABD_MAX_CONNS 4096
+#define VFABD_SPARE_FDS 64 /* the run dir, nodes' files, FIFOs vfabd opens */
 
 static bool pid_has_other_conn(const struct vfabd *d, const struct vfabd_conn *c)
 {
@@ -88,80 +59,149 @@ static bool pid_has_other_conn(const struct vfabd *d, const struct vfabd_conn *c
 	return false;
 }
 
+/*
+ * A connection closed without BYE frees its process's objects only when
+ * the process is gone: a live one may have given up on a slow HELLO, and
+ * its objects are in use. The reaper (vfabd_reaper.c) frees them once it
+ * exits.
+ */
 static void drop_conn(struct vfabd *d, size_t i)
 {
 	struct vfabd_conn *c = &d->srv.conns[i];
 
 	if (c->pid && !c->bye && !pid_has_other_conn(d, c)) {
-		int n = vfab_region_reap_pid(d->r, c->pid);
+		if (vfabd_conn_peer_gone(c)) {
+			int n = vfab_region_reap_owner(d->r, c->pid, c->peer_start);
 
-		vfabd_log("pid %d closed its connection without BYE: reaped %d object(s)",
-			  (int)c->pid, n);
+			vfabd_log("pid %d exited without BYE: reaped %d object(s)", (int)c->pid, n);
+		} else {
+			vfabd_log("pid %d closed its connection without BYE while it runs: its "
+				  "objects stay until it exits",
+				  (int)c->pid);
+		}
 	}
 	vfabd_conn_close(c);
 	d->srv.conns[i] = d->srv.conns[--d->srv.nconns];
 }
 
-/* Returns false when the connection is finished. */
-static bool read_conn(struct vfabd *d, struct vfabd_conn *c)
+static bool backlogged(const struct vfabd_conn *c)
 {
-	for (;;) {
-		ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
-		char *nl;
+	return c->out_len - c->out_off > VFABD_OUT_BACKLOG;
+}
 
+/* A whole request line waits in the buffer: served without a poll. */
+static bool has_line(const struct vfabd_conn *c)
+{
+	return memchr(c->buf, '\n', c->len) != NULL;
+}
+
+/* One turn: at most VFABD_LINES_PER_TURN requests. False when finished. */
+static bool serve_conn(struct vfabd *d, struct vfabd_conn *c)
+{
+	unsigned lines = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		while (lines < VFABD_LINES_PER_TURN && !backlogged(c) && vfabd_proto_take(d, c))
+			lines++;
+		if (lines == VFABD_LINES_PER_TURN || backlogged(c) || has_line(c))
+			return true; /* the rest next turn, after the others */
+		if (c->len == sizeof(c->buf) - 1) {
+			vfabd_reply_err(c, -E2BIG, "request line too long");
+			vfabd_conn_flush(c);
+			return false;
+		}
+		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
 		if (n == 0)
 			return false;
 		c->len += (size_t)n;
 		c->buf[c->len] = '\0';
-		while ((nl = memchr(c->buf, '\n', c->len))) {
-			size_t used = (size_t)(nl - c->buf) + 1;
-
-			*nl = '\0';
-			handle_line(d, c, c->buf);
-			memmove(c->buf, c->buf + used, c->len - used);
-			c->len -= used;
-			c->buf[c->len] = '\0';
-		}
-		if (c->len == sizeof(c->buf) - 1) {
-			vfabd_reply_err(c, -E2BIG, "request line too long");
-			vfabd_conn_flush(c);
-			return false;
-		}
 	}
 }
 
-static bool peer_privileged(int fd)
+/*
+ * Who is on the other end, as the kernel says (never as the client says):
+ * its pid, uid, and a pidfd that names that very process (SO_PEERPIDFD; on
+ * older kernels pidfd_open of the pid, which the connect() just proved
+ * alive). False when the kernel tells nothing.
+ */
+static bool peer_identify(struct vfabd_conn *c)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	int pidfd = -1;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
 		return false;
-	return cred.uid == 0 || cred.uid == geteuid();
+	len = sizeof(pidfd);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	c->peer_pid = cred.pid;
+	c->peer_uid = cred.uid;
+	/* Read after the pidfd: if it names the peer, so does this start time. */
+	{
+		char state;
+
+		if (vfab_proc_stat(cred.pid, &state, &c->peer_start))
+			c->peer_start = 0;
+	}
+	c->pidfd = pidfd;
+	c->privileged = cred.uid == 0 || cred.uid == geteuid();
+	return true;
+}
+
+/* Past VFABD_MAX_CONNS: the client reads why, then the socket closes. */
+static void refuse_conn(int fd, size_t limit)
+{
+	char msg[96];
+	int n = snprintf(msg, sizeof(msg),
+			 "ERR EMFILE vfabd has too many connections (limit %zu)\n", limit);
+
+	/* Best effort: a client that cannot take it sees the close. */
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		n = 0;
+	close(fd);
 }
 
 static void accept_conns(struct vfabd *d)
 {
 	for (;;) {
 		int fd = accept4(d->srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct vfabd_conn c = {.hca = -1, .pidfd = -1};
 
-		if (fd < 0)
+		if (fd < 0) {
+			/* Out of fds: stop listening until the next tick rather than spin. */
+			if (errno == EMFILE || errno == ENFILE) {
+				vfabd_log("accept: %s: not accepting until the next tick",
+					  strerror(errno));
+				d->srv.accept_paused = true;
+			}
 			return; /* EAGAIN, or a transient error: poll tells us again */
+		}
+		if (d->srv.nconns >= d->srv.max_conns) {
+			refuse_conn(fd, d->srv.max_conns);
+			continue;
+		}
+		c.fd = fd;
+		if (!peer_identify(&c)) {
+			close(fd);
+			continue;
+		}
 		if (d->srv.nconns == d->srv.cap) {
 			size_t cap = d->srv.cap ? 2 * d->srv.cap : 16;
 			struct vfabd_conn *nc = realloc(d->srv.conns, cap * sizeof(*nc));
 
 			if (!nc) {
-				close(fd);
+				vfabd_conn_close(&c);
 				return;
 			}
 			d->srv.conns = nc;
 			d->srv.cap = cap;
 		}
-		d->srv.conns[d->srv.nconns++] =
-		    (struct vfabd_conn){.fd = fd, .hca = -1, .privileged = peer_privileged(fd)};
+		d->srv.conns[d->srv.nconns++] = c;
 	}
 }
 
@@ -182,10 +222,35 @@ static void on_tick(struct vfabd *d)
 	if (read(d->srv.timer_fd, &expirations, sizeof(expirations)) !=
 	    (ssize_t)sizeof(expirations))
 		return;
+	d->srv.accept_paused = false;
 	vfabd_counters_tick(d);
 	vfabd_addrwatch_tick(d);
 	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
 		vfabd_reap_dead(d->r);
+}
+
+/*
+ * As many connections as fds allow, up to VFABD_MAX_CONNS: the soft fd limit
+ * is raised towards the hard one, and VFABD_SPARE_FDS stay for vfabd's own
+ * files, so that running out of fds (accept spinning on EMFILE) does not
+ * happen before the limit's clear refusal does.
+ */
+static size_t conn_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = VFABD_MAX_CONNS + VFABD_SPARE_FDS + 16;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 256;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 256;
+	}
+	if (rl.rlim_cur < 2 * VFABD_SPARE_FDS)
+		return VFABD_SPARE_FDS / 2;
+	rl.rlim_cur -= VFABD_SPARE_FDS + 16; /* the loop's own fds, the log */
+	return rl.rlim_cur < VFABD_MAX_CONNS ? (size_t)rl.rlim_cur : VFABD_MAX_CONNS;
 }
 
 int vfabd_serve(struct vfabd *d)
@@ -200,8 +265,10 @@ int vfabd_serve(struct vfabd *d)
 
 	if (timerfd_settime(d->srv.timer_fd, 0, &its, NULL) < 0)
 		return -errno;
+	d->srv.max_conns = conn_limit();
 	while (!d->srv.stop) {
 		size_t i, n = 4 + d->srv.nconns, nc = d->srv.nconns;
+		int timeout = vfabd_faults_due(d);
 
 		if (n > pcap) {
 			struct pollfd *np = realloc(pfds, n * 2 * sizeof(*np));
@@ -213,17 +280,21 @@ int vfabd_serve(struct vfabd *d)
 			pfds = np;
 			pcap = n * 2;
 		}
-		pfds[0] = (struct pollfd){.fd = d->srv.listen_fd, .events = POLLIN};
+		pfds[0] = (struct pollfd){.fd = d->srv.accept_paused ? -1 : d->srv.listen_fd,
+					  .events = POLLIN};
 		pfds[1] = (struct pollfd){.fd = d->srv.signal_fd, .events = POLLIN};
 		pfds[2] = (struct pollfd){.fd = d->srv.timer_fd, .events = POLLIN};
 		pfds[3] = (struct pollfd){.fd = vfabd_addrwatch_fd(d), .events = POLLIN};
 		for (i = 0; i < nc; i++) {
 			struct vfabd_conn *c = &d->srv.conns[i];
 
-			pfds[4 + i] = (struct pollfd){
-			    .fd = c->fd, .events = POLLIN | (c->out_len ? POLLOUT : 0)};
+			pfds[4 + i] = (struct pollfd){.fd = c->fd,
+						      .events = (backlogged(c) ? 0 : POLLIN) |
+								(c->out_len ? POLLOUT : 0)};
+			if (has_line(c) && !backlogged(c))
+				timeout = 0; /* requests left from the last turn */
 		}
-		if (poll(pfds, n, vfabd_faults_due(d)) < 0) {
+		if (poll(pfds, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
@@ -240,8 +311,9 @@ int vfabd_serve(struct vfabd *d)
 			struct vfabd_conn *c = &d->srv.conns[i];
 			bool ok = true;
 
-			if (pfds[4 + i].revents & (POLLIN | POLLHUP | POLLERR))
-				ok = read_conn(d, c);
+			if ((pfds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+			    (has_line(c) && !backlogged(c)))
+				ok = serve_conn(d, c);
 			/* Replies are sent even for a request that came with the peer's close. */
 			if (!vfabd_conn_flush(c) || !ok)
 				drop_conn(d, i);

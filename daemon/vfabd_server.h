@@ -22,7 +22,9 @@ struct vfabd_server {
 	int timer_fd;
 	struct vfabd_conn *conns;
 	size_t nconns, cap;
+	size_t max_conns; /* then new clients are told so and closed */
 	bool stop;
+	bool accept_paused; /* out of fds: the listening socket rests until the next tick */
 	unsigned ticks;
 };
 

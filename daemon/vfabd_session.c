@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HELLO (a client context says which pid it is and, optionally, where its
- * async events go) and STATUS (a one-line summary of the fabric).
+ * HELLO (a client context registers itself, its pid checked against the
+ * socket's credentials, and optionally where its async events go) and STATUS (a one-line summary of
+ * the fabric).
  */
 
 #include "vfabd_session.h"
@@ -72,6 +73,11 @@ void vfabd_req_hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 					       : "bad options");
 		return;
 	}
-	c->pid = (pid_t)pid;
+	/*
+	 * Who the client is comes from the kernel (SO_PEERCRED at accept), never
+	 * from the line: the pid it sends (its own view, another namespace's or a
+	 * lie) only passes the syntax check above.
+	 */
+	c->pid = c->peer_pid;
 	vfabd_reply(c, "OK");
 }

@@ -4,25 +4,46 @@
 #include "base/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+/*
+ * A full listen backlog (a daemon that stopped accepting, or one flooded with
+ * connections) would block a plain connect() forever; a non-blocking one says
+ * EAGAIN, and is tried again until the deadline.
+ */
 int vfab_ctl_connect(const char *rundir)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	long long deadline = vfab_now_ms() + VFAB_CTL_TIMEOUT_MS;
 	int fd, n;
 
 	n = vfab_ctl_sock_path(sa.sun_path, sizeof(sa.sun_path), rundir);
 	if (n)
 		return n;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		struct timespec pause = {.tv_nsec = 5 * 1000000L};
+
+		n = -errno;
+		if (n == -EINTR)
+			continue;
+		if (n != -EAGAIN || vfab_now_ms() >= deadline) {
+			close(fd);
+			return n == -EAGAIN ? -ETIMEDOUT : n;
+		}
+		nanosleep(&pause, NULL);
+	}
+	/* Callers may use plain blocking calls on it. */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
 		n = -errno;
 		close(fd);
 		return n;

@@ -12,7 +12,11 @@
 
 #define VFAB_CTL_TIMEOUT_MS 2000 /* a wedged daemon must not hang a verbs call */
 
-/* Connects to <rundir>/vfabd.sock; returns the fd (CLOEXEC) or -errno. */
+/*
+ * Connects to <rundir>/vfabd.sock; returns the fd (CLOEXEC, blocking) or
+ * -errno (-ETIMEDOUT when the daemon's backlog stays full for
+ * VFAB_CTL_TIMEOUT_MS).
+ */
 int vfab_ctl_connect(const char *rundir);
 
 /*

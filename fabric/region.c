@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/clock.h"
 
 #define POOL_MIN_SHIFT 6
 
@@ -71,6 +74,15 @@ int vfab_region_create(const char *fabric, const char *rundir, struct vfab_regio
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/*
+	 * Every user of a node may open the HCAs, as /dev/infiniband/uverbs*
+	 * (0666) allows on a real host: the region is theirs to map. What that
+	 * gives a local user is in docs/TRUST.md.
+	 */
+	if (fchmod(fd, 0666) < 0) {
+		rc = -errno;
+		goto fail;
+	}
 	if (ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
 		goto fail;
@@ -189,9 +201,18 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
 {
 	int k = pool_class(bytes);
+	uint64_t size = 1ull << k;
 
 	if (!off)
 		return;
+	/*
+	 * A large chunk (a big CQ's ring) gives its memory back to the host
+	 * while it waits on the free list; only its first page, which holds
+	 * the list's link, stays. Before it is on the list: once there, a new
+	 * owner may be writing into it.
+	 */
+	if (size >= VFAB_POOL_GIVE_BACK)
+		madvise(vfab_at(r, off + 4096), size - 4096, MADV_REMOVE);
 	vfab_lock(&r->lock);
 	*(uint64_t *)vfab_at(r, off) = r->pool_free[k];
 	r->pool_free[k] = off;
@@ -205,16 +226,54 @@ static uint32_t next_gen(struct vfab_region *r)
 	return ++r->gen_counter; /* under r->lock */
 }
 
+/*
+ * Counts an object against its owner's device (r->lock held): false when the
+ * device has given all it gives. An owner outside the table counts nowhere.
+ */
+static bool dev_take(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+{
+	if (o->hca >= VFAB_MAX_HCAS)
+		return true;
+	if (atomic_load(&r->hcas[o->hca].used[kind]) >= vfab_dev_limit(r, kind))
+		return false;
+	atomic_fetch_add(&r->hcas[o->hca].used[kind], 1);
+	return true;
+}
+
+static void dev_give(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+{
+	if (o->hca < VFAB_MAX_HCAS)
+		atomic_fetch_sub(&r->hcas[o->hca].used[kind], 1);
+}
+
+/*
+ * Frees a slot once (USED -> FREE) and gives its count back to the owner's
+ * device; a second free of the same slot (the reaper racing the owner) does
+ * nothing.
+ */
+static void release_slot(struct vfab_region *r, _Atomic uint32_t *state, const struct vfab_owner *o,
+			 enum vfab_obj kind)
+{
+	uint32_t used = VFAB_SLOT_USED;
+
+	if (atomic_compare_exchange_strong(state, &used, VFAB_SLOT_FREE))
+		dev_give(r, o, kind);
+}
+
 /* Finds a free slot and claims it; caller holds r->lock. */
-#define CLAIM_SLOT(tbl, n, idx)                                                                    \
+#define CLAIM_SLOT(tbl, n, idx, kind)                                                              \
 	do {                                                                                       \
 		(idx) = -ENOMEM;                                                                   \
+		if (!dev_take(r, o, kind))                                                         \
+			break;                                                                     \
 		for (int i_ = 0; i_ < (n); i_++) {                                                 \
 			if (atomic_load(&(tbl)[i_].state) == VFAB_SLOT_FREE) {                     \
 				(idx) = i_;                                                        \
 				break;                                                             \
 			}                                                                          \
 		}                                                                                  \
+		if ((idx) < 0)                                                                     \
+			dev_give(r, o, kind);                                                      \
 	} while (0)
 
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca)
@@ -222,7 +281,7 @@ int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hc
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx);
+	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx, VFAB_OBJ_PD);
 	if (idx >= 0) {
 		struct vfab_pd_slot *s = &r->pds[idx];
 
@@ -240,7 +299,7 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx);
+	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx, VFAB_OBJ_MR);
 	if (idx >= 0) {
 		struct vfab_mr_slot *s = &r->mrs[idx];
 
@@ -248,6 +307,7 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 		s->owner = *o;
 		s->length = 0; /* caller fills, then publishes with access */
 		s->access = 0;
+		atomic_store(&s->inflight, 0);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
 	vfab_unlock(&r->lock);
@@ -309,7 +369,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	if (off < 0)
 		return (int)off;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx);
+	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx, VFAB_OBJ_CQ);
 	if (idx >= 0) {
 		struct vfab_cq_slot *s = &r->cqs[idx];
 
@@ -341,7 +401,7 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx);
+	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx, VFAB_OBJ_SRQ);
 	if (idx >= 0) {
 		struct vfab_srq_slot *s = &r->srqs[idx];
 
@@ -367,7 +427,7 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx);
+	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx, VFAB_OBJ_QP);
 	if (idx >= 0) {
 		struct vfab_qp_slot *s = &r->qps[idx];
 		uint32_t qpn;
@@ -392,17 +452,29 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 
 void vfab_pd_free(struct vfab_region *r, int slot)
 {
-	atomic_store(&r->pds[slot].state, VFAB_SLOT_FREE);
+	release_slot(r, &r->pds[slot].state, &r->pds[slot].owner, VFAB_OBJ_PD);
 }
 
 void vfab_mr_free(struct vfab_region *r, int slot)
 {
 	struct vfab_mr_slot *s = &r->mrs[slot];
+	long long deadline;
 
 	/* Revoke first so that a concurrent remote check fails the key. */
 	s->access = 0;
 	s->length = 0;
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	atomic_thread_fence(memory_order_seq_cst);
+	/*
+	 * Then wait for the copies that passed the check before (vfab_mr_pin),
+	 * the slot still taken so that nobody reuses it meanwhile.
+	 */
+	if (atomic_load(&s->inflight)) {
+		deadline = vfab_now_ms() + VFAB_MR_DRAIN_MS;
+		while (atomic_load(&s->inflight) && vfab_now_ms() < deadline)
+			sched_yield();
+		atomic_store(&s->inflight, 0); /* a requester that died mid-copy */
+	}
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_MR);
 }
 
 void vfab_cq_free(struct vfab_region *r, int slot)
@@ -411,7 +483,7 @@ void vfab_cq_free(struct vfab_region *r, int slot)
 	uint64_t off, bytes;
 
 	vfab_lock(&s->lock);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_CQ);
 	off = s->ring_off;
 	bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
 	s->ring_off = 0;
@@ -424,7 +496,7 @@ void vfab_srq_free(struct vfab_region *r, int slot)
 	struct vfab_srq_slot *s = &r->srqs[slot];
 
 	vfab_lock(&s->lock);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_SRQ);
 	rq_fini(r, &s->rq);
 	vfab_unlock(&s->lock);
 }
@@ -435,7 +507,7 @@ void vfab_qp_free(struct vfab_region *r, int slot)
 
 	vfab_lock(&s->lock);
 	atomic_store(&s->qp_state, IBV_QPS_ERR);
-	atomic_store(&s->state, VFAB_SLOT_FREE);
+	release_slot(r, &s->state, &s->owner, VFAB_OBJ_QP);
 	rq_fini(r, &s->rq);
 	vfab_unlock(&s->lock);
 }
@@ -468,37 +540,45 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
 	return s;
 }
 
-int vfab_region_reap_pid(struct vfab_region *r, int32_t pid)
+int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks)
 {
 	int i, n = 0;
 
+#define OWNED_BY(o) ((o).pid == pid && (!start_ticks || (o).start_ticks == start_ticks))
+
 	for (i = 0; i < VFAB_MAX_QPS; i++)
-		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && r->qps[i].owner.pid == pid) {
+		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && OWNED_BY(r->qps[i].owner)) {
 			vfab_qp_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_SRQS; i++)
 		if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED &&
-		    r->srqs[i].owner.pid == pid) {
+		    OWNED_BY(r->srqs[i].owner)) {
 			vfab_srq_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_CQS; i++)
-		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && r->cqs[i].owner.pid == pid) {
+		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->cqs[i].owner)) {
 			vfab_cq_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_MRS; i++)
-		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && r->mrs[i].owner.pid == pid) {
+		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->mrs[i].owner)) {
 			vfab_mr_free(r, i);
 			n++;
 		}
 	for (i = 0; i < VFAB_MAX_PDS; i++)
-		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && r->pds[i].owner.pid == pid) {
+		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && OWNED_BY(r->pds[i].owner)) {
 			vfab_pd_free(r, i);
 			n++;
 		}
+#undef OWNED_BY
 	return n;
+}
+
+int vfab_region_reap_pid(struct vfab_region *r, int32_t pid)
+{
+	return vfab_region_reap_owner(r, pid, 0);
 }
 
 int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,

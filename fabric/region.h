@@ -25,8 +25,9 @@
 #include "fabric/cpuset.h"
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
-/* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request. */
-#define VFAB_REGION_VERSION 4
+/* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
+ * 5 owner start time; 6 per-device object counts. */
+#define VFAB_REGION_VERSION 6
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -45,7 +46,8 @@
 #define VFAB_MAX_QPS 16384
 #define VFAB_MAX_SRQS 2048
 #define VFAB_MAX_SGE 30
-#define VFAB_POOL_BYTES (1ull << 30) /* sparse: only touched pages cost memory */
+#define VFAB_POOL_BYTES (1ull << 30)	/* sparse: only touched pages cost memory */
+#define VFAB_POOL_GIVE_BACK (64u << 10) /* freed chunks this large return their pages */
 
 /* Slot life cycle (every object table). */
 enum vfab_slot_state {
@@ -142,8 +144,13 @@ struct vfab_port {
 	struct vfab_port_counters cnt;
 };
 
+/* Object kinds counted per device (struct vfab_hca.used). */
+enum vfab_obj { VFAB_OBJ_PD, VFAB_OBJ_MR, VFAB_OBJ_CQ, VFAB_OBJ_SRQ, VFAB_OBJ_QP, VFAB_OBJ_KINDS };
+
 struct vfab_hca {
 	uint32_t in_use;
+	/* Objects of each kind its contexts hold (vfab_dev_limit bounds them). */
+	_Atomic uint32_t used[VFAB_OBJ_KINDS];
 	uint32_t node; /* index into nodes[] */
 	char name[VFAB_NAME_MAX];
 	uint32_t uverbs_idx; /* N of the node's /dev/infiniband/uverbsN */
@@ -272,10 +279,17 @@ struct vfab_rq {
 	_Atomic uint64_t tail; /* next free position the owner fills */
 };
 
-/* Identifies who owns an object, for cleanup when that process dies. */
+/*
+ * Identifies who owns an object, for cleanup when that process dies. The pid
+ * with its start time names one process across pid reuse: a requester copies
+ * into the owner only through handles opened while both matched.
+ */
 struct vfab_owner {
 	int32_t pid;
-	uint32_t ctx_id; /* the owning context, unique per fabric */
+	uint32_t ctx_id;      /* the owning context, unique per fabric */
+	uint64_t start_ticks; /* /proc/<pid>/stat field 22; 0 unknown */
+	uint32_t hca;	      /* the context's device: whose limits the object counts against */
+	uint32_t pad;
 };
 
 struct vfab_pd_slot {
@@ -290,10 +304,10 @@ struct vfab_mr_slot {
 	uint32_t key; /* lkey == rkey: (slot << 8) | (gen & 0xff) */
 	struct vfab_owner owner;
 	uint32_t hca;
-	uint32_t pd;	 /* pd slot index */
-	uint32_t access; /* enum ibv_access_flags */
-	uint32_t pad;
-	uint64_t addr; /* virtual address in the owner process */
+	uint32_t pd;		   /* pd slot index */
+	uint32_t access;	   /* enum ibv_access_flags */
+	_Atomic uint32_t inflight; /* copies past the remote check, not done (vfab_mr_pin) */
+	uint64_t addr;		   /* virtual address in the owner process */
 	uint64_t length;
 	uint64_t iova; /* address remote peers use (== addr unless iova2) */
 };
@@ -404,6 +418,19 @@ struct vfab_region {
 	_Alignas(64) _Atomic uint32_t link_gen;
 };
 
+/*
+ * What one device gives of each kind (ibv_query_device's max_qp, max_mr,
+ * ...): the fabric's tables split evenly between its HCAs, so one process
+ * cannot take a whole fabric's QPs and leave another node's HCA with none.
+ */
+static inline uint32_t vfab_dev_limit(const struct vfab_region *r, enum vfab_obj kind)
+{
+	static const uint32_t total[VFAB_OBJ_KINDS] = {VFAB_MAX_PDS, VFAB_MAX_MRS, VFAB_MAX_CQS,
+						       VFAB_MAX_SRQS, VFAB_MAX_QPS};
+
+	return total[kind] / (r->nhcas ? r->nhcas : 1);
+}
+
 /* ---- region.c: create / map / allocate ---- */
 
 /* Create (vfabd only): sizes, inits locks, empty tables. -errno on failure. */
@@ -444,8 +471,32 @@ static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 	return (char *)r + off;
 }
 
+/*
+ * A requester pins an MR before its remote check and unpins it after the
+ * copy; vfab_mr_free revokes the key and then waits until no copy is pinned
+ * (at most VFAB_MR_DRAIN_MS, so a requester that died mid-copy cannot hold
+ * a deregistration forever): as on an HCA, nothing lands in a region once
+ * ibv_dereg_mr returned. Both sides are sequentially consistent: either the
+ * check sees the revocation or the free sees the pin.
+ */
+#define VFAB_MR_DRAIN_MS 1000
+static inline void vfab_mr_pin(struct vfab_mr_slot *s)
+{
+	atomic_fetch_add(&s->inflight, 1);
+}
+static inline void vfab_mr_unpin(struct vfab_mr_slot *s)
+{
+	if (s)
+		atomic_fetch_sub(&s->inflight, 1);
+}
+
 /* Free every object owned by pid (vfabd, when a process dies). Returns count. */
 int vfab_region_reap_pid(struct vfab_region *r, int32_t pid);
+/*
+ * Only the objects of the process that held pid since start_ticks (0: any):
+ * a pid reused by a newer process keeps that one's objects.
+ */
+int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks);
 
 /* Find the port that owns a GID (with the given type); -ENOENT if none. */
 int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, uint32_t *hca,

@@ -180,6 +180,7 @@ struct vfab_dest {
 	bool plain_known, plain;
 	uint32_t link_gen;
 	int memfd; /* the owner's /proc/<pid>/mem for small copies, -1 none */
+	int pidfd; /* the owner's pidfd, opened while its start time matched; -1 none */
 };
 
 /*

@@ -12,6 +12,7 @@
 #include "provider/vfab_dest.h"
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_resp.h"
+#include "provider/vfab_xfer.h"
 
 #include <string.h>
 
@@ -151,6 +152,7 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 
 	vfab_msg_build(&m, qp, w, iov, n, len, d, qp->req.dest.hca, qp->req.dest.port,
 		       qp->req.dest.memfd);
+	m.pidfd1 = qp->req.dest.pidfd + 1;
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);
@@ -171,6 +173,13 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		w->due_ns = w->ack_ns > now ? w->ack_ns : now;
 		return VFAB_ST_ACKED;
 	case VFAB_RESP_RNR:
+		/*
+		 * A receive queue whose owner has exited (and whose slot nobody
+		 * freed: vfabd is dead or slow) never gets a receive: its QP is
+		 * gone, as the kernel would have destroyed it, so nothing answers.
+		 */
+		if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
+			return no_answer(qp, w, now);
 		qp->req.psn = w->psn;
 		if (w->rnr_left == 0) {
 			vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err,

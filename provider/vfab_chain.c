@@ -10,6 +10,7 @@
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_resp.h"
+#include "provider/vfab_xfer.h"
 
 #include <limits.h>
 #include <string.h>
@@ -31,6 +32,9 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 	d = vfab_dest(qp);
 	/* Within one process a chain gains nothing: copies are plain memcpy. */
 	if (!d || d->owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) || !vfab_dest_ports_up(qp))
+		return 0;
+	/* The chain's one copy goes by pid: its owner must still be the one. */
+	if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (vfab_gather(qp, &w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)

@@ -5,12 +5,16 @@
  * destroy before closing the device.
  */
 #include "provider/vfab_dest.h"
+#include "base/fsutil.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static void vfab_free_context(struct ibv_context *ibctx);
@@ -46,22 +50,20 @@ static const struct vabi_context_ops vfab_ctx_ops = {
 };
 
 /*
- * Liveness: vfabd reaps our slots when this connection drops without BYE.
- * The HCA and the async FIFO register the context for port events
+ * Liveness: vfabd frees our slots once this process is gone (it knows us by
+ * the socket's credentials and a pidfd, never by the pid we send). The HCA
+ * and the async FIFO register the context for port events
  * (IBV_EVENT_PORT_ERR/PORT_ACTIVE on `vfab link`); a vfabd that predates
- * them still gets the plain HELLO.
+ * them still gets the plain HELLO. 0 or -errno; the fd is closed on failure.
  */
-static void ctl_hello(struct vfab_context *ctx)
+static int ctl_hello_once(struct vfab_context *ctx)
 {
-	static bool warned;
 	char line[sizeof(ctx->async_path) + 64], reply[256];
 	int fd, rc;
 
 	fd = vfab_ctl_connect(ctx->r->rundir);
-	if (fd < 0) {
-		rc = fd;
-		goto fail;
-	}
+	if (fd < 0)
+		return fd;
 	snprintf(line, sizeof(line), "HELLO %d hca=%u async=%s", ctx->owner.pid, ctx->hca_idx,
 		 ctx->async_path);
 	rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
@@ -74,16 +76,36 @@ static void ctl_hello(struct vfab_context *ctx)
 		rc = -EPROTO;
 	if (rc < 0) {
 		close(fd);
-		goto fail;
+		return rc;
 	}
 	ctx->ctl_fd = fd;
-	return;
-fail:
-	/* The context works without vfabd; only the reaping of a crash is lost. */
-	if (!warned) {
+	return 0;
+}
+
+/*
+ * A HELLO that timed out is tried once more on a fresh connection: vfabd
+ * may be busy, and since it never frees a live process's objects, an
+ * abandoned HELLO costs nothing.
+ */
+static void ctl_hello(struct vfab_context *ctx)
+{
+	static bool warned;
+	int rc = ctl_hello_once(ctx);
+
+	if (rc == -ETIMEDOUT)
+		rc = ctl_hello_once(ctx);
+	/*
+	 * The context works without vfabd, but a crash of this process would
+	 * leave its objects behind and port events do not arrive: said once per
+	 * process, whatever VFAB_DEBUG says.
+	 */
+	if (rc && !warned) {
 		warned = true;
-		vfab_dbg("no liveness connection to vfabd in %s: %s", ctx->r->rundir,
-			 strerror(-rc));
+		fprintf(stderr,
+			"vfab: no vfabd for fabric %s (%s/vfabd.sock: %s): running without it; "
+			"port events are not delivered and this process's objects are not freed "
+			"if it crashes\n",
+			ctx->r->fabric, ctx->r->rundir, strerror(-rc));
 	}
 }
 
@@ -96,6 +118,25 @@ static void ctl_bye(struct vfab_context *ctx)
 	vfab_ctl_request(ctx->ctl_fd, "BYE", reply, sizeof(reply));
 	close(ctx->ctl_fd);
 	ctx->ctl_fd = -1;
+}
+
+/*
+ * Peers of the same user copy into this process with process_vm_writev,
+ * which Yama's ptrace_scope 1 allows only to ancestors or to a declared
+ * tracer: declare any (the kernel still requires the same user, or root).
+ * Scope 2 and 3 forbid it whatever we say; a peer then gets EPERM.
+ */
+static void allow_peer_copies(void)
+{
+	static atomic_bool done;
+	char buf[8];
+
+	if (atomic_exchange(&done, true))
+		return;
+	if (vfab_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) > 0 &&
+	    buf[0] == '1' && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) < 0)
+		vfab_dbg("PR_SET_PTRACER: %s: peers may not copy into this process",
+			 strerror(errno));
 }
 
 struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
@@ -116,8 +157,24 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->r = dev->region;
 	ctx->hca_idx = dev->hca;
 	ctx->hca = &ctx->r->hcas[dev->hca];
-	ctx->owner.pid = getpid();
+	/*
+	 * Peers address us by the pid they see: in a PID namespace of our own
+	 * that is the outer one (NSpid), not getpid(). Our own copies still go
+	 * by the pids of our namespace, so such a process can receive but not
+	 * reach peers outside it (docs/TRUST.md).
+	 */
+	ctx->owner.pid = vfab_proc_outer_pid();
 	ctx->owner.ctx_id = vfab_next_id(ctx->r);
+	ctx->owner.hca = dev->hca; /* objects count against this device's limits */
+	/* With the pid, names this process to peers across pid reuse (0: unknown). */
+	{
+		unsigned long long start = 0;
+		char state;
+
+		if (vfab_proc_self_stat(&state, &start))
+			start = 0;
+		ctx->owner.start_ticks = start;
+	}
 	ctx->async_id = vfab_next_id(ctx->r);
 	ctx->ctl_fd = -1;
 
@@ -133,6 +190,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	verbs_set_ops(&ctx->vctx, &vfab_ctx_ops);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->vctx.context.num_comp_vectors = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
+	allow_peer_copies();
 	ctl_hello(ctx);
 	return &ctx->vctx;
 fail:

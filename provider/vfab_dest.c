@@ -1,9 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /* Resolving an RC QP's destination (see vfab_dest.h). */
 #include "provider/vfab_dest.h"
+#include "base/proc.h"
 #include "provider/vfab_xfer.h"
 
+#include <errno.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/*
+ * Handles on the owner of d that cannot reach anyone else: a pidfd and its
+ * /proc/<pid>/mem, both opened before the start time of the process now
+ * holding the pid is compared with the one the owner registered. A match
+ * after the open means the handles name the owner; a mismatch means the
+ * owner is gone and its pid reused. 0, or -ESRCH (nobody answers there).
+ */
+static int owner_open(const struct vfab_qp_slot *d, struct vfab_dest *dc)
+{
+	unsigned long long start;
+	char state;
+	int fd;
+
+	fd = (int)syscall(SYS_pidfd_open, d->owner.pid, 0);
+	if (fd < 0)
+		return -ESRCH;
+	dc->pidfd = fd;
+	fd = vfab_xfer_open(d->owner.pid);
+	dc->memfd = fd >= 0 ? fd : -1;
+	if (vfab_proc_stat(d->owner.pid, &state, &start) || state == 'Z' ||
+	    (d->owner.start_ticks && start != d->owner.start_ticks))
+		return -ESRCH;
+	return 0;
+}
 
 struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 {
@@ -35,10 +63,9 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 	 * its pid now someone else's).
 	 */
 	vfab_dest_close(qp);
-	if (d->owner.pid != ctx->owner.pid) {
-		int fd = vfab_xfer_open(d->owner.pid);
-
-		dc->memfd = fd >= 0 ? fd : -1;
+	if (d->owner.pid != ctx->owner.pid && owner_open(d, dc)) {
+		vfab_dest_close(qp);
+		return NULL;
 	}
 	dc->valid = true;
 	return d;
@@ -48,7 +75,10 @@ void vfab_dest_close(struct vfab_qp *qp)
 {
 	if (qp->req.dest.memfd >= 0)
 		close(qp->req.dest.memfd);
+	if (qp->req.dest.pidfd >= 0)
+		close(qp->req.dest.pidfd);
 	qp->req.dest.memfd = -1;
+	qp->req.dest.pidfd = -1;
 }
 
 static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)

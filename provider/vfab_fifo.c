@@ -59,7 +59,13 @@ int vfab_fifo_create(const char *rundir, int32_t pid, uint32_t id, char *path, s
 	if (rc)
 		return rc;
 	unlink(path);
-	if (mkfifo(path, 0666) < 0)
+	/*
+	 * Owner only: a reader of another user could steal our events (we would
+	 * wait forever) and learn heap addresses. Peers that complete into our
+	 * CQs write here, so they must be our user (or root), as they must be
+	 * anyway to copy into this process.
+	 */
+	if (mkfifo(path, 0600) < 0)
 		return -errno;
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {

@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A receive WQE copied out of its ring, with the PD its lkeys must belong to. */
@@ -165,7 +167,10 @@ static bool owner_is_self(const struct vfab_msg *m)
 
 static struct vfab_peer peer_of(const struct vfab_msg *m)
 {
-	struct vfab_peer p = {.pid = m->d->owner.pid, .memfd = m->memfd, .self = owner_is_self(m)};
+	struct vfab_peer p = {.pid = m->d->owner.pid,
+			      .memfd = m->memfd,
+			      .pidfd1 = m->pidfd1,
+			      .self = owner_is_self(m)};
 
 	return p;
 }
@@ -176,17 +181,27 @@ static struct vfab_peer peer_of(const struct vfab_msg *m)
  * request of zero bytes carries no R_Key to check. NAK: *st says why.
  */
 static enum vfab_resp_kind check_rkey(const struct vfab_msg *m, uint32_t access, uint64_t len,
-				      struct iovec *out, enum ibv_wc_status *st)
+				      struct iovec *out, enum ibv_wc_status *st,
+				      struct vfab_mr_slot **pin)
 {
 	const struct vfab_swqe *w = m->wqe;
+	struct vfab_mr_slot *mr;
 	uint64_t va;
 
+	*pin = NULL;
 	if (!len)
 		return VFAB_RESP_PASS;
-	*st = vfab_mr_check_remote(vfab_mr_lookup(m->r, w->rkey), w->rkey, m->dst_hca, m->d->pd,
-				   w->remote_addr, len, access, m->d->access, &va);
-	if (*st != IBV_WC_SUCCESS)
+	/* Pinned before the check, unpinned after the copy: ibv_dereg_mr waits. */
+	mr = vfab_mr_lookup(m->r, w->rkey);
+	if (mr)
+		vfab_mr_pin(mr);
+	*st = vfab_mr_check_remote(mr, w->rkey, m->dst_hca, m->d->pd, w->remote_addr, len, access,
+				   m->d->access, &va);
+	if (*st != IBV_WC_SUCCESS) {
+		vfab_mr_unpin(mr);
 		return VFAB_RESP_NAK;
+	}
+	*pin = mr;
 	out->iov_base = (void *)(uintptr_t)va;
 	out->iov_len = len;
 	return VFAB_RESP_PASS;
@@ -211,6 +226,16 @@ static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ib
 static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 					      struct vfab_resp *res)
 {
+	static atomic_bool told;
+
+	if (rc == -EPERM && !atomic_exchange(&told, true))
+		fprintf(
+		    stderr,
+		    "vfab: cannot copy into pid %d: permission denied. vfab moves bytes with "
+		    "process_vm_writev/readv, which needs ptrace rights over the peer: both "
+		    "processes must run as the same user (or this one as root). Such WRs get no "
+		    "answer (IBV_WC_RETRY_EXC_ERR); see docs/TRUST.md\n",
+		    (int)m->d->owner.pid);
 	if (rc == -ESRCH || rc == -EPERM) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -221,16 +246,18 @@ static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	bool imm = m->wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct vfab_mr_slot *pin;
 	enum ibv_wc_status st;
 	struct iovec dst;
 	struct rwqe rw;
 	int rc;
 
-	if (check_rkey(m, IBV_ACCESS_REMOTE_WRITE, m->len, &dst, &st) != VFAB_RESP_PASS) {
+	if (check_rkey(m, IBV_ACCESS_REMOTE_WRITE, m->len, &dst, &st, &pin) != VFAB_RESP_PASS) {
 		access_error(m, st, res);
 		return;
 	}
 	if (imm && check_rq(m, &rw) != VFAB_RESP_PASS) {
+		vfab_mr_unpin(pin);
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
@@ -238,6 +265,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 		struct vfab_peer p = peer_of(m);
 
 		rc = vfab_xfer_write(&p, m->liov, m->nliov, &dst, 1);
+		vfab_mr_unpin(pin);
 		if (rc) {
 			copy_failed(m, rc, res);
 			return;
@@ -285,11 +313,12 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 
 static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 {
+	struct vfab_mr_slot *pin;
 	enum ibv_wc_status st;
 	struct iovec src;
 	int rc;
 
-	if (check_rkey(m, IBV_ACCESS_REMOTE_READ, m->len, &src, &st) != VFAB_RESP_PASS) {
+	if (check_rkey(m, IBV_ACCESS_REMOTE_READ, m->len, &src, &st, &pin) != VFAB_RESP_PASS) {
 		access_error(m, st, res);
 		return;
 	}
@@ -297,6 +326,7 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 		struct vfab_peer p = peer_of(m);
 
 		rc = vfab_xfer_read(&p, m->liov, m->nliov, &src, 1);
+		vfab_mr_unpin(pin);
 		if (rc) {
 			copy_failed(m, rc, res);
 			return;
@@ -313,6 +343,7 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 	struct vfab_peer p = peer_of(m);
 	uint64_t orig = 0, val;
 	struct iovec target, mine = {&orig, sizeof(orig)}, next = {&val, sizeof(val)};
+	struct vfab_mr_slot *pin;
 	enum ibv_wc_status st;
 	int rc;
 
@@ -321,12 +352,13 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 		vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
-	if (check_rkey(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, &st) !=
+	if (check_rkey(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, &st, &pin) !=
 	    VFAB_RESP_PASS) {
 		access_error(m, st, res);
 		return;
 	}
 	if (vfab_lock(&m->r->atomic_lock)) {
+		vfab_mr_unpin(pin);
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
 	}
@@ -341,6 +373,7 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 		}
 	}
 	vfab_unlock(&m->r->atomic_lock);
+	vfab_mr_unpin(pin);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
@@ -484,6 +517,7 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 {
 	struct vfab_qp_slot *d = m[0].d;
 	struct iovec dst[VFAB_CHAIN_MAX];
+	struct vfab_mr_slot *pins[VFAB_CHAIN_MAX] = {0};
 	enum ibv_wc_status st;
 	uint32_t k, nd = 0;
 	struct rwqe rw;
@@ -497,7 +531,7 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 		goto out;
 	}
 	for (k = 0; k < n; k++) {
-		if (check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len, &dst[nd], &st) !=
+		if (check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len, &dst[nd], &st, &pins[k]) !=
 		    VFAB_RESP_PASS)
 			break;
 		if (m[k].wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
@@ -516,10 +550,12 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 	/* A failed copy may have written part of it: the single path writes it again. */
 	if (k && nd &&
 	    vfab_xfer_writev(d->owner.pid, m[0].liov,
-			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd)) {
+			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd))
 		k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		vfab_mr_unpin(pins[i]);
+	if (!k)
 		goto out;
-	}
 	if (imm && check_rq(&m[k - 1], &rw) == VFAB_RESP_PASS)
 		push_recv(&m[k - 1], &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			  (uint32_t)m[k - 1].len, 0);

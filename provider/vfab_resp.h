@@ -29,6 +29,7 @@ struct vfab_msg {
 	/* Destination; memfd: its owner's /proc/<pid>/mem or -1 (0 is an fd). */
 	struct vfab_qp_slot *d;
 	int memfd;
+	int pidfd1; /* RC: the owner's pidfd + 1 (struct vfab_peer); 0 none */
 	uint32_t dst_hca, dst_port;
 };
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -182,6 +183,14 @@ static bool kernel_copy_ascends(void)
 	return v;
 }
 
+bool vfab_xfer_alive(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	/* Readable once the process has exited; an error says nothing is there. */
+	return poll(&p, 1, 0) == 0;
+}
+
 int vfab_xfer_open(pid_t pid)
 {
 	static int disabled = -1;
@@ -238,6 +247,8 @@ static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local
 		if (rc <= 0)
 			return rc;
 	}
+	if (p->pidfd1 && !vfab_xfer_alive(p->pidfd1 - 1))
+		return -ESRCH; /* its pid may be someone else's now */
 	/*
 	 * One segment each way, the shape of most latency-bound messages: every
 	 * instruction before the system call delays the bytes.

@@ -25,12 +25,22 @@
  */
 #define VFAB_XFER_MEM_MAX 4096
 
-/* The process a transfer reaches. */
+/*
+ * The process a transfer reaches. process_vm_writev takes a pid number, which
+ * a new process may hold once the owner died: a copy by pid goes only after
+ * the owner's pidfd (opened while the registered start time matched) says
+ * it still runs. The memfd names the owner's address space itself and needs
+ * no check.
+ */
 struct vfab_peer {
 	pid_t pid;
-	int memfd; /* its /proc/<pid>/mem (vfab_xfer_open), or -1 */
-	bool self; /* this process: a plain copy */
+	int memfd;  /* its /proc/<pid>/mem (vfab_xfer_open), or -1 */
+	int pidfd1; /* its pidfd + 1; 0: none (this process, or not resolved so) */
+	bool self;  /* this process: a plain copy */
 };
+
+/* Whether the process behind a pidfd has not exited (one poll, no wait). */
+bool vfab_xfer_alive(int pidfd);
 
 /*
  * Opens /proc/<pid>/mem for the small transfers of a connection: the fd or

@@ -18,3 +18,11 @@ target_link_libraries(nccl_pattern PRIVATE ${IBVERBS_LIB} pthread)
 # In one node (the sender a child process), then across the nodes.
 vfab_integration_test(int_nccl_pattern 300 ${_vfab_it}/node_checks.sh nccl_pattern -d mlx5_0)
 vfab_integration_test(int_nccl_pattern_nodes 300 ${_vfab_it}/nccl_pattern.sh 18590)
+
+# pid reuse: a WRITE never lands in a process that inherited a dead peer's pid.
+add_executable(pid_reuse ${CMAKE_CURRENT_LIST_DIR}/pid_reuse.c ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
+target_link_libraries(pid_reuse PRIVATE ${IBVERBS_LIB})
+
+# ibv_dereg_mr racing RDMA WRITEs of another process: nothing lands after it returns.
+add_executable(dereg_race ${CMAKE_CURRENT_LIST_DIR}/dereg_race.c ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
+target_link_libraries(dereg_race PRIVATE ${IBVERBS_LIB})

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,70 @@ static void test_slots(void **state)
 	for (i = 0; i < VFAB_MAX_PDS; i++)
 		assert_true(vfab_pd_alloc(r, &o, 0) >= 0);
 	assert_int_equal(vfab_pd_alloc(r, &o, 0), -ENOMEM);
+}
+
+/*
+ * Limits are per device: one device's contexts take at most their share, and
+ * another device still gets its own (finding 8: node0 took everything).
+ */
+static void test_device_limits(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_owner o0 = {.pid = 42, .ctx_id = 1, .hca = 0};
+	struct vfab_owner o1 = {.pid = 43, .ctx_id = 2, .hca = 1};
+	uint32_t limit;
+	int first = -1, i, slot;
+
+	r->nhcas = 2;
+	limit = vfab_dev_limit(r, VFAB_OBJ_PD);
+	assert_int_equal(limit, VFAB_MAX_PDS / 2);
+	for (i = 0; i < (int)limit; i++) {
+		slot = vfab_pd_alloc(r, &o0, 0);
+		assert_true(slot >= 0);
+		if (first < 0)
+			first = slot;
+	}
+	assert_int_equal(vfab_pd_alloc(r, &o0, 0), -ENOMEM);
+	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_PD]), limit);
+	/* The other device is untouched by the first one's exhaustion. */
+	slot = vfab_pd_alloc(r, &o1, 1);
+	assert_true(slot >= 0);
+	/* A freed object is given back once, however often it is freed. */
+	vfab_pd_free(r, first);
+	vfab_pd_free(r, first);
+	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_PD]), limit - 1);
+	assert_true(vfab_pd_alloc(r, &o0, 0) >= 0);
+	assert_int_equal(vfab_pd_alloc(r, &o0, 0), -ENOMEM);
+}
+
+static long long shm_bytes(void)
+{
+	char path[256];
+	struct stat st;
+
+	vfab_region_path(fabric, path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	return (long long)st.st_blocks * 512;
+}
+
+/* A large chunk's memory goes back to the host once it is freed (finding 8). */
+static void test_pool_gives_back(void **state)
+{
+	struct vfab_region *r = *state;
+	const uint64_t bytes = 4u << 20;
+	long long before, touched;
+	int64_t off;
+
+	before = shm_bytes();
+	off = vfab_pool_alloc(r, bytes);
+	assert_true(off > 0);
+	memset(vfab_at(r, (uint64_t)off), 0x5a, bytes);
+	touched = shm_bytes();
+	assert_true(touched - before >= (long long)bytes);
+	vfab_pool_free(r, (uint64_t)off, bytes);
+	assert_true(touched - shm_bytes() >= (long long)bytes - 8192);
+	/* Reused: zeroed again and whole. */
+	assert_int_equal(vfab_pool_alloc(r, bytes), off);
 }
 
 static void test_stale_handles(void **state)
@@ -223,6 +288,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_device_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_gives_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),

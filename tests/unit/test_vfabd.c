@@ -14,13 +14,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <linux/sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "base/clock.h"
+#include "base/proc.h"
 #include "fabric/ctl.h"
 #include "fabric/region.h"
 
@@ -184,6 +193,7 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 	int slots[2], fd;
 	char c;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
 	vfab_region_path(fabric, path, sizeof(path));
 	if (vfab_region_open(path, &r))
 		_exit(1);
@@ -198,6 +208,8 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 			vfab_ctl_request(fd, "BYE", reply, sizeof(reply));
 			close(fd);
 		}
+		if (hello == 3)
+			close(fd); /* as a provider whose HELLO timed out */
 	}
 	if (write(ready_fd, slots, sizeof(slots)) != sizeof(slots))
 		_exit(1);
@@ -207,7 +219,8 @@ static void owner_main(int hello, int ready_fd, int go_fd, bool linger)
 }
 
 /*
- * A child that owns a QP and an MR. hello: 0 none, 1 HELLO, 2 HELLO then BYE.
+ * A child that owns a QP and an MR. hello: 0 none, 1 HELLO, 2 HELLO then BYE,
+ * 3 HELLO then a close without BYE.
  * A lingering child stays alive until o->go is closed.
  */
 static struct owner owner_child(int hello, bool linger)
@@ -284,6 +297,232 @@ static void test_bye_keeps_live_objects(void **state)
 	vfab_region_close(r);
 }
 
+/* A live process whose connection closed without BYE keeps its objects. */
+static void test_live_close_keeps_objects(void **state)
+{
+	struct vfab_region *r = open_region();
+	struct owner o;
+
+	(void)state;
+	o = owner_child(3, true);
+	sleep_ms(1200);
+	assert_int_equal(r->qps[o.qp].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[o.mr].state, VFAB_SLOT_USED);
+	close(o.go);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	assert_true(wait_state(&r->mrs[o.mr].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+/* A HELLO naming another process registers the caller, never the named one. */
+static void test_hello_claim_ignored(void **state)
+{
+	struct vfab_region *r = open_region();
+	char line[32], reply[64];
+	struct owner o;
+	int fd;
+
+	(void)state;
+	o = owner_child(0, true);
+	fd = vfab_ctl_connect(rundir);
+	assert_true(fd >= 0);
+	snprintf(line, sizeof(line), "HELLO %d", (int)o.pid);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	close(fd); /* without BYE: o.pid's objects must not go */
+	sleep_ms(1200);
+	assert_int_equal(r->qps[o.qp].state, VFAB_SLOT_USED);
+	assert_int_equal(r->mrs[o.mr].state, VFAB_SLOT_USED);
+	close(o.go);
+	assert_int_equal(waitpid(o.pid, NULL, 0), o.pid);
+	assert_true(wait_state(&r->qps[o.qp].state, VFAB_SLOT_FREE));
+	vfab_region_close(r);
+}
+
+/*
+ * One client flooding STATUS (and reading nothing) must not starve another:
+ * a HELLO on a second connection is answered well within the provider's
+ * timeout. The flood is bounded (4 MiB of requests, killed at the end).
+ */
+static void test_flood_fairness(void **state)
+{
+	char line[32], reply[64];
+	long long t0, dt;
+	pid_t flood;
+	int fd;
+
+	(void)state;
+	flood = fork();
+	assert_true(flood >= 0);
+	if (flood == 0) {
+		static char buf[1 << 16];
+		int ffd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
+		ffd = vfab_ctl_connect(rundir);
+
+		for (size_t i = 0; i + 7 <= sizeof(buf); i += 7)
+			memcpy(buf + i, "STATUS\n", 7);
+		for (int i = 0; ffd >= 0 && i < 64; i++)
+			if (send(ffd, buf, sizeof(buf) - sizeof(buf) % 7, MSG_NOSIGNAL) < 0)
+				break;
+		pause();
+		_exit(0);
+	}
+	sleep_ms(300); /* the flood is under way */
+	t0 = vfab_now_ms();
+	fd = vfab_ctl_connect(rundir);
+	assert_true(fd >= 0);
+	snprintf(line, sizeof(line), "HELLO %d", (int)getpid());
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	dt = vfab_now_ms() - t0;
+	assert_string_equal(reply, "OK");
+	assert_true(dt < 1000);
+	assert_true(vfab_ctl_request(fd, "BYE", reply, sizeof(reply)) > 0);
+	close(fd);
+	kill(flood, SIGKILL);
+	assert_int_equal(waitpid(flood, NULL, 0), flood);
+}
+
+/*
+ * A flood of connections (bounded: the limit plus one) meets a clear
+ * refusal, and vfabd keeps serving: after a few close, STATUS is answered.
+ */
+static void test_conn_limit(void **state)
+{
+	const size_t want = 4096 + 1;
+	struct pollfd p = {.events = POLLIN};
+	char reply[256];
+	struct rlimit rl;
+	ssize_t n = 0;
+	int *fds;
+
+	(void)state;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < want + 64)
+		skip();
+	if (rl.rlim_cur < want + 64) {
+		rl.rlim_cur = want + 64;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	fds = calloc(want, sizeof(*fds));
+	assert_non_null(fds);
+	for (size_t i = 0; i < want; i++) {
+		fds[i] = vfab_ctl_connect(rundir);
+		assert_true(fds[i] >= 0);
+	}
+	p.fd = fds[want - 1];
+	if (poll(&p, 1, 5000) == 1)
+		n = recv(fds[want - 1], reply, sizeof(reply) - 1, 0);
+	assert_true(n > 0);
+	reply[n] = '\0';
+	assert_memory_equal(reply, "ERR EMFILE ", 11);
+	for (size_t i = 0; i < 16; i++)
+		close(fds[i]);
+	sleep_ms(100);
+	assert_true(request("STATUS", reply, sizeof(reply)) > 0);
+	assert_int_equal(reply[0], '{');
+	for (size_t i = 16; i < want; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/*
+ * A daemon whose listen backlog is full (it stopped accepting) must not hang
+ * a client in connect(): vfab_ctl_connect gives up with ETIMEDOUT. alarm()
+ * bounds the test should it hang.
+ */
+static void test_connect_timeout(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[64];
+	long long t0;
+	int lfd, fds[8], n = 0, rc = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/unit-ctl-%d", (int)getpid());
+	assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vfabd.sock", dir);
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	alarm(30);
+	t0 = vfab_now_ms();
+	while (n < 8 && (rc = vfab_ctl_connect(dir)) >= 0)
+		fds[n++] = rc;
+	alarm(0);
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_true(vfab_now_ms() - t0 < 5000);
+	while (n)
+		close(fds[--n]);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
+static pid_t clone_with_pid(pid_t want)
+{
+	pid_t tid = want;
+	struct clone_args args = {
+	    .exit_signal = SIGCHLD,
+	    .set_tid = (uint64_t)(uintptr_t)&tid,
+	    .set_tid_size = 1,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/*
+ * An owner that died while vfabd was not looking, its pid taken by a newer
+ * process meanwhile: its objects are still reaped (owners are a pid and a
+ * start time), and the newcomer is left alone.
+ */
+static void test_reap_after_pid_reuse(void **state)
+{
+	struct vfab_region *r = open_region();
+	int ready[2], slot = -1, status;
+	pid_t a, b;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* clone3 with set_tid needs CAP_SYS_ADMIN */
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+	a = fork();
+	assert_true(a >= 0);
+	if (a == 0) {
+		struct vfab_owner o = {.pid = getpid(), .ctx_id = 9};
+		char st;
+
+		if (vfab_proc_self_stat(&st, (unsigned long long *)&o.start_ticks))
+			_exit(1);
+		slot = vfab_qp_alloc(r, &o, 8, 1);
+		_exit(write(ready[1], &slot, sizeof(slot)) == sizeof(slot) ? 0 : 1);
+	}
+	assert_int_equal(read(ready[0], &slot, sizeof(slot)), (ssize_t)sizeof(slot));
+	assert_true(slot >= 0);
+	assert_int_equal(waitpid(a, &status, 0), a);
+	/* Start times count clock ticks (10 ms): a newcomer of the same tick is the owner. */
+	sleep_ms(30);
+	b = clone_with_pid(a);
+	if (b == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	kill(daemon_pid, SIGCONT);
+	if (b < 0)
+		skip(); /* the pid was taken by someone else, or no set_tid */
+	assert_int_equal(r->qps[slot].owner.pid, b);
+	assert_true(wait_state(&r->qps[slot].state, VFAB_SLOT_FREE));
+	kill(b, SIGKILL);
+	assert_int_equal(waitpid(b, &status, 0), b);
+	close(ready[0]);
+	close(ready[1]);
+	vfab_region_close(r);
+}
+
 static void test_refusals(void **state)
 {
 	char path[256];
@@ -351,6 +590,13 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reap_without_bye, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_reap_before_hello, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_bye_keeps_live_objects, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_live_close_keeps_objects, start_daemon,
+					    stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_hello_claim_ignored, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_flood_fairness, start_daemon, stop_daemon),
+	    cmocka_unit_test_setup_teardown(test_conn_limit, start_daemon, stop_daemon),
+	    cmocka_unit_test(test_connect_timeout),
+	    cmocka_unit_test_setup_teardown(test_reap_after_pid_reuse, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_refusals, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_shutdown, start_daemon, stop_daemon),
 	    cmocka_unit_test_setup_teardown(test_sigterm, start_daemon, stop_daemon),

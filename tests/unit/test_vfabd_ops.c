@@ -570,6 +570,54 @@ static void test_unprivileged_refused(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * An unprivileged client that names another user's FIFO (here root's) in its
+ * HELLO is refused, and a port event writes nothing there: the reader would
+ * take the record for one of its own (a CQ pointer, for a channel).
+ */
+static void test_foreign_fifo_refused(void **state)
+{
+	char path[PATH_MAX], reply[256];
+	int status, fifo;
+	struct ev e;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* needs to become another user */
+	make_port_view();
+	fifo = open_fifo("4242.9", path, sizeof(path)); /* root's, 0600 */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char line[PATH_MAX + 64];
+		int fd, ok;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		fd = vfab_ctl_connect(fx_rundir);
+		snprintf(line, sizeof(line), "HELLO %d hca=0 async=%s", (int)getpid(), path);
+		ok = fd >= 0 && vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0 &&
+		     !strncmp(reply, "ERR EPERM ", 10);
+		if (!ok)
+			_exit(1);
+		/* Held open (no BYE) while the parent raises an event. */
+		sleep(2);
+		_exit(0);
+	}
+	fx_sleep_ms(500);
+	assert_true(fx_request("LINK node0/mlx5_0 down", reply, sizeof(reply)) > 0);
+	assert_true(fx_request("LINK node0/mlx5_0 up", reply, sizeof(reply)) > 0);
+	fx_sleep_ms(100);
+	assert_true(read(fifo, &e, sizeof(e)) <= 0); /* nothing arrived */
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 3)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(fifo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +629,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fault_pause_kill, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shutdown_resumes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unprivileged_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_foreign_fifo_refused, setup, teardown),
 	};
 
 	if (!getenv("VFABD")) {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# nonroot.sh PORT: RDMA as an unprivileged user (issue 10, finding 9).
+# Two test users are created (and removed on any exit); as the first one,
+# ibv_rc_pingpong and ib_write_bw run between node1 and node0; then a server
+# of the first user and a client of the second must fail, with vfab's
+# message saying why (copies need the same user).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+port=$1
+u1=vfabit1 u2=vfabit2
+cleanup_users()
+{
+	userdel "$u1" 2>/dev/null || true
+	userdel "$u2" 2>/dev/null || true
+}
+trap 'cleanup_users; vfab_cleanup' EXIT
+cleanup_users
+useradd --system --no-create-home --shell /usr/sbin/nologin "$u1" ||
+	fail "cannot create test user $u1"
+useradd --system --no-create-home --shell /usr/sbin/nologin "$u2" ||
+	fail "cannot create test user $u2"
+as()
+{
+	local user=$1
+	shift
+	echo setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups "$@"
+}
+
+# pair USER_SERVER USER_CLIENT LOGNAME TOOL ARGS...: server in node1, client in node0.
+pair()
+{
+	local us=$1 uc=$2 name=$3
+	shift 3
+	local srv=$VFAB_TMP/$name.server.log cli=$VFAB_TMP/$name.client.log
+	# shellcheck disable=SC2046
+	start_server node1 "$srv" $(as "$us" "$@" -p "$port")
+	wait_listen node1 "$port" 30 || { show "$srv"; fail "$name: server did not listen"; }
+	crc=0
+	# shellcheck disable=SC2046
+	timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+		$(as "$uc" "$@" -p "$port" "$NODE1_IP") >"$cli" 2>&1 || crc=$?
+	src=0
+	wait_pid "$SERVER_PID" "${SERVER_WAIT:-20}" || src=$?
+	show "$srv" "$cli"
+	port=$((port + 1))
+}
+
+pair "$u1" "$u1" pingpong ibv_rc_pingpong -d mlx5_0 -g 3 -n 1000
+[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "non-root ibv_rc_pingpong: client $crc, server $src"
+grep -qE '^[0-9]+ iters in' "$VFAB_TMP/pingpong.client.log" || fail "pingpong printed no result"
+note "ibv_rc_pingpong as $u1 between the nodes"
+
+pair "$u1" "$u1" writebw ib_write_bw -d mlx5_0 -x 3 -F -n 2000
+[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "non-root ib_write_bw: client $crc, server $src"
+bw=$(perftest_value "$VFAB_TMP/writebw.client.log" "BW average" 4)
+num_between "${bw:-x}" 0 inf || fail "ib_write_bw as $u1 printed no bandwidth"
+note "ib_write_bw as $u1: $bw MB/s"
+
+SERVER_WAIT=1 pair "$u1" "$u2" cross ibv_rc_pingpong -d mlx5_0 -g 3 -n 10
+[ "$crc" != 0 ] || fail "ibv_rc_pingpong between two users succeeded"
+grep -q 'vfab: cannot copy into pid .*permission denied' "$VFAB_TMP/cross.client.log" ||
+	fail "no clear error for traffic between users"
+note "between users: fails with vfab's message"
