@@ -503,6 +503,17 @@ static void on_rej(const struct vfab_cm_msg *m)
 	event_conn(id, id->uid, id->handle, VFAB_EV_REJECTED, m->reason, m);
 }
 
+/*
+ * The connection is over: DISCONNECTED now, TIMEWAIT_EXIT once the kernel's
+ * CM would leave time wait (the ID may be destroyed before).
+ */
+static void disconnected(struct vfab_cm_id *id)
+{
+	id->state = VFAB_CS_DISCONNECTED;
+	id->timewait_ns = vfab_mono_ns() + VFAB_CM_TIMEWAIT_MS * NS_PER_MS;
+	event_simple(id, VFAB_EV_DISCONNECTED, 0);
+}
+
 static void on_dreq(struct vfab_cm_port *p, int dev, const struct vfab_cm_msg *m)
 {
 	struct vfab_cm_id *id = vfab_cm_id_by_local(m->remote_id);
@@ -516,8 +527,7 @@ static void on_dreq(struct vfab_cm_port *p, int dev, const struct vfab_cm_msg *m
 	send_msg(id, &drep);
 	if (id->state == VFAB_CS_ESTABLISHED || id->state == VFAB_CS_REP_SENT ||
 	    id->state == VFAB_CS_DREQ_SENT) {
-		id->state = VFAB_CS_DISCONNECTED;
-		event_simple(id, VFAB_EV_DISCONNECTED, 0);
+		disconnected(id);
 	}
 }
 
@@ -527,8 +537,7 @@ static void on_drep(const struct vfab_cm_msg *m)
 
 	if (!id || id->state != VFAB_CS_DREQ_SENT)
 		return;
-	id->state = VFAB_CS_DISCONNECTED;
-	event_simple(id, VFAB_EV_DISCONNECTED, 0);
+	disconnected(id);
 }
 
 static void handle_msg(struct vfab_cm_port *p, int dev, const struct vfab_cm_msg *m)
@@ -580,8 +589,7 @@ static void expire(struct vfab_cm_id *id, uint64_t now)
 		event_simple(id, VFAB_EV_UNREACHABLE, -ETIMEDOUT);
 		break;
 	case VFAB_CS_DREQ_SENT:
-		id->state = VFAB_CS_DISCONNECTED;
-		event_simple(id, VFAB_EV_DISCONNECTED, 0);
+		disconnected(id);
 		break;
 	default:
 		break;
@@ -608,14 +616,19 @@ static uint64_t run_timers(uint64_t now)
 		    now >= id->alive_check_ns) {
 			id->alive_check_ns = now + VFAB_CM_ALIVE_MS * NS_PER_MS;
 			if (id->remote_pid && !vfab_pid_alive(id->remote_pid)) {
-				id->state = VFAB_CS_DISCONNECTED;
-				event_simple(id, VFAB_EV_DISCONNECTED, 0);
+				disconnected(id);
 			}
 		}
 		if ((id->state == VFAB_CS_REQ_SENT || id->state == VFAB_CS_REP_SENT ||
 		     id->state == VFAB_CS_DREQ_SENT) &&
 		    id->resend_ns && (!next || id->resend_ns < next))
 			next = id->resend_ns;
+		if (id->timewait_ns && now >= id->timewait_ns) {
+			id->timewait_ns = 0;
+			event_simple(id, VFAB_EV_TIMEWAIT_EXIT, 0);
+		}
+		if (id->timewait_ns && (!next || id->timewait_ns < next))
+			next = id->timewait_ns;
 	}
 	return next;
 }

@@ -25,6 +25,13 @@
 #define VFAB_CM_RETRIES 15
 #define VFAB_CM_ALIVE_MS 500
 /*
+ * Time wait after a disconnect, as the kernel's CM keeps it on RoCE: the
+ * path's packet lifetime is CMA_IBOE_PACKET_LIFETIME (16), the address
+ * vector's timeout one more, and cm_enter_timewait waits
+ * cm_convert_to_ms(17) = 1 << (17 - 8) ms before TIMEWAIT_EXIT.
+ */
+#define VFAB_CM_TIMEWAIT_MS 512
+/*
  * How long a REQ for a service nobody listens on waits for a listener
  * before the REJ: the time a REQ takes to reach the peer's CM on hardware
  * (the MAD path, and before it the active side's QP creation, ~1 ms on a

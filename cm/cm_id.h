@@ -92,6 +92,7 @@ struct vfab_cm_id {
 	uint64_t req_deadline_ns; /* first REQ: when "nobody listens" becomes final */
 	int retries;
 	uint64_t alive_check_ns;
+	uint64_t timewait_ns; /* when TIMEWAIT_EXIT is due, 0: none */
 	uint32_t events_reported;
 };
 
