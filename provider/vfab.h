@@ -214,6 +214,11 @@ struct vfab_qp {
 		struct vfab_swqe *cursor; /* first WR not ACKED yet, NULL if none */
 		struct vfab_swqe *spare;
 		uint32_t nspare;
+		/*
+		 * Small WRITEs held back by post_send (vfab_req.c) since the
+		 * last flush: they go out together, in one copy.
+		 */
+		uint32_t batched;
 	} sq;
 
 	/* The requester (vfab_req.c, vfab_attempt.c, vfab_chain.c, vfab_dest.c). */
@@ -417,8 +422,9 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu);
  * Most WRs one chain delivers with a single copy; NCCL posts up to 8 WRITEs
  * plus a WRITE with immediate, perftest --post_list as many as asked.
  */
-#define VFAB_CHAIN_MAX 16
-#define VFAB_CHAIN_IOV (VFAB_CHAIN_MAX * VFAB_MAX_SGE)
+#define VFAB_CHAIN_MAX 64
+/* Local segments of one chain: process_vm_writev's IOV_MAX. */
+#define VFAB_CHAIN_IOV 1024
 /*
  * A chain of RDMA WRITEs (the last may carry an immediate) of an RC QP with
  * nothing queued, on an unshaped path to another process: delivers the
@@ -426,7 +432,7 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu);
  * length; those WRs are ACKED with due_ns 0. The first WR left out has had
  * no effect anywhere and must be started on its own (vfab_attempt).
  */
-uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n);
+uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n);
 
 /* ---- vfab_sq.c: the send queue of WRs not complete yet (sq.lock held) ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);
@@ -452,5 +458,7 @@ void vfab_engine_cancel(struct vfab_qp *qp);
 void vfab_engine_poll(const _Atomic uint32_t *cq_armed);
 /* A thread goes to sleep on a completion channel: no polling to count on. */
 void vfab_engine_kick(void);
+/* Whether this thread polls CQs that are not armed: it will poll for what it posts. */
+bool vfab_engine_thread_polls(void);
 
 #endif /* VFAB_PROVIDER_H */

@@ -18,7 +18,7 @@
 /* A chain's segments go to one process_vm_writev. */
 _Static_assert(VFAB_CHAIN_IOV <= IOV_MAX, "a chain must fit one process_vm_writev");
 
-uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n)
+uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_msg m[VFAB_CHAIN_MAX];
@@ -37,23 +37,26 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n
 	if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (vfab_gather(qp, &w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
+		/* What does not fit one call waits for the next chain. */
+		if (nl + (w[i]->num_sge > 1 ? w[i]->num_sge : 1) > VFAB_CHAIN_IOV)
+			break;
+		if (vfab_gather(qp, w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
 			break;
 		/* memfd -1: one process_vm_writev for all. */
-		vfab_msg_build(&m[i], qp, &w[i], qp->req.chain_iov + nl, cnt, len, d,
+		vfab_msg_build(&m[i], qp, w[i], qp->req.chain_iov + nl, cnt, len, d,
 			       qp->req.dest.hca, qp->req.dest.port, -1);
 		m[i].psn = psn;
 		m[i].npkts = vfab_packets(len, qp->req.mtu_bytes);
-		w[i].byte_len = (uint32_t)len;
+		w[i]->byte_len = (uint32_t)len;
 		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
 		nl += cnt;
 	}
 	k = i ? vfab_resp_rc_writes(m, i) : 0;
 	for (i = 0; i < k; i++) {
-		w[i].psn = m[i].psn;
-		w[i].npkts = m[i].npkts;
-		w[i].stage = VFAB_ST_ACKED;
-		w[i].due_ns = 0;
+		w[i]->psn = m[i].psn;
+		w[i]->npkts = m[i].npkts;
+		w[i]->stage = VFAB_ST_ACKED;
+		w[i]->due_ns = 0;
 		bytes += m[i].len;
 		npkts += m[i].npkts;
 	}

@@ -269,6 +269,11 @@ void vfab_engine_schedule_posted(struct vfab_qp *qp, uint64_t due_ns)
 	vfab_engine_schedule(qp, due_ns);
 }
 
+bool vfab_engine_thread_polls(void)
+{
+	return thread_polls;
+}
+
 void vfab_engine_kick(void)
 {
 	/* This thread stops polling: the engine is on its own from now. */

@@ -8,6 +8,7 @@
  * move on through the completer (vfab_comp.c), which writes every send CQE.
  */
 #include "provider/vfab_comp.h"
+#include "provider/vfab_dest.h"
 #include "provider/vfab_lead.h"
 
 #include <errno.h>
@@ -148,16 +149,93 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 }
 
 /*
+ * Batched submission. A small RDMA WRITE posted by a thread that polls its
+ * CQs, while WRs it posted before are not reaped yet, is held back in the
+ * send queue (QUEUED) rather than copied at once: the WRITEs that follow it
+ * join it, and vfab_sq_advance moves them all with one copy (a chain) when
+ * the application next polls a CQ (vfab_engine_poll runs the QP, due at
+ * once), when VFAB_CHAIN_MAX are held, or before anything else is posted on
+ * the QP; a WRITE with immediate ends the batch and sends it. A thread that
+ * stops polling leaves them to the engine (at most its backstop late). Only
+ * WRITEs to another process on a plain path: a shaped path times each
+ * message itself, and a lone WRITE (nothing pending) is never held, so
+ * latency is untouched. RC order holds (the queue is in posting order) and
+ * every completion is written after its bytes.
+ */
+#define BATCH_MAX_BYTES 4096u
+
+static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	struct vfab_qp_slot *d;
+	uint64_t len = 0;
+	uint32_t i;
+
+	if (w->opcode != IBV_WR_RDMA_WRITE &&
+	    (w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM || !qp->sq.batched))
+		return false;
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
+	    (qp->sq.head && !qp->sq.batched) || !vfab_engine_thread_polls())
+		return false;
+	/* Earlier WRs the application has not reaped: it will poll for them. */
+	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
+		return false;
+	if (w->is_inline) {
+		len = w->inline_len;
+	} else {
+		for (i = 0; i < w->num_sge; i++)
+			len += w->sge[i].length;
+	}
+	if (len > BATCH_MAX_BYTES)
+		return false;
+	d = vfab_dest(qp);
+	return d && d->owner.pid != qp->ctx->owner.pid && vfab_dest_plain(qp) &&
+	       vfab_dest_ports_up(qp);
+}
+
+/* Sends what post_send held back (and whatever else is due). */
+static void flush(struct vfab_qp *qp)
+{
+	uint64_t due = vfab_comp_progress(qp);
+
+	qp->sq.batched = 0;
+	if (due)
+		vfab_engine_schedule_posted(qp, due);
+}
+
+static int defer(struct vfab_qp *qp, struct vfab_swqe *w)
+{
+	prepare(qp, w);
+	if (vfab_sq_append(qp, w)) {
+		qp->sq.posted--;
+		return ENOMEM;
+	}
+	if (++qp->sq.batched >= VFAB_CHAIN_MAX || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		flush(qp);
+	else if (qp->sq.batched == 1)
+		vfab_engine_schedule_posted(qp, 1); /* due now: the next poll sends it */
+	return 0;
+}
+
+/*
  * A chain of two or more goes with one copy; whatever the chain leaves (a
  * WR that fails a check, waits or is not a WRITE) starts on its own, so its
  * outcome is exactly that of a single post.
  */
 int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_t *posted)
 {
+	struct vfab_swqe *c[VFAB_CHAIN_MAX];
 	uint32_t i = 0, k, done, j;
 	int rc = 0;
 
 	while (i < n && !rc) {
+		if (deferrable(qp, &w[i])) {
+			rc = defer(qp, &w[i]);
+			i += !rc;
+			continue;
+		}
+		/* Nothing overtakes what was held back. */
+		if (qp->sq.batched)
+			flush(qp);
 		k = chain_len(qp, w + i, n - i);
 		if (k < 2) {
 			prepare(qp, &w[i]);
@@ -165,9 +243,11 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_
 			i += !rc;
 			continue;
 		}
-		for (j = 0; j < k; j++)
+		for (j = 0; j < k; j++) {
 			prepare(qp, &w[i + j]);
-		done = vfab_attempt_writes(qp, w + i, k);
+			c[j] = &w[i + j];
+		}
+		done = vfab_attempt_writes(qp, c, k);
 		for (j = 0; j < done; j++)
 			vfab_comp_send(qp, &w[i + j], IBV_WC_SUCCESS, w[i + j].byte_len);
 		for (j = done; j < k && !rc; j++)

@@ -102,11 +102,42 @@ static void go_back(struct vfab_swqe *w)
 			w->stage = VFAB_ST_QUEUED;
 }
 
+/*
+ * Queued RDMA WRITEs one after the other (a WRITE with immediate may end
+ * them: what post_send held back, or WRs sent again) go with one copy when
+ * the path allows (vfab_attempt_writes); *wp becomes the last one delivered.
+ * False when none went: the first is then attempted on its own.
+ */
+static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
+{
+	struct vfab_swqe *c[VFAB_CHAIN_MAX], *w;
+	uint32_t n = 0, k;
+
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
+		return false;
+	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
+		if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+			break;
+		c[n++] = w;
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			break;
+	}
+	k = n >= 2 ? vfab_attempt_writes(qp, c, n) : 0;
+	if (!k)
+		return false;
+	if (qp->sq.cursor == *wp)
+		qp->sq.cursor = c[k - 1]->next;
+	*wp = c[k - 1];
+	return true;
+}
+
 /* From the first WR not acknowledged yet (the completer retires the rest). */
 void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 {
 	struct vfab_swqe *w;
 
+	/* What post_send held back goes now (or waits behind a blocked WR). */
+	qp->sq.batched = 0;
 	for (w = qp->sq.cursor; w; w = w->next) {
 		enum vfab_stage out;
 
@@ -149,6 +180,8 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 			out = vfab_attempt(qp, w, now);
 			break;
 		default: /* QUEUED: everything before it is on its way again */
+			if (send_chain(qp, &w))
+				continue;
 			out = vfab_attempt(qp, w, now);
 			break;
 		}

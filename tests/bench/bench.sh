@@ -7,7 +7,10 @@
 # puts them next to the raw ceiling of the copy vfab uses (pvm_ceiling:
 # process_vm_writev between two processes) and to TCP between the same nodes
 # over the fabric's veth/bridge path (tcp_stream), plus the time `vfab up` and
-# `vfab down` take. Prints one table; with --json also writes the numbers.
+# `vfab down` take. Small messages: ib_write_bw -s 8 (one WR per post),
+# ib_write_bw -s 8 --post_list 32 and ib_send_bw -s 8 next to the raw rate of
+# 8-byte process_vm_writev calls, one write per call and 64 per call
+# (pvm_ceiling). Prints one table; with --json also writes the numbers.
 #
 # Exits 1 when a measurement fails or a floor is missed. Floors (environment):
 #   VFAB_BENCH_BW_VS_RAW   vfab write bw >= this x raw pvm bw   (default 0.6)
@@ -15,6 +18,8 @@
 #   VFAB_BENCH_MAX_LAT_US  vfab write latency <= this           (default 5)
 #   VFAB_BENCH_MAX_UP_MS   vfab up < this                       (default 4000)
 #   VFAB_BENCH_MAX_DOWN_MS vfab down < this                     (default 2000)
+#   VFAB_BENCH_W8_VS_RAW1  ib_write_bw -s 8 rate >= this x raw one-per-call (0.5)
+#   VFAB_BENCH_PL_VS_RAW1  the same with --post_list 32 >= this x it        (1.5)
 # The fabric is always taken down on exit.
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
@@ -38,6 +43,8 @@ min_bw_tcp=${VFAB_BENCH_BW_VS_TCP:-3}
 max_lat=${VFAB_BENCH_MAX_LAT_US:-5}
 max_up=${VFAB_BENCH_MAX_UP_MS:-4000}
 max_down=${VFAB_BENCH_MAX_DOWN_MS:-2000}
+min_w8_raw=${VFAB_BENCH_W8_VS_RAW1:-0.5}
+min_pl_raw=${VFAB_BENCH_PL_VS_RAW1:-1.5}
 for prog in pvm_ceiling tcp_stream; do
 	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
 done
@@ -103,6 +110,18 @@ pair write_lat 18552 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18552
 vfab_lat=$(perftest_value "$VFAB_TMP/write_lat.cli" 't_typical[usec]' 5)
 num_between "${vfab_lat:-x}" 0 inf || { show "$VFAB_TMP/write_lat.cli"; fail "no ib_write_lat t_typical"; }
 
+# Message rates [M/s] of 2 s perftest runs.
+note "small messages: ib_write_bw -s 8, --post_list 32, ib_send_bw -s 8"
+pair w8 18554 ib_write_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18554
+w8_rate=$(perftest_value "$VFAB_TMP/w8.cli" 'MsgRate[Mpps]' 5)
+pair pl 18555 ib_write_bw -d mlx5_0 -x 3 -s 8 --post_list 32 -D 2 -F -p 18555
+pl_rate=$(perftest_value "$VFAB_TMP/pl.cli" 'MsgRate[Mpps]' 5)
+pair s8 18556 ib_send_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18556
+s8_rate=$(perftest_value "$VFAB_TMP/s8.cli" 'MsgRate[Mpps]' 5)
+for v in "$w8_rate" "$pl_rate" "$s8_rate"; do
+	num_between "${v:-x}" 0 inf || fail "a small-message rate is missing ('$v')"
+done
+
 note "TCP over the fabric's veths (tcp_stream)"
 pair tcp 18553 "$VFAB_BIN/tcp_stream" --port 18553
 tcp_bw=$(key "$VFAB_TMP/tcp.cli" bw_gbyte_per_s)
@@ -112,6 +131,8 @@ note "raw process_vm_writev ceiling (pvm_ceiling)"
 "$VFAB_BIN/pvm_ceiling" >"$VFAB_TMP/pvm.out" 2>&1 || { show "$VFAB_TMP/pvm.out"; fail "pvm_ceiling failed"; }
 raw_bw=$(key "$VFAB_TMP/pvm.out" bw_gbyte_per_s)
 raw_lat=$(key "$VFAB_TMP/pvm.out" lat_typical_us)
+raw_one=$(key "$VFAB_TMP/pvm.out" small_one_mwrites_per_s)
+raw_batch=$(key "$VFAB_TMP/pvm.out" small_batch_mwrites_per_s)
 
 note "vfab down"
 t0=$(date +%s%N)
@@ -119,7 +140,7 @@ t0=$(date +%s%N)
 fabric_is_up=0
 down_ms=$(ms_since "$t0")
 
-for v in "$tcp_bw" "$tcp_lat" "$raw_bw" "$raw_lat"; do
+for v in "$tcp_bw" "$tcp_lat" "$raw_bw" "$raw_lat" "$raw_one" "$raw_batch"; do
 	num_between "$v" 0 inf || fail "a reference measurement is missing or not positive ('$v')"
 done
 
@@ -139,6 +160,18 @@ row "write bw 1 MiB [GB/s]" "$vfab_bw" "$raw_bw" "$tcp_bw"
 row "write lat 8 B [us]" "$vfab_lat" "$raw_lat" "$tcp_lat"
 printf '%-26s %10s\n' "vfab up [ms]" "$up_ms" "vfab down [ms]" "$down_ms"
 echo
+srow()
+{
+	printf '%-34s %10.3f %10.2f %10.2f\n' "$1" "$2" "$(calc "$2 / $raw_one")" \
+		"$(calc "$2 / $raw_batch")"
+}
+printf '%-34s %10s %10s %10s\n' "8 B messages [M/s]" rate "x raw 1" "x raw 64"
+srow "raw pvm, 1 write per call" "$raw_one"
+srow "raw pvm, 64 writes per call" "$raw_batch"
+srow "ib_write_bw -s 8" "$w8_rate"
+srow "ib_write_bw -s 8 --post_list 32" "$pl_rate"
+srow "ib_send_bw -s 8" "$s8_rate"
+echo
 
 failed=0
 check()
@@ -153,6 +186,8 @@ check()
 check "write bw $vfab_bw >= $min_bw_raw x raw $raw_bw GB/s" "$vfab_bw >= $min_bw_raw * $raw_bw"
 check "write bw $vfab_bw >= $min_bw_tcp x TCP $tcp_bw GB/s" "$vfab_bw >= $min_bw_tcp * $tcp_bw"
 check "write lat $vfab_lat <= $max_lat us" "$vfab_lat <= $max_lat"
+check "ib_write_bw -s 8 $w8_rate >= $min_w8_raw x raw $raw_one M/s" "$w8_rate >= $min_w8_raw * $raw_one"
+check "--post_list 32 $pl_rate >= $min_pl_raw x raw $raw_one M/s" "$pl_rate >= $min_pl_raw * $raw_one"
 check "vfab up $up_ms < $max_up ms" "$up_ms < $max_up"
 check "vfab down $down_ms < $max_down ms" "$down_ms < $max_down"
 
@@ -162,10 +197,13 @@ if [ -n "$json" ]; then
   "fabric": "$VFAB_FABRIC",
   "write_bw_1MiB_gbyte_per_s": {"vfab": $vfab_bw, "raw_pvm": $raw_bw, "tcp_veth": $tcp_bw},
   "write_lat_8B_us": {"vfab": $vfab_lat, "raw_pvm": $raw_lat, "tcp_veth": $tcp_lat},
+  "small_8B_mmsg_per_s": {"raw_pvm_1": $raw_one, "raw_pvm_64": $raw_batch, "write_bw": $w8_rate,
+                          "write_bw_post_list_32": $pl_rate, "send_bw": $s8_rate},
   "vfab_up_ms": $up_ms,
   "vfab_down_ms": $down_ms,
   "floors": {"bw_vs_raw": $min_bw_raw, "bw_vs_tcp": $min_bw_tcp, "max_lat_us": $max_lat,
-             "max_up_ms": $max_up, "max_down_ms": $max_down},
+             "max_up_ms": $max_up, "max_down_ms": $max_down,
+             "write_8B_vs_raw_1": $min_w8_raw, "post_list_vs_raw_1": $min_pl_raw},
   "pass": $([ "$failed" = 0 ] && echo true || echo false)
 }
 JSON

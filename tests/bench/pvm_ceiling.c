@@ -6,21 +6,26 @@
  * between two plain processes, with no verbs in between, so that the
  * benchmark can say how close vfab gets to what the copy itself allows.
  *
- *   pvm_ceiling [--size BYTES] [--seconds S] [--runs N] [--iters N]
+ *   pvm_ceiling [--size BYTES] [--seconds S] [--runs N] [--iters N] [--batch N]
  *
  * Bandwidth: the parent writes --size bytes (default 1 MiB) into a buffer the
  * child owns, back to back for --seconds (default 1) per run; the best of
  * --runs (default 3) is reported. Latency: 8-byte ping-pong, each side
  * writing a sequence number into a word the other side spins on; half the
- * round trip is reported. The child's addresses reach the parent through a
- * pipe, as an rkey/address pair would reach an RDMA peer.
+ * round trip is reported. Small-write rate: 8-byte writes to consecutive
+ * 64-byte slots of the child's buffer (as small RDMA WRITEs to different
+ * remote addresses of one peer), one per call and --batch (default 64) per
+ * call, best of --runs; reported in millions of writes per second. The
+ * child's addresses reach the parent through a pipe, as an rkey/address pair
+ * would reach an RDMA peer.
  *
- * Output: key=value lines (bw_*, lat_*); exit status 0 on success, 1 on a
+ * Output: key=value lines (bw_*, lat_*, small_*); exit status 0 on success, 1 on a
  * failed system call, 2 on bad arguments.
  */
 #include "bench_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,7 @@ struct opts {
 	double seconds;
 	unsigned runs;
 	size_t iters;
+	size_t batch;
 };
 
 /* What each side tells the other about its memory. */
@@ -153,6 +159,58 @@ static int measure_bw(pid_t child, const struct child_addrs *a, const struct opt
 	return 0;
 }
 
+/* Writes of 8 bytes each, `per_call` per process_vm_writev, into 64-byte slots. */
+static int small_rate(pid_t child, const struct child_addrs *a, const struct opts *o,
+		      size_t per_call, double *best)
+{
+	static struct iovec l[IOV_MAX], r[IOV_MAX];
+	static uint64_t src[IOV_MAX];
+	size_t slots = o->size / 64;
+
+	if (per_call > IOV_MAX || per_call > slots)
+		return -EINVAL;
+	for (size_t i = 0; i < per_call; i++) {
+		src[i] = i;
+		l[i] = (struct iovec){.iov_base = &src[i], .iov_len = 8};
+		r[i].iov_len = 8;
+	}
+	*best = 0;
+	for (unsigned run = 0; run < o->runs; run++) {
+		uint64_t start = bench_now_ns(), deadline = start + (uint64_t)(o->seconds * 1e9);
+		uint64_t writes = 0, now, slot = 0;
+		ssize_t n;
+
+		do {
+			for (size_t i = 0; i < per_call; i++, slot = (slot + 1) % slots)
+				r[i].iov_base = (void *)(uintptr_t)(a->buf + slot * 64);
+			n = process_vm_writev(child, l, per_call, r, per_call, 0);
+			if (n != (ssize_t)(per_call * 8))
+				return n < 0 ? -errno : -EIO;
+			writes += per_call;
+			now = bench_now_ns();
+		} while (now < deadline);
+		if ((double)writes * 1e3 / (double)(now - start) > *best)
+			*best = (double)writes * 1e3 / (double)(now - start); /* M/s */
+	}
+	return 0;
+}
+
+static int measure_small(pid_t child, const struct child_addrs *a, const struct opts *o)
+{
+	double one, many;
+	int ret = small_rate(child, a, o, 1, &one);
+
+	if (!ret)
+		ret = small_rate(child, a, o, o->batch, &many);
+	if (ret)
+		return ret;
+	printf("small_bytes=8\n");
+	printf("small_batch=%zu\n", o->batch);
+	printf("small_one_mwrites_per_s=%.3f\n", one);
+	printf("small_batch_mwrites_per_s=%.3f\n", many);
+	return 0;
+}
+
 static int measure_lat(pid_t child, int wfd, const struct child_addrs *a, const struct opts *o)
 {
 	struct cmd_msg m = {.cmd = CMD_LATENCY, .iters = WARMUP_ITERS + o->iters};
@@ -196,10 +254,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->runs = (unsigned)bench_parse_ulong(argv[i], val);
 		else if (!strcmp(argv[i], "--iters"))
 			o->iters = bench_parse_ulong(argv[i], val);
+		else if (!strcmp(argv[i], "--batch"))
+			o->batch = bench_parse_ulong(argv[i], val);
 		else {
 			fprintf(stderr,
 				"usage: pvm_ceiling [--size BYTES] [--seconds S] [--runs N] "
-				"[--iters N]\n");
+				"[--iters N] [--batch N]\n");
 			exit(strcmp(argv[i], "--help") ? 2 : 0);
 		}
 		i++;
@@ -208,7 +268,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.size = 1 << 20, .seconds = 1.0, .runs = 3, .iters = 100000};
+	struct opts o = {.size = 1 << 20, .seconds = 1.0, .runs = 3, .iters = 100000, .batch = 64};
 	struct cmd_msg quit = {.cmd = CMD_QUIT};
 	struct child_addrs a;
 	int to_child[2], to_parent[2], status, ret;
@@ -237,6 +297,8 @@ int main(int argc, char **argv)
 		ret = bench_write_full(to_child[1], &pong_addr, sizeof(pong_addr));
 	if (!ret)
 		ret = measure_bw(child, &a, &o);
+	if (!ret)
+		ret = measure_small(child, &a, &o);
 	if (!ret)
 		ret = measure_lat(child, to_child[1], &a, &o);
 	if (!ret)

@@ -13,11 +13,18 @@
  *   rnr        the WRITEs before a waiting WRITE_WITH_IMM landed, no CQE yet
  *   recv       posts the receive it waits for; checks its completion
  *   prefix     the WRITEs before a bad rkey landed, those after it did not
+ *   batch      posts a receive, says "go", then watches a FIFO of 64-byte
+ *              entries that small WRITEs posted one by one fill (the
+ *              provider sends such WRITEs together, see vfab_req.c): an entry
+ *              whose last word is there is whole (ascending address order),
+ *              no entry shows before the one ahead of it (RC order), and all
+ *              are there when the closing WRITE_WITH_IMM completes
  */
 #include "verbs_harness.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,8 +34,11 @@
 #define CHAIN_OFF 16384 /* 8 x 1 KiB: seven WRITEs and a WRITE_WITH_IMM */
 #define RNR_OFF 40960	/* 3 x 512 B, then a zero-length WRITE_WITH_IMM */
 #define BAD_OFF 49152	/* 6 x 256 B on the second QP, the 4th with a bad rkey */
+#define FIFO_OFF 24576	/* FIFO_N x 64 B entries */
+#define FIFO_N 128
 #define CHAIN_IMM 0x1234u
 #define RNR_IMM 0x5678u
+#define FIFO_IMM 0x9abcu
 
 static struct ibv_qp *second_qp(struct side *s)
 {
@@ -60,6 +70,50 @@ static bool recv_imm(struct side *s, uint32_t imm, uint32_t len)
 	return !wait_wc(s->cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS &&
 	       wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && (wc.wc_flags & IBV_WC_WITH_IMM) &&
 	       ntohl(wc.imm_data) == imm && wc.byte_len == len;
+}
+
+/* Word k of FIFO entry i; the last word (k 7) says the entry is there. */
+static uint64_t fifo_word(int i, int k)
+{
+	return k == 7 ? (uint64_t)i + 1 : ((uint64_t)i << 8 | (uint64_t)k) + 0x5a5a000000000000ull;
+}
+
+static bool fifo_entry_whole(volatile const uint64_t *e, int i)
+{
+	for (int k = 0; k < 7; k++)
+		if (e[k] != fifo_word(i, k))
+			return false;
+	return true;
+}
+
+/* Watches the FIFO as NCCL's sender watches its CTS FIFO. */
+static bool fifo_watch(struct side *s)
+{
+	volatile const uint64_t *f = (volatile const uint64_t *)(s->buf + FIFO_OFF);
+	double end = now_ms() + 10000;
+	bool ok = true;
+
+	for (int i = 0; i < FIFO_N && ok; i++) {
+		while (__atomic_load_n(&f[i * 8 + 7], __ATOMIC_ACQUIRE) != fifo_word(i, 7)) {
+			/* The one behind it first, then this one: behind must not be ahead. */
+			if (i + 1 < FIFO_N &&
+			    __atomic_load_n(&f[(i + 1) * 8 + 7], __ATOMIC_ACQUIRE) ==
+				fifo_word(i + 1, 7) &&
+			    __atomic_load_n(&f[i * 8 + 7], __ATOMIC_ACQUIRE) != fifo_word(i, 7)) {
+				fprintf(stderr, "fifo entry %d landed before entry %d\n", i + 1, i);
+				return false;
+			}
+			if (now_ms() > end) {
+				fprintf(stderr, "fifo entry %d never landed\n", i);
+				return false;
+			}
+			sched_yield(); /* one core per node: let the sender run */
+		}
+		ok = fifo_entry_whole(f + i * 8, i);
+		if (!ok)
+			fprintf(stderr, "fifo entry %d: last word before the rest\n", i);
+	}
+	return ok;
 }
 
 int chain_peer_main(void)
@@ -103,6 +157,13 @@ int chain_peer_main(void)
 			    filled(s.buf + RNR_OFF, 3 * 512, 'r') && ibv_poll_cq(s.cq, 1, &wc) == 0;
 		} else if (!strncmp(line, "recv", 4)) {
 			ok = !ibv_post_recv(s.qp, &rwr, &rbad) && recv_imm(&s, RNR_IMM, 0);
+		} else if (!strncmp(line, "batch", 5)) {
+			ok = !ibv_post_recv(s.qp, &rwr, &rbad);
+			puts("go");
+			fflush(stdout);
+			ok &= fifo_watch(&s) && recv_imm(&s, FIFO_IMM, 0);
+			for (int i = 0; i < FIFO_N; i++)
+				ok &= fifo_entry_whole((uint64_t *)(s.buf + FIFO_OFF) + i * 8, i);
 		} else if (!strncmp(line, "prefix", 6)) {
 			ok = filled(s.buf + BAD_OFF, 3 * 256, 'x') &&
 			     filled(s.buf + BAD_OFF + 3 * 256, 3 * 256, 0) &&
@@ -140,6 +201,55 @@ static bool ask(FILE *out, FILE *in, const char *cmd)
 	fprintf(out, "%s\n", cmd);
 	fflush(out);
 	return fgets(line, sizeof(line), in) && !strncmp(line, "ok", 2);
+}
+
+/*
+ * FIFO_N WRITEs of one entry each, one ibv_post_send apiece while earlier
+ * ones are not reaped (every 16th signaled, the CQ polled between posts, as
+ * NCCL's proxy does), then a zero-length WRITE_WITH_IMM.
+ */
+static bool post_fifo(struct side *a, FILE *out, FILE *in, uint64_t addr, uint32_t rkey)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sg;
+	struct ibv_wc wc;
+	char line[64];
+	int rc, reaped = 0, wanted = FIFO_N / 16 + 1;
+
+	for (int i = 0; i < FIFO_N; i++)
+		for (int k = 0; k < 8; k++)
+			((uint64_t *)(a->buf + FIFO_OFF))[i * 8 + k] = fifo_word(i, k);
+	fprintf(out, "batch\n");
+	fflush(out);
+	if (!fgets(line, sizeof(line), in) || strncmp(line, "go", 2))
+		return false;
+	for (int i = 0; i <= FIFO_N; i++) {
+		sg = sge_of(a, FIFO_OFF + (size_t)i * 64, 64);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 300 + (uint64_t)i;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.sg_list = &sg;
+		wr.num_sge = 1;
+		wr.wr.rdma.remote_addr = addr + FIFO_OFF + (uint64_t)i * 64;
+		wr.wr.rdma.rkey = rkey;
+		/* Every other one inline, as NCCL posts its FIFO entries. */
+		wr.send_flags =
+		    (i % 16 == 15 ? IBV_SEND_SIGNALED : 0) | (i % 2 ? IBV_SEND_INLINE : 0);
+		if (i == FIFO_N) {
+			wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr.num_sge = 0;
+			wr.imm_data = htonl(FIFO_IMM);
+			wr.send_flags = IBV_SEND_SIGNALED;
+		}
+		while ((rc = ibv_post_send(a->qp, &wr, &bad)) == ENOMEM)
+			reaped += ibv_poll_cq(a->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+		if (rc)
+			return false;
+		reaped += ibv_poll_cq(a->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+	}
+	while (reaped < wanted && !wait_wc(a->cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS)
+		reaped++;
+	return reaped == wanted && wc.wr_id == 300 + FIFO_N;
 }
 
 static pid_t start_peer(const char *self, FILE **in, FILE **out)
@@ -254,6 +364,12 @@ void test_chains(const char *self)
 	}
 	check(ask(out, in, "prefix"), "only the WRITEs before the bad rkey landed",
 	      "peer disagrees");
+
+	check(post_fifo(&a, out, in, addr, rkey),
+	      "small WRITEs posted one by one, then a WRITE_WITH_IMM: all complete in order",
+	      "a completion is missing or wrong");
+	check(fgets(line, sizeof(line), in) && !strncmp(line, "ok", 2),
+	      "FIFO entries whole, in order, all there at the immediate", "peer disagrees");
 
 	fclose(out);
 	waitpid(pid, &status, 0);
