@@ -6,7 +6,7 @@
 # net1 a macvlan of the host's PF ens1f0. Shows:
 #  - show_gids in any pod lists every pod of its host (0/1 the PF's default
 #    GID on ens1f0, then per pod its net1 address and link-local, all net1);
-#  - the seed's one-liner prints every pod's index (3 7 11 on host0), not the
+#  - the seed's one-liner prints every pod's index (11 3 7 on host0), not the
 #    pod's own; `show_gids | grep v2 | grep <net1 address> | cut -f 3` does:
 #    pod-a 3, pod-b 7, pod-c 11, pod-d 3, pod-e 7;
 #  - one global index (11) works in pod-c and fails in pod-d, whose table
@@ -82,7 +82,8 @@ ll=$(vx pod-b ip -6 -o addr show dev net1 scope link | awk '{ print $4 }')
 	fail "gids/9 is not pod-b's net1 link-local address $ll"
 
 note "the seed's one-liner prints every pod's index; the pod's own comes from its net1 address"
-for h in pod-a:'3 7 11 ' pod-b:'3 7 11 ' pod-d:'3 7 '; do
+# The glob lists gids/* in lexicographic order: 11 before 3.
+for h in pod-a:'11 3 7 ' pod-b:'11 3 7 ' pod-d:'3 7 '; do
 	out=$(vx "${h%%:*}" bash -c "$ONELINER" | tr '\n' ' ')
 	[ "$out" = "${h#*:}" ] || fail "${h%%:*}: the one-liner printed '$out', not '${h#*:}'"
 done
