@@ -168,6 +168,12 @@ static int check_shared_pod(struct cfg_parse *p, const struct vfab_cfg_host *h, 
 				     "pod '%s': its HCA netdev '%s' must be a plain upper (net1) "
 				     "of the host's '%s'",
 				     n->id, nd->name, h->netdev);
+	/* Its place in the pod's list is its uverbsN: the first pod's, in every pod. */
+	if (k && hi != hca_by_name(&p->cfg->nodes[h->pods[0]], h->hca))
+		return cfg_fail_line(&p->ctx, h->pod_lines[k], path,
+				     "pod '%s' lists '%s' at another position than pod '%s' (the "
+				     "shared HCA is one uverbs device: list it alike)",
+				     n->id, h->hca, p->cfg->nodes[h->pods[0]].id);
 	if (*upper && strcmp(*upper, nd->name))
 		return cfg_fail_line(&p->ctx, h->pod_lines[k], path,
 				     "pod '%s' binds '%s' to '%s', another pod '%s': one network "
