@@ -240,7 +240,8 @@ static int load_root(struct cfg_parse *p)
 	static const struct cfg_key keys[] = {{"version", parse_version},
 					      {"cluster", parse_cluster},
 					      {"nodes", cfg_parse_nodes},
-					      {"fabric", parse_fabric}};
+					      {"fabric", parse_fabric},
+					      {"hosts", cfg_parse_hosts}};
 	yaml_node_t *root = yaml_document_get_root_node(&p->ctx.doc);
 	uint32_t seen;
 	int rc;
@@ -252,7 +253,8 @@ static int load_root(struct cfg_parse *p)
 		return rc;
 	if (!(seen & 4))
 		return cfg_fail(&p->ctx, root, "nodes", "missing: a fabric needs nodes");
-	return cfg_check(p);
+	rc = cfg_check(p);
+	return rc ? rc : cfg_check_hosts(p);
 }
 
 int vfab_config_load_string(const char *yaml, const char *display_name, struct vfab_config *cfg,
@@ -354,6 +356,9 @@ void vfab_config_free(struct vfab_config *cfg)
 	}
 	free(cfg->nodes);
 	free(cfg->leaves);
+	free(cfg->hosts);
+	cfg->hosts = NULL;
+	cfg->nhosts = 0;
 	cfg->nodes = NULL;
 	cfg->nnodes = 0;
 	cfg->leaves = NULL;

@@ -65,6 +65,7 @@ struct vfab_cfg_node {
 	struct vfab_cfg_hca hcas[VFAB_CFG_MAX_HCAS];
 	uint32_t nnetdevs;
 	struct vfab_cfg_netdev netdevs[VFAB_CFG_MAX_NETDEVS];
+	uint32_t k8s_host;     /* hosts[] index + 1 of the host this pod is on; 0: none */
 	bool has_cpus;	       /* else the host's CPUs split between the nodes */
 	struct vfab_cpus cpus; /* nodes[].cpus */
 };
@@ -101,6 +102,24 @@ struct vfab_cfg_leaf {
 	struct vfab_cfg_addr ipv6_gw;
 };
 
+/*
+ * hosts[]: Kubernetes hosts and the pods (nodes) on them. In shared RDMA
+ * netns mode the pods share the host's one HCA: every pod's HCA named `hca`
+ * is that HCA, bound to the PF netdev `netdev` (in no pod), and each pod's
+ * own HCA netdev (net1) is a macvlan upper of it (configs/README.md).
+ */
+struct vfab_cfg_host {
+	char id[VFAB_CFG_NODE_ID_MAX + 1];
+	uint32_t line;
+	bool shared;		      /* rdma_netns: shared (else exclusive: no effect) */
+	char hca[VFAB_NAME_MAX];      /* hca.name */
+	char netdev[VFAB_IFNAME_MAX]; /* hca.netdev: the PF */
+	uint32_t npods;
+	uint32_t pods[VFAB_MAX_NODES]; /* node indices, in the order the pods came up */
+	char pod_ids[VFAB_MAX_NODES][VFAB_CFG_NODE_ID_MAX + 1];
+	uint32_t pod_lines[VFAB_MAX_NODES];
+};
+
 struct vfab_config {
 	char source[256];	  /* display name used in messages */
 	char name[VFAB_NAME_MAX]; /* cluster.name, "vfab" when absent */
@@ -119,6 +138,8 @@ struct vfab_config {
 	bool spine;			  /* more than one leaf: a router joins them */
 	uint32_t nleaves;
 	struct vfab_cfg_leaf *leaves;
+	uint32_t nhosts;
+	struct vfab_cfg_host *hosts;
 };
 
 /*

@@ -70,6 +70,13 @@ int cfg_parse_addresses(struct cfg_ctx *c, yaml_node_t *v, const char *path,
 const char *cfg_addr_path(char *buf, const struct cfg_parse *p, uint32_t node, uint32_t d,
 			  uint32_t a);
 
+/* ---- config_hosts.c: hosts[] and their pods ---- */
+
+/* The `hosts` sequence; obj is the struct cfg_parse. Pods are named, resolved later. */
+int cfg_parse_hosts(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj);
+/* Resolves pods to nodes and checks shared hosts; needs cfg_check done (leaves). */
+int cfg_check_hosts(struct cfg_parse *p);
+
 /* ---- config_leaves.c ---- */
 
 /*

@@ -218,7 +218,11 @@ static void sync_node(struct vfabd *d, uint32_t node)
 	for (uint32_t i = 0; i < rn->nhcas && i < 8; i++) {
 		uint32_t hca = rn->hcas[i];
 
-		if (hca >= d->r->nhcas || hca >= VFAB_MAX_HCAS)
+		/*
+		 * A shared HCA's port netdev is the host's PF, in no node, and its
+		 * table is every pod's: it is not followed (docs/DESIGN.md).
+		 */
+		if (hca >= d->r->nhcas || hca >= VFAB_MAX_HCAS || d->r->hcas[hca].shared)
 			continue;
 		for (uint32_t p = 1; p <= d->r->hcas[hca].nports && p <= VFAB_MAX_PORTS; p++)
 			if (d->r->hcas[hca].ports[p - 1].netdev[0])

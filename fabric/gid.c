@@ -23,21 +23,22 @@ void vfab_gid_default(const uint8_t mac[6], uint8_t gid[16])
 	gid[15] = mac[5];
 }
 
-static int find_raw(const struct vfab_gid *t, size_t n, const uint8_t raw[16], uint16_t vlan)
+static int find_raw(const struct vfab_gid *t, size_t n, const uint8_t raw[16], uint16_t vlan,
+		    uint8_t pod)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!memcmp(t[i].raw, raw, 16) && t[i].vlan == vlan)
+		if (!memcmp(t[i].raw, raw, 16) && t[i].vlan == vlan && t[i].pod == pod)
 			return (int)i;
 	return -1;
 }
 
 /* Appends raw as RoCE v1 and v2 unless the table has it already (same netdev). */
 static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t raw[16],
-		    uint8_t prefix, uint16_t vlan)
+		    uint8_t prefix, uint16_t vlan, uint8_t pod)
 {
 	int type;
 
-	if (find_raw(out, *n, raw, vlan) >= 0)
+	if (find_raw(out, *n, raw, vlan, pod) >= 0)
 		return 0;
 	if (*n + 2 > max)
 		return -ENOSPC;
@@ -49,6 +50,7 @@ static int add_pair(struct vfab_gid *out, size_t *n, size_t max, const uint8_t r
 		g->type = (uint8_t)type;
 		g->prefix = prefix;
 		g->vlan = vlan;
+		g->pod = pod;
 		g->index = (uint32_t)*n;
 		(*n)++;
 	}
@@ -63,7 +65,7 @@ int vfab_gid_table_build_ordered(const uint8_t mac[6], const struct vfab_gid_add
 	int rc;
 
 	vfab_gid_default(mac, raw);
-	rc = add_pair(out, &n, max, raw, 64, 0);
+	rc = add_pair(out, &n, max, raw, 64, 0, 0);
 	for (i = 0; !rc && i < count; i++) {
 		if (addrs[i].family == AF_INET) {
 			memset(raw, 0, 10);
@@ -72,9 +74,10 @@ int vfab_gid_table_build_ordered(const uint8_t mac[6], const struct vfab_gid_add
 			memcpy(raw + 12, addrs[i].addr, 4);
 			/* As an IPv6 prefix: the mapped range plus the IPv4 prefix. */
 			rc = add_pair(out, &n, max, raw, (uint8_t)(96 + addrs[i].prefix),
-				      addrs[i].vlan);
+				      addrs[i].vlan, addrs[i].pod);
 		} else {
-			rc = add_pair(out, &n, max, addrs[i].addr, addrs[i].prefix, addrs[i].vlan);
+			rc = add_pair(out, &n, max, addrs[i].addr, addrs[i].prefix, addrs[i].vlan,
+				      addrs[i].pod);
 		}
 	}
 	return rc ? rc : (int)n;

@@ -29,6 +29,7 @@ struct vfab_gid_addr {
 	uint8_t addr[16];
 	uint8_t prefix; /* kept in the entry (vfab_gid.prefix) for the routing rules */
 	uint16_t vlan;	/* 0: an address of the port's netdev; else of its VLAN upper */
+	uint8_t pod;	/* 0, or the pod (node + 1) whose upper of a shared HCA's netdev has it */
 };
 
 /* fe80::EUI-64(mac): the U/L bit flipped, ff:fe inserted in the middle. */

@@ -26,8 +26,8 @@
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
- * 5 owner start time; 6 per-device object counts. */
-#define VFAB_REGION_VERSION 6
+ * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev). */
+#define VFAB_REGION_VERSION 7
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -71,6 +71,13 @@ struct vfab_gid {
 	 * kernel's cache tells entries apart by GID, type and netdev.
 	 */
 	uint16_t vlan;
+	/*
+	 * 0: as above; else the HCA is shared by a host's pods (rdma_netns
+	 * shared) and the address sits on the upper (macvlan) that pod
+	 * nodes[pod - 1] holds: gid_attrs/ndevs names vfab_port.pod_netdev.
+	 */
+	uint8_t pod;
+	uint8_t pad[3];
 	uint32_t index; /* index in the port's (sysfs) GID table */
 };
 
@@ -136,6 +143,8 @@ struct vfab_port {
 	uint32_t link_up;   /* index into links[]: this port -> leaf */
 	uint32_t link_down; /* index into links[]: leaf -> this port */
 	char netdev[VFAB_IFNAME_MAX];
+	/* A shared HCA: the name of the pods' uppers (macvlans) of netdev, "net1". */
+	char pod_netdev[VFAB_IFNAME_MAX];
 	uint8_t mac[6];
 	uint16_t pad1;
 	_Atomic uint32_t gid_gen; /* bumped whenever the GID table changes */
@@ -151,7 +160,14 @@ struct vfab_hca {
 	uint32_t in_use;
 	/* Objects of each kind its contexts hold (vfab_dev_limit bounds them). */
 	_Atomic uint32_t used[VFAB_OBJ_KINDS];
-	uint32_t node; /* index into nodes[] */
+	uint32_t node; /* index into nodes[]: the first node that lists it */
+	/*
+	 * 0: the node's own. Else the host's HCA in shared RDMA netns mode,
+	 * listed by every pod (node) of that host: its QPs are found by QPN
+	 * whichever pod made them, its ports' links are the host's, its GID
+	 * table holds every pod's addresses (fabric/topology.c).
+	 */
+	uint32_t shared;
 	char name[VFAB_NAME_MAX];
 	uint32_t uverbs_idx; /* N of the node's /dev/infiniband/uverbsN */
 	uint32_t nports;

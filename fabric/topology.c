@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -197,10 +198,114 @@ static void fill_node_cpus(struct vfab_node *node, const struct vfab_config *cfg
 		vfab_cpus_split(&host, cfg->nnodes, i, &node->cpus);
 }
 
+/*
+ * The host's HCA in shared RDMA netns mode (config hosts[]), port 1 bound to
+ * the PF (in no pod): its table is what the kernel builds. The default GID
+ * comes from the PF's MAC; then roce_gid_mgmt.c adds the addresses of the
+ * PF's uppers found in every network namespace (enum_all_gids_of_dev_cb walks
+ * for_each_net), so each pod's macvlan net1 adds its addresses, in the order
+ * its CNI added them, and its own link-local address (a macvlan has a MAC of
+ * its own), pod after pod as they came up. Every entry names net1.
+ */
+static int fill_shared_port(struct vfab_region *r, const struct vfab_config *cfg, uint32_t host,
+			    struct vfab_port *port)
+{
+	const struct vfab_cfg_host *ch = &cfg->hosts[host];
+	struct vfab_gid_addr addrs[VFAB_PORT_GIDS];
+	double gbps = cfg->inter_node.has_bandwidth ? cfg->inter_node.bandwidth_gbps
+						    : VFAB_CFG_DEFAULT_SPEED_GBPS;
+	size_t count = 0;
+
+	for (uint32_t k = 0; k < ch->npods; k++) {
+		uint32_t ni = ch->pods[k];
+		const struct vfab_cfg_node *n = &cfg->nodes[ni];
+		int h = -1, d;
+		uint8_t mac[6];
+
+		for (uint32_t j = 0; j < n->nhcas && h < 0; j++)
+			if (!strcmp(n->hcas[j].name, ch->hca))
+				h = (int)j;
+		d = h < 0 ? -1 : vfab_config_netdev_index(n, n->hcas[h].netdev[0]);
+		if (d < 0)
+			return -EINVAL; /* the loader checked every pod */
+		if (k == 0) {
+			const struct vfab_cfg_netdev *nd = &n->netdevs[d];
+
+			snprintf(port->pod_netdev, sizeof(port->pod_netdev), "%s", nd->name);
+			port->netdev_mtu = nd->mtu;
+			port->segment = nd->leaf;
+		}
+		for (uint32_t a = 0; a < n->netdevs[d].naddrs && count < VFAB_PORT_GIDS; a++) {
+			memset(&addrs[count], 0, sizeof(addrs[count]));
+			addrs[count].family = n->netdevs[d].addrs[a].family;
+			memcpy(addrs[count].addr, n->netdevs[d].addrs[a].addr, 16);
+			addrs[count].prefix = n->netdevs[d].addrs[a].prefix;
+			addrs[count++].pod = (uint8_t)(ni + 1);
+		}
+		if (count >= VFAB_PORT_GIDS)
+			return -E2BIG;
+		vfab_topology_netdev_mac(r->fabric, cfg, ni, n->netdevs[d].name, mac);
+		memset(&addrs[count], 0, sizeof(addrs[count]));
+		addrs[count].family = AF_INET6;
+		vfab_gid_default(mac, addrs[count].addr);
+		addrs[count].prefix = 64;
+		addrs[count++].pod = (uint8_t)(ni + 1);
+	}
+	atomic_store(&port->state, 4); /* IBV_PORT_ACTIVE */
+	snprintf(port->netdev, sizeof(port->netdev), "%s", ch->netdev);
+	make_mac(r->fabric, 0x80 | host, 0, port->mac);
+	port->active_mtu = vfab_topology_active_mtu(port->netdev_mtu);
+	port->speed_mbps = (uint32_t)llround(gbps * 1000.0);
+	vfab_topology_encode_speed(port->speed_mbps, &port->active_width, &port->active_speed);
+	memcpy(&port->subnet, cfg->leaves[port->segment].ipv4.addr, 4);
+	topo_port_links(r, cfg, ch->id, ch->hca, 1, port);
+	return vfab_topology_port_gids(port, addrs, count);
+}
+
+/* HCA h of node i: a new one, or the host's shared one that an earlier pod made. */
+static int fill_hca(struct vfab_region *r, const struct vfab_config *cfg, uint32_t i, uint32_t h,
+		    int32_t shared_idx[])
+{
+	const struct vfab_cfg_node *cn = &cfg->nodes[i];
+	struct vfab_node *node = &r->nodes[i];
+	uint32_t host = cn->k8s_host ? cn->k8s_host - 1 : 0, hi = r->nhcas;
+	bool shared = cn->k8s_host && cfg->hosts[host].shared &&
+		      !strcmp(cfg->hosts[host].hca, cn->hcas[h].name);
+	struct vfab_hca *hca = &r->hcas[hi];
+	int rc;
+
+	if (shared && shared_idx[host] >= 0) {
+		node->hcas[node->nhcas++] = (uint32_t)shared_idx[host];
+		return 0;
+	}
+	hca->node = i;
+	hca->shared = shared;
+	snprintf(hca->name, sizeof(hca->name), "%s", cn->hcas[h].name);
+	hca->uverbs_idx = h;
+	hca->nports = cn->hcas[h].nports;
+	for (uint32_t p = 1; p <= hca->nports; p++) {
+		rc = shared ? fill_shared_port(r, cfg, host, &hca->ports[p - 1])
+			    : fill_port(r, cfg, i, h, p, &hca->ports[p - 1]);
+		if (rc)
+			return rc;
+	}
+	hca->node_guid = guid_from_mac(hca->ports[0].mac);
+	hca->sys_image_guid = hca->node_guid;
+	node->hcas[node->nhcas++] = hi;
+	hca->in_use = 1;
+	r->nhcas++;
+	if (shared)
+		shared_idx[host] = (int32_t)hi;
+	return 0;
+}
+
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 {
+	int32_t shared_idx[VFAB_MAX_NODES];
 	int rc = check_fits(r, cfg);
 
+	for (uint32_t k = 0; k < VFAB_MAX_NODES; k++)
+		shared_idx[k] = -1;
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < cfg->nnodes; i++) {
@@ -214,23 +319,9 @@ int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 		fill_node_netdevs(r, cfg, i);
 		fill_node_cpus(node, cfg, i);
 		for (uint32_t h = 0; h < cn->nhcas; h++) {
-			uint32_t hi = r->nhcas;
-			struct vfab_hca *hca = &r->hcas[hi];
-
-			hca->node = i;
-			snprintf(hca->name, sizeof(hca->name), "%s", cn->hcas[h].name);
-			hca->uverbs_idx = h;
-			hca->nports = cn->hcas[h].nports;
-			for (uint32_t p = 1; p <= hca->nports; p++) {
-				rc = fill_port(r, cfg, i, h, p, &hca->ports[p - 1]);
-				if (rc)
-					return rc;
-			}
-			hca->node_guid = guid_from_mac(hca->ports[0].mac);
-			hca->sys_image_guid = hca->node_guid;
-			node->hcas[node->nhcas++] = hi;
-			hca->in_use = 1;
-			r->nhcas++;
+			rc = fill_hca(r, cfg, i, h, shared_idx);
+			if (rc)
+				return rc;
 		}
 		node->loopback = topo_node_loopback(r, cfg, cn->id);
 		node->in_use = 1;

@@ -171,7 +171,8 @@ static int write_gid_tables(int portfd, const struct vfab_port *p)
 		const struct vfab_gid *g = by_index[i];
 		struct vfab_sysfs_gid_texts t;
 
-		vfab_sysfs_gid_texts(g, p->netdev, &t);
+		/* A shared HCA's pod entries name the pod's upper (net1), the rest the PF. */
+		vfab_sysfs_gid_texts(g, g && g->pod ? p->pod_netdev : p->netdev, &t);
 		ret = put_indexed(gids, i, !g, &empty_gid, t.gid);
 		if (ret == 0)
 			ret = put_indexed(types, i, !g, &empty_type, t.type);

@@ -7,6 +7,7 @@
 #ifndef VFAB_TOOLS_CLI_H
 #define VFAB_TOOLS_CLI_H
 
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -88,8 +89,11 @@ int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vf
 int vfab_fabric_down(const struct vfab_cli *cli, pid_t vfabd_pid, int quiet);
 
 struct vfab_port;
-/* Index of the port's IPv4-mapped RoCE v2 GID (the one NCCL picks), or -1. */
-int vfab_port_ipv4_v2_gid(const struct vfab_port *p);
+/*
+ * Index of the port's IPv4-mapped RoCE v2 GID (the one NCCL picks), or -1; on
+ * a shared HCA the one of node `node`'s own net1, not another pod's.
+ */
+int vfab_port_ipv4_v2_gid(const struct vfab_port *p, uint32_t node);
 
 /* vfabd_control.c: the daemon's life cycle seen from the CLI. */
 int vfab_vfabd_start(const struct vfab_cli *cli, const char *config, pid_t *pid);

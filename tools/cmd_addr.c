@@ -362,8 +362,14 @@ static int change_addr(const struct vfab_cli *cli, const struct addr_args *args,
 		return VFAB_EXIT_FAIL;
 	}
 	n = &r->nodes[ni];
-	if (!netdev)
-		netdev = n->nhcas ? r->hcas[n->hcas[0]].ports[0].netdev : n->netdevs[0].name;
+	if (!netdev && n->nhcas) {
+		const struct vfab_port *p0 = &r->hcas[n->hcas[0]].ports[0];
+
+		/* A shared HCA's port is on the host's PF; the pod's own netdev is net1. */
+		netdev = p0->pod_netdev[0] ? p0->pod_netdev : p0->netdev;
+	} else if (!netdev) {
+		netdev = n->netdevs[0].name;
+	}
 	vfab_ifaddr_format(&args->a, text);
 	addr_gid(&args->a, gid);
 	npg = ports_on(r, n, netdev, gid, pgs, (int)(sizeof(pgs) / sizeof(pgs[0])));

@@ -29,12 +29,13 @@ static void usage(FILE *f)
 		   "Exit: 0 up and healthy, 1 not up or degraded, 2 usage error.\n");
 }
 
-int vfab_port_ipv4_v2_gid(const struct vfab_port *p)
+int vfab_port_ipv4_v2_gid(const struct vfab_port *p, uint32_t node)
 {
 	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	for (uint32_t i = 0; i < p->ngids && i < VFAB_PORT_GIDS; i++)
 		if (p->gids[i].type == VFAB_GID_ROCE_V2 &&
+		    (!p->gids[i].pod || p->gids[i].pod == node + 1) &&
 		    memcmp(p->gids[i].raw, v4mapped, sizeof(v4mapped)) == 0)
 			return (int)p->gids[i].index;
 	return -1;
@@ -168,7 +169,7 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 				const struct vfab_hca *hca = &fs->r->hcas[n->hcas[h]];
 
 				printf(" %s (uverbs%u, GID %d)", hca->name, hca->uverbs_idx,
-				       vfab_port_ipv4_v2_gid(&hca->ports[0]));
+				       vfab_port_ipv4_v2_gid(&hca->ports[0], n->index));
 			}
 		}
 		printf("\n");
@@ -219,7 +220,7 @@ static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
 			printf("%s{\"port\":%u,\"netdev\":", p ? "," : "", p + 1);
 			json_str(hca->ports[p].netdev);
 			printf(",\"ipv4_rocev2_gid_index\":%d}",
-			       vfab_port_ipv4_v2_gid(&hca->ports[p]));
+			       vfab_port_ipv4_v2_gid(&hca->ports[p], n->index));
 		}
 		printf("]}");
 	}

@@ -159,7 +159,7 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		printf("  %-15s eth0 %-18s", n->id, addrs);
 		for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
 			const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
-			int gid = vfab_port_ipv4_v2_gid(&hca->ports[0]);
+			int gid = vfab_port_ipv4_v2_gid(&hca->ports[0], n->index);
 
 			if (gid >= 0)
 				printf(" %s (%s, RoCE v2 IPv4 GID %d)", hca->name,

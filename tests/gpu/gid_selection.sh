@@ -23,6 +23,13 @@
 #  configs/k8s-exclusive.yaml (4 pods, 2 hosts):
 #    excl_auto         no GID setting: works
 #    excl_fixed3       NCCL_IB_GID_INDEX=3, the same in every pod: works
+#  configs/k8s-shared.yaml (5 pods on 2 hosts sharing each host's HCA:
+#  host0 pods' own indices 3, 7, 11; host1's 3, 7):
+#    shared_auto       no GID setting: works (NCCL may take another pod's
+#                      entry of its host, which upstream Linux allows)
+#    shared_fixed11    NCCL_IB_GID_INDEX=11 (pod-c's own): host1 has no 11: fails
+#    shared_fixed3     NCCL_IB_GID_INDEX=3: every pod sends as its host's first
+#                      pod: works upstream (MLNX_OFED would refuse it)
 #  configs/roce-vlan.yaml (only where the kernel makes 802.1Q VLANs):
 #    vlan_auto         no GID setting: NCCL picks index 3 (198.18.100.x on eth1.100)
 #    vlan_tc           NCCL_IB_TC=106 (the traffic class a DSCP-26 lossless class
@@ -34,7 +41,7 @@ out="$repo/tests/gpu/results"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) out=$2; shift 2 ;;
-	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,36p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -81,6 +88,14 @@ say "## configs/k8s-exclusive.yaml"
 "$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$repo/configs/k8s-exclusive.yaml"
 record excl_auto 4 ok
 record excl_fixed3 4 ok NCCL_IB_GID_INDEX=3
+"$vfab" --fabric "$fabric" down
+
+say "## configs/k8s-shared.yaml"
+"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$repo/configs/k8s-shared.yaml"
+"$vfab" --fabric "$fabric" exec pod-b -- show_gids | tee -a "$summary"
+record shared_auto 5 ok
+record shared_fixed11 5 fail NCCL_IB_GID_INDEX=11
+record shared_fixed3 5 ok NCCL_IB_GID_INDEX=3
 "$vfab" --fabric "$fabric" down
 
 say "## configs/roce-vlan.yaml"

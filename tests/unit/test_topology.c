@@ -259,6 +259,118 @@ static void test_port_gids(void **state)
 	assert_int_equal(p->gid_gen, 3);
 }
 
+/* The GID identity of entry i: index, type, the pod (node + 1), the IPv4 address's last byte. */
+static void expect_gid(const struct vfab_port *p, uint32_t i, uint8_t type, uint8_t pod,
+		       int v4_last)
+{
+	assert_int_equal(p->gids[i].index, i);
+	assert_int_equal(p->gids[i].type, type);
+	assert_int_equal(p->gids[i].pod, pod);
+	if (v4_last >= 0) {
+		assert_true(vfab_gid_is_v4mapped(p->gids[i].raw));
+		assert_int_equal(p->gids[i].raw[15], v4_last);
+	} else {
+		assert_true(vfab_gid_is_link_local(p->gids[i].raw));
+	}
+}
+
+/*
+ * configs/k8s-shared.yaml: the pods of a host list one HCA on the PF, whose
+ * table is the PF's default GID then each pod's net1 address and link-local.
+ */
+static void test_shared_hca(void **state)
+{
+	struct vfab_region *r = *state;
+	FILE *f = fopen(VFAB_CONFIGS_DIR "/k8s-shared.yaml", "r");
+	const struct vfab_port *p;
+	uint8_t ll[16];
+	char yaml[8192];
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(yaml, 1, sizeof(yaml) - 1, f);
+	fclose(f);
+	yaml[n] = '\0';
+	fill_from(r, yaml);
+	assert_int_equal(r->nnodes, 5);
+	assert_int_equal(r->nhcas, 2); /* one per host */
+	for (uint32_t i = 0; i < 5; i++) {
+		assert_int_equal(r->nodes[i].nhcas, 1);
+		assert_int_equal(r->nodes[i].hcas[0], i < 3 ? 0 : 1);
+	}
+	assert_int_equal(r->hcas[0].shared, 1);
+	assert_int_equal(r->hcas[0].node, 0);
+	assert_int_equal(r->hcas[1].node, 3);
+	p = &r->hcas[0].ports[0];
+	assert_string_equal(p->netdev, "ens1f0");
+	assert_string_equal(p->pod_netdev, "net1");
+	assert_int_equal(p->ngids, 14);
+	expect_gid(p, 1, VFAB_GID_ROCE_V2, 0, -1);
+	expect_gid(p, 3, VFAB_GID_ROCE_V2, 1, 11);
+	expect_gid(p, 5, VFAB_GID_ROCE_V2, 1, -1);
+	expect_gid(p, 7, VFAB_GID_ROCE_V2, 2, 12);
+	expect_gid(p, 10, VFAB_GID_ROCE_V1, 3, 13);
+	expect_gid(p, 13, VFAB_GID_ROCE_V2, 3, -1);
+	/* pod-b's link-local is its net1's (the macvlan's own MAC), not the PF's. */
+	vfab_gid_default(r->nodes[1].netdevs[1].mac, ll);
+	assert_string_equal(r->nodes[1].netdevs[1].name, "net1");
+	assert_memory_equal(p->gids[9].raw, ll, 16);
+	vfab_gid_default(p->mac, ll);
+	assert_memory_equal(p->gids[0].raw, ll, 16);
+	assert_int_equal(r->hcas[1].ports[0].ngids, 10);
+	/* The pods share their host's port links: a pair per host, a loopback per pod, 4 leaves. */
+	assert_int_equal(r->nlinks, 2 * 2 + 5 + 2 * 4);
+	assert_int_equal(r->hcas[0].ports[0].segment, r->nodes[2].netdevs[1].leaf);
+}
+
+static void expect_hosts_error(const char *yaml, const char *msg)
+{
+	struct vfab_config cfg;
+
+	assert_int_equal(vfab_config_load_string(yaml, "h.yaml", &cfg, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, msg))
+		fail_msg("error '%s' lacks '%s'", err, msg);
+}
+
+static void test_hosts_errors(void **state)
+{
+	static const char pods[] = "nodes:\n"
+				   "  - {id: a, hcas: [{name: mlx5_0, netdev: net1}],"
+				   " netdevs: [{name: net1, addresses: [198.18.10.1/24]}]}\n"
+				   "  - {id: b, leaf: 1, hcas: [{name: mlx5_0, netdev: net1}],"
+				   " netdevs: [{name: net1, addresses: [198.18.11.1/24]}]}\n";
+	char yaml[1024];
+
+	(void)state;
+	snprintf(yaml, sizeof(yaml), "%shosts: [{id: h, rdma_netns: shared, pods: [a]}]\n", pods);
+	expect_hosts_error(yaml, "a shared host needs hca");
+	snprintf(
+	    yaml, sizeof(yaml),
+	    "%shosts: [{id: h, rdma_netns: shard, hca: {name: mlx5_0, netdev: p0}, pods: [a]}]\n",
+	    pods);
+	expect_hosts_error(yaml, "expected shared or exclusive");
+	snprintf(yaml, sizeof(yaml),
+		 "%shosts: [{id: h, rdma_netns: shared, hca: {name: mlx5_0, netdev: p0}, pods: [a, "
+		 "c]}]\n",
+		 pods);
+	expect_hosts_error(yaml, "no node 'c'");
+	snprintf(yaml, sizeof(yaml),
+		 "%shosts: [{id: h, rdma_netns: shared, hca: {name: mlx5_0, netdev: p0}, pods: [a, "
+		 "b]}]\n",
+		 pods);
+	expect_hosts_error(yaml, "another leaf");
+	snprintf(yaml, sizeof(yaml),
+		 "%shosts: [{id: h, rdma_netns: shared, hca: {name: mlx5_1, netdev: p0}, pods: "
+		 "[a]}]\n",
+		 pods);
+	expect_hosts_error(yaml, "no one-port HCA 'mlx5_1'");
+	snprintf(yaml, sizeof(yaml),
+		 "%shosts: [{id: h, rdma_netns: exclusive, pods: [a]}, {id: g, rdma_netns: "
+		 "exclusive, pods: [a]}]\n",
+		 pods);
+	expect_hosts_error(yaml, "already on host 'h'");
+}
+
 static void expect_speed(uint32_t gbps, uint8_t width, uint8_t speed, const char *rate)
 {
 	struct vfab_port p = {0};
@@ -316,6 +428,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_seed_links, shm_setup, shm_teardown),
 	    cmocka_unit_test_setup_teardown(test_multi_hca, shm_setup, shm_teardown),
 	    cmocka_unit_test_setup_teardown(test_port_gids, shm_setup, shm_teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_hca, shm_setup, shm_teardown),
+	    cmocka_unit_test(test_hosts_errors),
 	    cmocka_unit_test(test_speed_encoding),
 	    cmocka_unit_test(test_active_mtu),
 	};
