@@ -9,11 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/paths.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define CGROUP_V1_CPUSET CGROUP_ROOT "/cpuset"
+#define CGROUP_RMDIR_TRIES 100
+#define CGROUP_RMDIR_WAIT_MS 20
 
 enum cg_kind { CG_NONE, CG_V1, CG_V2 };
 
@@ -192,6 +195,22 @@ int vfab_node_cpus_join(const char *rundir, const char *node)
 	return set_affinity(0, &cpus);
 }
 
+/*
+ * rmdir of a cgroup fails with EBUSY while a task in it is still exiting
+ * (the node's processes were killed just before): try again for a while.
+ */
+static int rmdir_cgroup(const char *dir)
+{
+	for (int i = 0; i < CGROUP_RMDIR_TRIES; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		vfab_sleep_ms(CGROUP_RMDIR_WAIT_MS);
+	}
+	return -EBUSY;
+}
+
 int vfab_node_cpus_remove(const char *fabric)
 {
 	char fab[4096], dir[4096];
@@ -208,14 +227,15 @@ int vfab_node_cpus_remove(const char *fabric)
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+		int rc;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    vfab_pathf(dir, sizeof(dir), "%s/%s", fab, de->d_name))
 			continue;
-		if (vfab_pathf(dir, sizeof(dir), "%s/%s", fab, de->d_name) == 0 && rmdir(dir) &&
-		    errno != ENOENT && ret == 0)
-			ret = -errno;
+		rc = rmdir_cgroup(dir);
+		if (rc && ret == 0)
+			ret = rc; /* the first failure; the other nodes still go */
 	}
 	closedir(d);
-	if (rmdir(fab) && errno != ENOENT && ret == 0)
-		ret = -errno;
-	return ret;
+	return ret ? ret : rmdir_cgroup(fab);
 }
