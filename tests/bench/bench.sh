@@ -24,19 +24,8 @@
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
 
-fabric=tbench json="" build=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--fabric) fabric=${2:?--fabric needs a name} && shift 2 ;;
-	--json) json=${2:?--json needs a file} && shift 2 ;;
-	--build) build=${2:?--build needs a directory} && shift 2 ;;
-	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 0 ;;
-	*) echo "bench.sh: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
-	esac
-done
-export VFAB_FABRIC=$fabric
-[ -z "$build" ] || export VFAB_BUILD_DIR=$build
-. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/bench_args.sh"
+bench_args tbench "$@"
 
 min_bw_raw=${VFAB_BENCH_BW_VS_RAW:-0.6}
 min_bw_tcp=${VFAB_BENCH_BW_VS_TCP:-3}

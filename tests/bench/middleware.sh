@@ -23,19 +23,8 @@
 set -euo pipefail
 export LC_ALL=C
 
-fabric=tbenchmw json="" build=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--fabric) fabric=${2:?--fabric needs a name} && shift 2 ;;
-	--json) json=${2:?--json needs a file} && shift 2 ;;
-	--build) build=${2:?--build needs a directory} && shift 2 ;;
-	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 0 ;;
-	*) echo "middleware.sh: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
-	esac
-done
-export VFAB_FABRIC=$fabric
-[ -z "$build" ] || export VFAB_BUILD_DIR=$build
-. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/bench_args.sh"
+bench_args tbenchmw "$@"
 
 min_put=${VFAB_BENCH_UCX_PUT_VS_WRITE:-0.3}
 min_mpi_bw=${VFAB_BENCH_MPI_BW_VS_WRITE:-0.3}
