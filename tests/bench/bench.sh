@@ -24,7 +24,7 @@
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
 
-. "$(dirname "$0")/bench_args.sh"
+. "$(dirname "$0")/bench_lib.sh"
 bench_args tbench "$@"
 
 min_bw_raw=${VFAB_BENCH_BW_VS_RAW:-0.6}
@@ -60,27 +60,7 @@ key()
 	sed -n "s/^$2=//p" "$1" | tail -n 1
 }
 
-# pair NAME SERVER_PORT CMD...: CMD as server in node1, CMD + node1's address
-# as client in node0; both must succeed. Client output in $VFAB_TMP/NAME.cli.
-pair()
-{
-	local name=$1 port=$2 rc=0 src=0
-	shift 2
-	local srv=$VFAB_TMP/$name.srv cli=$VFAB_TMP/$name.cli
-	start_server node1 "$srv" "$@"
-	wait_listen node1 "$port" 30 || { show "$srv"; fail "$name: server did not listen on $port"; }
-	timeout 120 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" "$NODE1_IP" >"$cli" 2>&1 ||
-		rc=$?
-	wait_pid "$SERVER_PID" 30 || src=$?
-	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
-		show "$srv" "$cli"
-		fail "$name: client exited $rc, server exited $src"
-	fi
-}
-
-if [ -e "/run/vfab/$VFAB_FABRIC" ] || [ -e "/dev/shm/vfab-$VFAB_FABRIC" ]; then
-	"$VFAB" --fabric "$VFAB_FABRIC" down || fail "could not take down a stale $VFAB_FABRIC"
-fi
+bench_drop_stale
 
 note "vfab up (fabric $VFAB_FABRIC)"
 t0=$(date +%s%N)
@@ -89,30 +69,30 @@ fabric_is_up=1
 up_ms=$(ms_since "$t0")
 
 note "ib_write_bw 1 MiB, 3 s"
-pair write_bw 18551 ib_write_bw -d mlx5_0 -x 3 -s 1048576 -D 3 --report_gbits -F -p 18551
+pair_same write_bw 18551 ib_write_bw -d mlx5_0 -x 3 -s 1048576 -D 3 --report_gbits -F -p 18551
 vfab_bw_gbit=$(perftest_value "$VFAB_TMP/write_bw.cli" 'BW average[Gb/sec]' 4)
 num_between "${vfab_bw_gbit:-x}" 0 inf || { show "$VFAB_TMP/write_bw.cli"; fail "no ib_write_bw average"; }
 
 note "ib_write_lat 8 B, 20000 iterations"
-pair write_lat 18552 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18552
+pair_same write_lat 18552 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18552
 # ib_write_lat reports half the round trip already (as pvm_ceiling and tcp_stream do).
 vfab_lat=$(perftest_value "$VFAB_TMP/write_lat.cli" 't_typical[usec]' 5)
 num_between "${vfab_lat:-x}" 0 inf || { show "$VFAB_TMP/write_lat.cli"; fail "no ib_write_lat t_typical"; }
 
 # Message rates [M/s] of 2 s perftest runs.
 note "small messages: ib_write_bw -s 8, --post_list 32, ib_send_bw -s 8"
-pair w8 18554 ib_write_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18554
+pair_same w8 18554 ib_write_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18554
 w8_rate=$(perftest_value "$VFAB_TMP/w8.cli" 'MsgRate[Mpps]' 5)
-pair pl 18555 ib_write_bw -d mlx5_0 -x 3 -s 8 --post_list 32 -D 2 -F -p 18555
+pair_same pl 18555 ib_write_bw -d mlx5_0 -x 3 -s 8 --post_list 32 -D 2 -F -p 18555
 pl_rate=$(perftest_value "$VFAB_TMP/pl.cli" 'MsgRate[Mpps]' 5)
-pair s8 18556 ib_send_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18556
+pair_same s8 18556 ib_send_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18556
 s8_rate=$(perftest_value "$VFAB_TMP/s8.cli" 'MsgRate[Mpps]' 5)
 for v in "$w8_rate" "$pl_rate" "$s8_rate"; do
 	num_between "${v:-x}" 0 inf || fail "a small-message rate is missing ('$v')"
 done
 
 note "TCP over the fabric's veths (tcp_stream)"
-pair tcp 18553 "$VFAB_BIN/tcp_stream" --port 18553
+pair_same tcp 18553 "$VFAB_BIN/tcp_stream" --port 18553
 tcp_bw=$(key "$VFAB_TMP/tcp.cli" bw_gbyte_per_s)
 tcp_lat=$(key "$VFAB_TMP/tcp.cli" lat_typical_us)
 

@@ -23,7 +23,7 @@
 set -euo pipefail
 export LC_ALL=C
 
-. "$(dirname "$0")/bench_args.sh"
+. "$(dirname "$0")/bench_lib.sh"
 bench_args tbenchmw "$@"
 
 min_put=${VFAB_BENCH_UCX_PUT_VS_WRITE:-0.3}
@@ -56,32 +56,7 @@ calc()
 	awk "BEGIN { printf \"%.2f\", $1 }"
 }
 
-# pair NAME PORT SERVER_CMD -- CLIENT_CMD: SERVER_CMD in node1, CLIENT_CMD in
-# node0, both under a timeout; both must succeed. Client output in
-# $VFAB_TMP/NAME.cli.
-pair()
-{
-	local name=$1 port=$2 rc=0 src=0 srv_cmd=()
-	shift 2
-	while [ "$1" != -- ]; do
-		srv_cmd+=("$1")
-		shift
-	done
-	shift
-	local srv=$VFAB_TMP/$name.srv cli=$VFAB_TMP/$name.cli
-	start_server node1 "$srv" timeout 120 "${srv_cmd[@]}"
-	wait_listen node1 "$port" 30 || { show "$srv"; fail "$name: server did not listen on $port"; }
-	timeout 120 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" >"$cli" 2>&1 || rc=$?
-	wait_pid "$SERVER_PID" 30 || src=$?
-	if [ "$rc" != 0 ] || [ "$src" != 0 ]; then
-		show "$srv" "$cli"
-		fail "$name: client exited $rc, server exited $src"
-	fi
-}
-
-if [ -e "/run/vfab/$VFAB_FABRIC" ] || [ -e "/dev/shm/vfab-$VFAB_FABRIC" ]; then
-	"$VFAB" --fabric "$VFAB_FABRIC" down || fail "could not take down a stale $VFAB_FABRIC"
-fi
+bench_drop_stale
 note "vfab up --ssh (fabric $VFAB_FABRIC)"
 fabric_is_up=1
 "$VFAB" --fabric "$VFAB_FABRIC" up --ssh >"$VFAB_TMP/up.log" 2>&1 ||
@@ -89,14 +64,14 @@ fabric_is_up=1
 
 note "ib_write_bw 1 MiB, 3 s"
 wb=(ib_write_bw -d mlx5_0 -x 3 -s 1048576 -D 3 --report_gbits -F -p 18581)
-pair write_bw 18581 "${wb[@]}" -- "${wb[@]}" "$NODE1_IP"
+pair_same write_bw 18581 "${wb[@]}"
 write_bw=$(perftest_value "$VFAB_TMP/write_bw.cli" 'BW average[Gb/sec]' 4)
 num_between "${write_bw:-x}" 0 inf || { show "$VFAB_TMP/write_bw.cli"; fail "no ib_write_bw average"; }
 write_bw=$(calc "$write_bw / 8")
 
 note "ib_write_lat 8 B, 20000 iterations"
 wl=(ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18582)
-pair write_lat 18582 "${wl[@]}" -- "${wl[@]}" "$NODE1_IP"
+pair_same write_lat 18582 "${wl[@]}"
 write_lat=$(perftest_value "$VFAB_TMP/write_lat.cli" 't_typical[usec]' 5)
 num_between "${write_lat:-x}" 0 inf || { show "$VFAB_TMP/write_lat.cli"; fail "no ib_write_lat t_typical"; }
 
