@@ -229,7 +229,7 @@ struct vfab_qp {
 		uint64_t rng; /* loss draws */
 		/* post_send converts a list into this, VFAB_CHAIN_MAX WRs at a time. */
 		struct vfab_swqe *post_buf;
-		/* The local segments of a chain (vfab_attempt_writes), VFAB_CHAIN_IOV. */
+		/* The local segments of a chain (vfab_attempt_chain), VFAB_CHAIN_IOV. */
 		struct iovec *chain_iov;
 	} req;
 
@@ -334,6 +334,9 @@ int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 /* ---- vfab_cqe.c: producing completions into a CQ ring ---- */
 /* Appends a CQE (seq is filled here) to a CQ slot of any process. */
 int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited);
+/* The same for n entries in order (solicited[i] for e[i]); entries that overflow are dropped. */
+int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, uint32_t n,
+		   const bool *solicited);
 /* Drops the CQEs of one QP still queued in a CQ of this process. */
 void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn);
 uint32_t vfab_vendor_err(enum ibv_wc_status status);
@@ -343,6 +346,10 @@ int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_rec
 		 uint32_t limit);
 struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq);
 void vfab_rq_consume(struct vfab_rq *rq);
+/* The i-th posted WQE after the next one (0: vfab_rq_peek); NULL if fewer are posted. */
+struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uint32_t i);
+/* Takes n WQEs at once (a chain of messages, after their copy). */
+void vfab_rq_consume_n(struct vfab_rq *rq, uint32_t n);
 /* Completes every posted WQE with WR_FLUSH_ERR into cq_slot; caller holds the lock. */
 void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn);
 int vfab_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
@@ -425,14 +432,20 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu);
 #define VFAB_CHAIN_MAX 64
 /* Local segments of one chain: process_vm_writev's IOV_MAX. */
 #define VFAB_CHAIN_IOV 1024
+/* Whether a WR of this opcode may travel in a chain: RDMA WRITEs and SENDs. */
+static inline bool vfab_chain_op(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	       opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM;
+}
 /*
- * A chain of RDMA WRITEs (the last may carry an immediate) of an RC QP with
- * nothing queued, on an unshaped path to another process: delivers the
- * longest prefix that passes every check with one copy and returns its
- * length; those WRs are ACKED with due_ns 0. The first WR left out has had
- * no effect anywhere and must be started on its own (vfab_attempt).
+ * A chain of RDMA WRITEs and SENDs (vfab_chain_op) of an RC QP with nothing
+ * queued, on an unshaped path to another process: delivers the longest
+ * prefix that passes every check with one copy and returns its length;
+ * those WRs are ACKED with due_ns 0. The first WR left out has had no
+ * effect anywhere and must be started on its own (vfab_attempt).
  */
-uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n);
+uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n);
 
 /* ---- vfab_sq.c: the send queue of WRs not complete yet (sq.lock held) ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);

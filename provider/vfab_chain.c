@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Chains: NCCL posts up to 8 RDMA WRITEs to one peer and a WRITE with
- * immediate in one ibv_post_send, perftest --post_list as many as asked. On
- * a plain path to another process the whole chain is checked by the
- * responder's rules under one hold of the destination's lock and moved with
- * one process_vm_writev, in posting (and ascending address) order; the
- * completions are those of the WRs sent one by one (vfab_req.c).
+ * immediate in one ibv_post_send, perftest --post_list as many as asked,
+ * and small WRITEs and SENDs posted back to back are held and sent together
+ * (vfab_req.c). On a plain path to another process the whole chain is
+ * checked by the responder's rules under one hold of the destination's lock
+ * and moved with one process_vm_writev, in posting (and ascending address)
+ * order, SENDs into their receive buffers; the completions are those of the
+ * WRs sent one by one, each after the bytes.
  */
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
@@ -18,7 +20,7 @@
 /* A chain's segments go to one process_vm_writev. */
 _Static_assert(VFAB_CHAIN_IOV <= IOV_MAX, "a chain must fit one process_vm_writev");
 
-uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n)
+uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_msg m[VFAB_CHAIN_MAX];
@@ -51,7 +53,7 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uin
 		psn = (psn + m[i].npkts) & VFAB_PSN_MASK;
 		nl += cnt;
 	}
-	k = i ? vfab_resp_rc_writes(m, i) : 0;
+	k = i ? vfab_resp_rc_chain(m, i) : 0;
 	for (i = 0; i < k; i++) {
 		w[i]->psn = m[i].psn;
 		w[i]->npkts = m[i].npkts;

@@ -59,11 +59,21 @@ static bool take_arm(struct vfab_cq_slot *s, const struct vfab_cqe *e, bool soli
 
 int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited)
 {
+	return vfab_cq_push_n(r, cq_slot, e, 1, &solicited);
+}
+
+/*
+ * The entries in order under one hold of the CQ's lock: a chain's receive
+ * completions cost one lock, not one each.
+ */
+int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, uint32_t n,
+		   const bool *solicited)
+{
 	struct vfab_cq_slot *s = &r->cqs[cq_slot];
 	struct vfab_cqe *ring, *d;
 	uint64_t head, tail, cookie = 0;
 	int32_t chan_pid = 0, async_pid = 0;
-	uint32_t chan_id = 0, async_id = 0;
+	uint32_t chan_id = 0, async_id = 0, i;
 	bool notify = false, overflow = false;
 	int rc = 0;
 
@@ -76,24 +86,26 @@ int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bo
 	tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
 	head = atomic_load_explicit(&s->head, memory_order_acquire);
 	cookie = s->user_cq;
-	if (tail - head >= s->cap) {
-		/* Hardware drops the CQE and reports CQ_ERR once. */
-		overflow = !atomic_exchange(&s->overflow, 1);
-		async_pid = s->async_pid;
-		async_id = s->async_id;
-		rc = -ENOSPC;
-		goto out;
-	}
 	ring = vfab_at(r, s->ring_off);
-	d = &ring[tail & (s->cap - 1)];
-	memcpy((char *)d + sizeof(d->seq), (const char *)e + sizeof(e->seq),
-	       sizeof(*d) - sizeof(d->seq));
-	atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
-	atomic_store_explicit(&s->tail, tail + 1, memory_order_relaxed);
-	if (s->chan_id && take_arm(s, e, solicited)) {
-		notify = true;
-		chan_pid = s->chan_pid;
-		chan_id = s->chan_id;
+	for (i = 0; i < n; i++, tail++) {
+		if (tail - head >= s->cap) {
+			/* Hardware drops the CQE (and those after it) and reports CQ_ERR once. */
+			overflow = !atomic_exchange(&s->overflow, 1);
+			async_pid = s->async_pid;
+			async_id = s->async_id;
+			rc = -ENOSPC;
+			break;
+		}
+		d = &ring[tail & (s->cap - 1)];
+		memcpy((char *)d + sizeof(d->seq), (const char *)&e[i] + sizeof(e[i].seq),
+		       sizeof(*d) - sizeof(d->seq));
+		atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
+		atomic_store_explicit(&s->tail, tail + 1, memory_order_relaxed);
+		if (s->chan_id && !notify && take_arm(s, &e[i], solicited[i])) {
+			notify = true;
+			chan_pid = s->chan_pid;
+			chan_id = s->chan_id;
+		}
 	}
 out:
 	vfab_unlock(&s->lock);

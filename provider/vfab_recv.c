@@ -54,6 +54,20 @@ void vfab_rq_consume(struct vfab_rq *rq)
 	atomic_fetch_add_explicit(&rq->head, 1, memory_order_release);
 }
 
+struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uint32_t i)
+{
+	uint64_t head = atomic_load_explicit(&rq->head, memory_order_relaxed);
+
+	if (!rq->ring_off || atomic_load_explicit(&rq->tail, memory_order_acquire) - head <= i)
+		return NULL;
+	return rq_at(r, rq, head + i);
+}
+
+void vfab_rq_consume_n(struct vfab_rq *rq, uint32_t n)
+{
+	atomic_fetch_add_explicit(&rq->head, n, memory_order_release);
+}
+
 void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn)
 {
 	struct vfab_rwqe *w;

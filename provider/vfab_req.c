@@ -130,8 +130,8 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 }
 
 /*
- * How many WRs from w[0] may travel as one chain: RDMA WRITEs of an RC QP
- * in RTS with nothing queued before them, a WRITE with immediate last.
+ * How many WRs from w[0] may travel as one chain: RDMA WRITEs and SENDs
+ * (vfab_chain_op) of an RC QP in RTS with nothing queued before them.
  */
 static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t n)
 {
@@ -139,30 +139,32 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 
 	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->sq.head)
 		return 0;
-	for (k = 0; k < n && k < VFAB_CHAIN_MAX; k++) {
-		if (w[k].opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-			return k + 1;
-		if (w[k].opcode != IBV_WR_RDMA_WRITE)
-			break;
-	}
+	for (k = 0; k < n && k < VFAB_CHAIN_MAX && vfab_chain_op(w[k].opcode); k++)
+		;
 	return k;
 }
 
 /*
- * Batched submission. A small RDMA WRITE posted by a thread that polls its
- * CQs, while WRs it posted before are not reaped yet, is held back in the
- * send queue (QUEUED) rather than copied at once: the WRITEs that follow it
- * join it, and vfab_sq_advance moves them all with one copy (a chain) when
- * the application next polls a CQ (vfab_engine_poll runs the QP, due at
- * once), when VFAB_CHAIN_MAX are held, or before anything else is posted on
- * the QP; a WRITE with immediate ends the batch and sends it. A thread that
+ * Batched submission. A small RDMA WRITE or SEND posted by a thread that
+ * polls its CQs, while WRs it posted before are not reaped yet, is held
+ * back in the send queue (QUEUED) rather than copied at once: the WRITEs
+ * and SENDs that follow it join it, and vfab_sq_advance moves them all with
+ * one copy (a chain) when the application next polls a CQ
+ * (vfab_engine_poll runs the QP, due at once), when VFAB_CHAIN_MAX are
+ * held, or before anything else is posted on the QP; a WRITE or SEND with
+ * immediate (a notification) ends the batch and sends it. A thread that
  * stops polling leaves them to the engine (at most its backstop late). Only
- * WRITEs to another process on a plain path: a shaped path times each
- * message itself, and a lone WRITE (nothing pending) is never held, so
- * latency is untouched. RC order holds (the queue is in posting order) and
- * every completion is written after its bytes.
+ * to another process on a plain path: a shaped path times each message
+ * itself, and a lone WR (nothing pending) is never held, so latency is
+ * untouched. RC order holds (the queue is in posting order) and every
+ * completion is written after its bytes.
  */
 #define BATCH_MAX_BYTES 4096u
+
+static bool ends_batch(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_WRITE_WITH_IMM || opcode == IBV_WR_SEND_WITH_IMM;
+}
 
 static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
@@ -170,14 +172,9 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	uint64_t len = 0;
 	uint32_t i;
 
-	if (w->opcode != IBV_WR_RDMA_WRITE &&
-	    (w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM || !qp->sq.batched))
+	if (!vfab_chain_op(w->opcode) || (ends_batch(w->opcode) && !qp->sq.batched))
 		return false;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
-	    (qp->sq.head && !qp->sq.batched) || !vfab_engine_thread_polls())
-		return false;
-	/* Earlier WRs the application has not reaped: it will poll for them. */
-	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
+	if (qp->state != IBV_QPS_RTS)
 		return false;
 	if (w->is_inline) {
 		len = w->inline_len;
@@ -186,6 +183,18 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 			len += w->sge[i].length;
 	}
 	if (len > BATCH_MAX_BYTES)
+		return false;
+	/*
+	 * Joining held WRs: the first of them passed the rest. Should the
+	 * destination have changed since, the send queue finds out and
+	 * attempts them one by one.
+	 */
+	if (qp->sq.batched)
+		return true;
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->sq.head || !vfab_engine_thread_polls())
+		return false;
+	/* Earlier WRs the application has not reaped: it will poll for them. */
+	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
 		return false;
 	d = vfab_dest(qp);
 	return d && d->owner.pid != qp->ctx->owner.pid && vfab_dest_plain(qp) &&
@@ -209,7 +218,7 @@ static int defer(struct vfab_qp *qp, struct vfab_swqe *w)
 		qp->sq.posted--;
 		return ENOMEM;
 	}
-	if (++qp->sq.batched >= VFAB_CHAIN_MAX || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+	if (++qp->sq.batched >= VFAB_CHAIN_MAX || ends_batch(w->opcode))
 		flush(qp);
 	else if (qp->sq.batched == 1)
 		vfab_engine_schedule_posted(qp, 1); /* due now: the next poll sends it */
@@ -247,7 +256,7 @@ int vfab_req_submit(struct vfab_qp *qp, struct vfab_swqe *w, uint32_t n, uint32_
 			prepare(qp, &w[i + j]);
 			c[j] = &w[i + j];
 		}
-		done = vfab_attempt_writes(qp, c, k);
+		done = vfab_attempt_chain(qp, c, k);
 		for (j = 0; j < done; j++)
 			vfab_comp_send(qp, &w[i + j], IBV_WC_SUCCESS, w[i + j].byte_len);
 		for (j = done; j < k && !rc; j++)

@@ -44,9 +44,8 @@ static bool back_path_ok(const struct vfab_msg *m)
 }
 
 /*
- * Rule: a receive is posted (SEND, WRITE with immediate); RNR if none. With
- * rw, the next receive WQE of the QP's RQ or SRQ is taken into it; without,
- * the QP's own RQ is only looked at (a chain consumes it after its copy).
+ * Rule: a receive is posted (SEND, WRITE with immediate); RNR if none. The
+ * next receive WQE of the QP's RQ or SRQ is taken into rw.
  */
 static enum vfab_resp_kind check_rq(const struct vfab_msg *m, struct rwqe *rw)
 {
@@ -56,8 +55,6 @@ static enum vfab_resp_kind check_rq(const struct vfab_msg *m, struct rwqe *rw)
 	struct vfab_rwqe *w;
 	enum vfab_resp_kind kind = VFAB_RESP_RNR;
 
-	if (!rw)
-		return vfab_rq_peek(m->r, rq) ? VFAB_RESP_PASS : VFAB_RESP_RNR;
 	rw->pd = d->pd;
 	if (d->srq >= 0) {
 		srq = &m->r->srqs[d->srq];
@@ -129,8 +126,10 @@ static enum roce_l3 roce_l3_type(const struct vfab_msg *m)
 										: ROCE_L3_IPV6;
 }
 
-static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_wc_status status,
-		      enum ibv_wc_opcode opcode, uint32_t byte_len, uint32_t flags)
+/* The receive CQE of message m into rw; true when the sender asked for a solicited event. */
+static bool recv_cqe(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_wc_status status,
+		     enum ibv_wc_opcode opcode, uint32_t byte_len, uint32_t flags,
+		     struct vfab_cqe *out)
 {
 	const struct vfab_swqe *w = m->wqe;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -151,7 +150,17 @@ static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_
 		e.wc_flags |= IBV_WC_WITH_IMM;
 		e.imm_data = w->imm_data;
 	}
-	vfab_cq_push(m->r, m->d->recv_cq, &e, (w->flags & IBV_SEND_SOLICITED) != 0);
+	*out = e;
+	return (w->flags & IBV_SEND_SOLICITED) != 0;
+}
+
+static void push_recv(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_wc_status status,
+		      enum ibv_wc_opcode opcode, uint32_t byte_len, uint32_t flags)
+{
+	struct vfab_cqe e;
+	bool solicited = recv_cqe(m, rw, status, opcode, byte_len, flags, &e);
+
+	vfab_cq_push(m->r, m->d->recv_cq, &e, solicited);
 }
 
 static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status status)
@@ -508,20 +517,108 @@ out:
 }
 
 /*
- * The rules of resp_write, message by message, under one hold of the lock;
- * only the copy is batched. A chain starts only at the expected PSN and
- * stops before the first message a rule would not let through: that one
- * has had no effect here, and vfab_resp_rc gives it its exact outcome.
+ * The receive queue a chain takes its WQEs from: the QP's own, or its SRQ,
+ * held locked from the first message that needs a receive until they are
+ * consumed (after the copy), since other QPs take from it too.
  */
-uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
+/*
+ * Remote segments of one chain: one per WRITE, one per receive buffer a
+ * SEND fills; a chain that needs more stops there (the rest goes next).
+ */
+#define CHAIN_DST_MAX (4 * VFAB_CHAIN_MAX)
+
+struct chain_rq {
+	struct vfab_srq_slot *srq; /* locked, or NULL */
+	struct vfab_rq *rq;	   /* NULL until a message needs a receive */
+	uint32_t pd;
+	uint32_t taken; /* WQEs the chain's messages so far will consume */
+};
+
+/* Rule check_rq for the next message of a chain: the next untaken WQE, copied into rw. */
+static enum vfab_resp_kind chain_check_rq(const struct vfab_msg *m, struct chain_rq *c,
+					  struct rwqe *rw)
+{
+	struct vfab_qp_slot *d = m->d;
+	struct vfab_rwqe *w;
+
+	if (!c->rq) {
+		c->rq = &d->rq;
+		c->pd = d->pd;
+		if (d->srq >= 0) {
+			struct vfab_srq_slot *srq = &m->r->srqs[d->srq];
+
+			if (vfab_lock(&srq->lock)) {
+				c->rq = NULL;
+				return VFAB_RESP_RNR;
+			}
+			c->srq = srq;
+			c->rq = &srq->rq;
+			c->pd = srq->pd;
+		}
+	}
+	if (c->srq && atomic_load(&c->srq->state) != VFAB_SLOT_USED)
+		return VFAB_RESP_RNR;
+	w = vfab_rq_peek_at(m->r, c->rq, c->taken);
+	if (!w)
+		return VFAB_RESP_RNR;
+	rw->wr_id = w->wr_id;
+	rw->pd = c->pd;
+	rw->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
+	memcpy(rw->sge, w + 1, rw->num_sge * sizeof(rw->sge[0]));
+	return VFAB_RESP_PASS;
+}
+
+/*
+ * Where a SEND of a chain lands: its receive buffers, cut to the message's
+ * length (the chain's one copy fills the segments in order, so each message
+ * must take exactly its own bytes). False when a rule would not let it
+ * through (bad lkey, buffers too small: the single path reports it) or the
+ * segments do not fit.
+ */
+static bool chain_scatter(const struct vfab_msg *m, const struct rwqe *rw, struct iovec *dst,
+			  unsigned int room, unsigned int *n)
+{
+	struct iovec iov[VFAB_MAX_SRQ_SGE];
+	uint64_t cap, left = m->len;
+	unsigned int i, k;
+
+	if (scatter_list(m, rw, iov, &k, &cap) != IBV_WC_SUCCESS || cap < m->len)
+		return false;
+	*n = 0;
+	for (i = 0; i < k && left; i++) {
+		if (*n == room)
+			return false;
+		dst[*n] = iov[i];
+		if (dst[*n].iov_len > left)
+			dst[*n].iov_len = left;
+		left -= dst[*n].iov_len;
+		(*n)++;
+	}
+	return true;
+}
+
+/*
+ * The rules of resp_write and resp_send, message by message, under one hold
+ * of the lock; only the copy is batched, and the receive completions follow
+ * it in order. A chain starts only at the expected PSN and stops before the
+ * first message a rule would not let through (including a SEND or WRITE
+ * with immediate without a posted receive): that one has had no effect
+ * here, and vfab_resp_rc gives it its exact outcome.
+ */
+uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 {
 	struct vfab_qp_slot *d = m[0].d;
-	struct iovec dst[VFAB_CHAIN_MAX];
+	struct iovec dst[CHAIN_DST_MAX];
 	struct vfab_mr_slot *pins[VFAB_CHAIN_MAX] = {0};
+	uint64_t wr_id[VFAB_CHAIN_MAX];
+	struct vfab_cqe cqe[VFAB_CHAIN_MAX];
+	bool solicited[VFAB_CHAIN_MAX];
+	struct chain_rq c = {0};
 	enum ibv_wc_status st;
-	uint32_t k, nd = 0;
+	uint32_t k, i, writes = 0;
+	unsigned int nd = 0, ns;
 	struct rwqe rw;
-	bool imm = false, dup;
+	bool dup;
 
 	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
 		return 0;
@@ -531,38 +628,65 @@ uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n)
 		goto out;
 	}
 	for (k = 0; k < n; k++) {
-		if (check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len, &dst[nd], &st, &pins[k]) !=
-		    VFAB_RESP_PASS)
-			break;
-		if (m[k].wqe->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-			/*
-			 * Only last, and only from the QP's own ring, consumed
-			 * after the copy: nobody else takes from it while we
-			 * hold its lock; an SRQ's is shared.
-			 */
-			if (k != n - 1 || d->srq >= 0 || check_rq(&m[k], NULL) != VFAB_RESP_PASS)
+		uint32_t op = m[k].wqe->opcode;
+
+		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
+			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
+			    !chain_scatter(&m[k], &rw, dst + nd, CHAIN_DST_MAX - nd, &ns))
 				break;
-			imm = true;
+			nd += ns;
+			wr_id[c.taken++] = rw.wr_id;
+			continue;
+		}
+		if (nd == CHAIN_DST_MAX || check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len,
+						      &dst[nd], &st, &pins[k]) != VFAB_RESP_PASS)
+			break;
+		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS) {
+				vfab_mr_unpin(pins[k]);
+				pins[k] = NULL;
+				break;
+			}
+			wr_id[c.taken++] = rw.wr_id;
 		}
 		if (m[k].len)
 			nd++;
+		writes++;
 	}
 	/* A failed copy may have written part of it: the single path writes it again. */
 	if (k && nd &&
 	    vfab_xfer_writev(d->owner.pid, m[0].liov,
 			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd))
 		k = 0;
-	for (uint32_t i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 		vfab_mr_unpin(pins[i]);
+	if (k && c.taken) {
+		vfab_rq_consume_n(c.rq, c.taken);
+		if (c.srq)
+			vfab_srq_check_limit(m->r, c.srq);
+	}
+	if (c.srq)
+		vfab_unlock(&c.srq->lock);
 	if (!k)
 		goto out;
-	if (imm && check_rq(&m[k - 1], &rw) == VFAB_RESP_PASS)
-		push_recv(&m[k - 1], &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-			  (uint32_t)m[k - 1].len, 0);
-	if (k) {
-		vfab_count_event(&dst_port(m)->cnt.rx_write_requests, k);
-		atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
+	/* The bytes are there: now their receive completions, in order. */
+	for (i = 0, c.taken = 0; i < k; i++) {
+		uint32_t op = m[i].wqe->opcode;
+
+		if (op == IBV_WR_RDMA_WRITE)
+			continue;
+		rw.wr_id = wr_id[c.taken];
+		solicited[c.taken] = recv_cqe(
+		    &m[i], &rw, IBV_WC_SUCCESS,
+		    op == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		    (uint32_t)m[i].len, 0, &cqe[c.taken]);
+		c.taken++;
 	}
+	if (c.taken)
+		vfab_cq_push_n(m->r, d->recv_cq, cqe, c.taken, solicited);
+	if (writes)
+		vfab_count_event(&dst_port(m)->cnt.rx_write_requests, writes);
+	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
 out:
 	vfab_unlock(&d->lock);
 	return k;

@@ -18,7 +18,7 @@ struct vfab_msg {
 	int32_t self_pid;
 	/* Requester: its port, QP, and the gathered local segments. */
 	uint32_t src_hca, src_port, src_qpn, src_qkey;
-	struct iovec *liov; /* consumed by vfab_resp_rc_writes */
+	struct iovec *liov; /* consumed by vfab_resp_rc_chain */
 	unsigned int nliov;
 	uint64_t len;
 	uint32_t psn, npkts; /* RC: first PSN and packets of the message */
@@ -79,14 +79,15 @@ struct vfab_resp {
 
 void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res);
 /*
- * RDMA WRITEs of one chain to one destination of another process, the last
- * of which may carry an immediate: m[i] are consecutive messages whose
+ * RDMA WRITEs and SENDs (with or without immediate) of one chain to one
+ * destination of another process: m[i] are consecutive messages whose
  * local segments follow each other in one array (m[i].liov). Delivers the
- * longest prefix that passes every check of vfab_resp_rc, with one copy,
- * and returns its length. The first message left out has had no effect at
- * the destination: vfab_resp_rc on its own gives its exact outcome.
+ * longest prefix that passes every check of vfab_resp_rc with one copy,
+ * then its receive completions in order, and returns its length. The first
+ * message left out has had no effect at the destination: vfab_resp_rc on
+ * its own gives its exact outcome.
  */
-uint32_t vfab_resp_rc_writes(const struct vfab_msg *m, uint32_t n);
+uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n);
 /* UD has no answer: the datagram is delivered or silently dropped. */
 void vfab_resp_ud(const struct vfab_msg *m);
 

@@ -14,6 +14,7 @@
 #include "provider/vfab_lead.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,13 +42,28 @@ void vfab_sq_recycle(struct vfab_qp *qp, struct vfab_swqe *w)
 	qp->sq.nspare++;
 }
 
+/*
+ * A WR takes about 1 KiB with its segment and inline arrays full; a small
+ * one uses a few dozen bytes of them. Only what it uses is copied: at
+ * millions of WRs a second the whole entry cost more than the rest of
+ * posting.
+ */
+static void copy_wqe(struct vfab_swqe *c, const struct vfab_swqe *w)
+{
+	memcpy(c, w, offsetof(struct vfab_swqe, sge));
+	if (w->is_inline)
+		memcpy(c->inline_data, w->inline_data, w->inline_len);
+	else
+		memcpy(c->sge, w->sge, w->num_sge * sizeof(w->sge[0]));
+}
+
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
 	struct vfab_swqe *c = take(qp);
 
 	if (!c)
 		return ENOMEM;
-	memcpy(c, w, sizeof(*c));
+	copy_wqe(c, w);
 	c->next = NULL;
 	if (qp->sq.tail)
 		qp->sq.tail->next = c;
@@ -72,8 +88,10 @@ struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp)
 
 	if (w) {
 		qp->sq.head = w->next;
-		if (!qp->sq.head)
+		if (!qp->sq.head) {
 			qp->sq.tail = NULL;
+			qp->sq.batched = 0; /* nothing is held back any more */
+		}
 		if (qp->sq.cursor == w)
 			qp->sq.cursor = w->next;
 	}
@@ -103,10 +121,10 @@ static void go_back(struct vfab_swqe *w)
 }
 
 /*
- * Queued RDMA WRITEs one after the other (a WRITE with immediate may end
- * them: what post_send held back, or WRs sent again) go with one copy when
- * the path allows (vfab_attempt_writes); *wp becomes the last one delivered.
- * False when none went: the first is then attempted on its own.
+ * Queued RDMA WRITEs and SENDs one after the other (what post_send held
+ * back, or WRs sent again) go with one copy when the path allows
+ * (vfab_attempt_chain); *wp becomes the last one delivered. False when none
+ * went: the first is then attempted on its own.
  */
 static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 {
@@ -116,13 +134,11 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
 		return false;
 	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
-		if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		if (!vfab_chain_op(w->opcode))
 			break;
 		c[n++] = w;
-		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-			break;
 	}
-	k = n >= 2 ? vfab_attempt_writes(qp, c, n) : 0;
+	k = n >= 2 ? vfab_attempt_chain(qp, c, n) : 0;
 	if (!k)
 		return false;
 	if (qp->sq.cursor == *wp)

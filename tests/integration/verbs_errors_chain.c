@@ -19,6 +19,12 @@
  *              whose last word is there is whole (ascending address order),
  *              no entry shows before the one ahead of it (RC order), and all
  *              are there when the closing WRITE_WITH_IMM completes
+ *   sends      posts SEND_PART receives on an SRQ, says "go", then takes
+ *              the completions of SEND_N small SENDs (posted one by one
+ *              while earlier ones are unreaped, then in lists of 8: the
+ *              provider sends them together): in posting order, each with
+ *              its bytes already there, none past the last receive (RNR)
+ *              until the rest is posted
  */
 #include "verbs_harness.h"
 
@@ -39,13 +45,22 @@
 #define CHAIN_IMM 0x1234u
 #define RNR_IMM 0x5678u
 #define FIFO_IMM 0x9abcu
+#define SEND_OFF 0     /* peer: SEND_N x 64 B receive slots */
+#define SEND_SRC 32768 /* sender: SEND_N x 64 B */
+#define SEND_N 96
+#define SEND_PART 40 /* receives posted before the SENDs start */
 
-static struct ibv_qp *second_qp(struct side *s)
+static struct ibv_qp *second_qp(struct side *s, struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr a = {
 	    .send_cq = s->cq,
 	    .recv_cq = s->cq,
-	    .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4},
+	    .srq = srq,
+	    .cap = {.max_send_wr = 64,
+		    .max_recv_wr = srq ? 0 : 64,
+		    .max_send_sge = 4,
+		    .max_recv_sge = srq ? 0 : 4,
+		    .max_inline_data = 64},
 	    .qp_type = IBV_QPT_RC,
 	};
 	struct ibv_qp *qp = ibv_create_qp(s->pd, &a);
@@ -86,6 +101,61 @@ static bool fifo_entry_whole(volatile const uint64_t *e, int i)
 	return true;
 }
 
+/* Word k of the 64-byte SEND i. */
+static uint64_t send_word(int i, int k)
+{
+	return ((uint64_t)i << 8 | (uint64_t)k) + 0x3c3c000000000000ull;
+}
+
+static int post_slot(struct side *s, struct ibv_srq *srq, int i)
+{
+	struct ibv_sge sg = sge_of(s, SEND_OFF + (size_t)i * 64, 64);
+	struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1}, *bad;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/*
+ * The receive side of a burst of SENDs into an SRQ: completions in posting
+ * order, each one's bytes there when it shows, none while no receive is
+ * posted.
+ */
+static bool sends_watch(struct side *s, struct ibv_srq *srq, uint32_t qpn)
+{
+	struct ibv_wc wc;
+	bool ok = true;
+
+	for (int i = 0; i < SEND_PART; i++)
+		ok &= !post_slot(s, srq, i);
+	puts("go");
+	fflush(stdout);
+	for (int i = 0; i < SEND_N && ok; i++) {
+		const uint64_t *slot = (const uint64_t *)(s->buf + SEND_OFF + (size_t)i * 64);
+
+		if (i == SEND_PART) {
+			/* The rest waits for receives (RNR), then follows them. */
+			if (!wait_wc(s->cq, &wc, 20)) {
+				fprintf(stderr, "send %d completed without a receive\n", i);
+				return false;
+			}
+			for (int j = SEND_PART; j < SEND_N; j++)
+				ok &= !post_slot(s, srq, j);
+		}
+		if (wait_wc(s->cq, &wc, 5000) || wc.status != IBV_WC_SUCCESS ||
+		    wc.opcode != IBV_WC_RECV || wc.byte_len != 64 || wc.qp_num != qpn ||
+		    wc.wr_id != (uint64_t)i) {
+			fprintf(stderr, "send %d: no or wrong receive completion (wr_id %llu)\n", i,
+				(unsigned long long)wc.wr_id);
+			return false;
+		}
+		for (int k = 0; k < 8; k++)
+			ok &= slot[k] == send_word(i, k);
+		if (!ok)
+			fprintf(stderr, "send %d: completion before its bytes\n", i);
+	}
+	return ok;
+}
+
 /* Watches the FIFO as NCCL's sender watches its CTS FIFO. */
 static bool fifo_watch(struct side *s)
 {
@@ -119,20 +189,26 @@ static bool fifo_watch(struct side *s)
 int chain_peer_main(void)
 {
 	struct ibv_recv_wr rwr = {.wr_id = 1}, *rbad;
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 128, .max_sge = 1}};
 	struct side s;
-	struct ibv_qp *qp2;
-	unsigned int qpn, qpn2;
+	struct ibv_qp *qp2, *qp3;
+	struct ibv_srq *srq;
+	unsigned int qpn, qpn2, qpn3;
 	char line[128];
 	struct conn c;
 	struct ibv_wc wc;
 
 	side_open(&s, ALL);
 	qp_open(&s, IBV_QPT_RC);
-	qp2 = second_qp(&s);
-	printf("%u %u %u %lu\n", s.qp->qp_num, qp2->qp_num, s.mr->rkey,
+	qp2 = second_qp(&s, NULL);
+	srq = ibv_create_srq(s.pd, &sa);
+	if (!srq)
+		die("ibv_create_srq");
+	qp3 = second_qp(&s, srq);
+	printf("%u %u %u %u %lu\n", s.qp->qp_num, qp2->qp_num, qp3->qp_num, s.mr->rkey,
 	       (unsigned long)(uintptr_t)s.buf);
 	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin) || sscanf(line, "%u %u", &qpn, &qpn2) != 2)
+	if (!fgets(line, sizeof(line), stdin) || sscanf(line, "%u %u %u", &qpn, &qpn2, &qpn3) != 3)
 		return 2;
 	c = conn_to(NULL);
 	c.dest_qpn = qpn;
@@ -140,6 +216,9 @@ int chain_peer_main(void)
 		return 2;
 	c.dest_qpn = qpn2;
 	if (rc_connect(qp2, &c))
+		return 2;
+	c.dest_qpn = qpn3;
+	if (rc_connect(qp3, &c))
 		return 2;
 	/* One receive, for the first chain: the second one finds none. */
 	ibv_post_recv(s.qp, &rwr, &rbad);
@@ -164,6 +243,8 @@ int chain_peer_main(void)
 			ok &= fifo_watch(&s) && recv_imm(&s, FIFO_IMM, 0);
 			for (int i = 0; i < FIFO_N; i++)
 				ok &= fifo_entry_whole((uint64_t *)(s.buf + FIFO_OFF) + i * 8, i);
+		} else if (!strncmp(line, "sends", 5)) {
+			ok = sends_watch(&s, srq, qp3->qp_num);
 		} else if (!strncmp(line, "prefix", 6)) {
 			ok = filled(s.buf + BAD_OFF, 3 * 256, 'x') &&
 			     filled(s.buf + BAD_OFF + 3 * 256, 3 * 256, 0) &&
@@ -172,6 +253,8 @@ int chain_peer_main(void)
 		puts(ok ? "ok" : "bad");
 		fflush(stdout);
 	}
+	ibv_destroy_qp(qp3);
+	ibv_destroy_srq(srq);
 	ibv_destroy_qp(qp2);
 	side_close(&s);
 	return 0;
@@ -252,6 +335,49 @@ static bool post_fifo(struct side *a, FILE *out, FILE *in, uint64_t addr, uint32
 	return reaped == wanted && wc.wr_id == 300 + FIFO_N;
 }
 
+/*
+ * SEND_N SENDs of 64 bytes: the first half one ibv_post_send apiece while
+ * earlier ones are not reaped (every other one inline, every 16th
+ * signaled, the CQ polled between posts), the rest in lists of 8.
+ */
+static bool post_sends(struct side *a, struct ibv_qp *qp, FILE *in)
+{
+	struct ibv_send_wr wr[8], *bad;
+	struct ibv_sge sg[8];
+	struct ibv_wc wc;
+	char line[64];
+	int rc, reaped = 0, wanted = SEND_N / 16, i = 0;
+
+	for (int j = 0; j < SEND_N; j++)
+		for (int k = 0; k < 8; k++)
+			((uint64_t *)(a->buf + SEND_SRC))[j * 8 + k] = send_word(j, k);
+	if (!fgets(line, sizeof(line), in) || strncmp(line, "go", 2))
+		return false;
+	while (i < SEND_N) {
+		int n = i < SEND_N / 2 ? 1 : 8;
+
+		for (int j = 0; j < n; j++, i++) {
+			sg[j] = sge_of(a, SEND_SRC + (size_t)i * 64, 64);
+			memset(&wr[j], 0, sizeof(wr[j]));
+			wr[j].wr_id = 400 + (uint64_t)i;
+			wr[j].opcode = IBV_WR_SEND;
+			wr[j].sg_list = &sg[j];
+			wr[j].num_sge = 1;
+			wr[j].send_flags =
+			    (i % 16 == 15 ? IBV_SEND_SIGNALED : 0) | (i % 2 ? IBV_SEND_INLINE : 0);
+			wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+		}
+		while ((rc = ibv_post_send(qp, wr, &bad)) == ENOMEM)
+			reaped += ibv_poll_cq(a->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+		if (rc)
+			return false;
+		reaped += ibv_poll_cq(a->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+	}
+	while (reaped < wanted && !wait_wc(a->cq, &wc, 5000) && wc.status == IBV_WC_SUCCESS)
+		reaped++;
+	return reaped == wanted && wc.wr_id == 400 + SEND_N - 1;
+}
+
 static pid_t start_peer(const char *self, FILE **in, FILE **out)
 {
 	int to_peer[2], from_peer[2];
@@ -280,9 +406,9 @@ static pid_t start_peer(const char *self, FILE **in, FILE **out)
 void test_chains(const char *self)
 {
 	struct ibv_send_wr wr[8], *bad = NULL;
-	unsigned int qpn, qpn2, rkey;
+	unsigned int qpn, qpn2, qpn3, rkey;
 	struct ibv_sge sg[8];
-	struct ibv_qp *qp2;
+	struct ibv_qp *qp2, *qp3;
 	unsigned long addr;
 	struct ibv_wc wc;
 	char line[128];
@@ -294,11 +420,12 @@ void test_chains(const char *self)
 
 	pid = start_peer(self, &in, &out);
 	if (!fgets(line, sizeof(line), in) ||
-	    sscanf(line, "%u %u %u %lu", &qpn, &qpn2, &rkey, &addr) != 4)
+	    sscanf(line, "%u %u %u %u %lu", &qpn, &qpn2, &qpn3, &rkey, &addr) != 5)
 		die("chain peer start");
 	side_open(&a, ALL);
 	qp_open(&a, IBV_QPT_RC);
-	qp2 = second_qp(&a);
+	qp2 = second_qp(&a, NULL);
+	qp3 = second_qp(&a, NULL);
 	c = conn_to(NULL);
 	c.dest_qpn = qpn;
 	if (rc_connect(a.qp, &c))
@@ -306,7 +433,10 @@ void test_chains(const char *self)
 	c.dest_qpn = qpn2;
 	if (rc_connect(qp2, &c))
 		die("connect to chain peer");
-	fprintf(out, "%u %u\n", a.qp->qp_num, qp2->qp_num);
+	c.dest_qpn = qpn3;
+	if (rc_connect(qp3, &c))
+		die("connect to chain peer");
+	fprintf(out, "%u %u %u\n", a.qp->qp_num, qp2->qp_num, qp3->qp_num);
 	fflush(out);
 	if (!fgets(line, sizeof(line), in))
 		die("chain peer ready");
@@ -371,11 +501,21 @@ void test_chains(const char *self)
 	check(fgets(line, sizeof(line), in) && !strncmp(line, "ok", 2),
 	      "FIFO entries whole, in order, all there at the immediate", "peer disagrees");
 
+	fprintf(out, "sends\n");
+	fflush(out);
+	check(post_sends(&a, qp3, in),
+	      "small SENDs to an SRQ, one by one then in lists, past an RNR wait: all complete",
+	      "a completion is missing or wrong");
+	check(fgets(line, sizeof(line), in) && !strncmp(line, "ok", 2),
+	      "receive completions in order, each after its bytes, none without a receive",
+	      "peer disagrees");
+
 	fclose(out);
 	waitpid(pid, &status, 0);
 	fclose(in);
 	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "chain peer exits cleanly",
 	      "status %d", status);
+	ibv_destroy_qp(qp3);
 	ibv_destroy_qp(qp2);
 	side_close(&a);
 }
