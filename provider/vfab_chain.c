@@ -38,15 +38,20 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 	/* The chain's one copy goes by pid: its owner must still be the one. */
 	if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
+	/* memfd -1: one process_vm_writev for all. Messages differ in WR and segments. */
+	vfab_msg_build(&m[0], qp, w[0], NULL, 0, 0, d, qp->req.dest.hca, qp->req.dest.port, -1);
 	for (i = 0; i < n; i++) {
 		/* What does not fit one call waits for the next chain. */
 		if (nl + (w[i]->num_sge > 1 ? w[i]->num_sge : 1) > VFAB_CHAIN_IOV)
 			break;
 		if (vfab_gather(qp, w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
 			break;
-		/* memfd -1: one process_vm_writev for all. */
-		vfab_msg_build(&m[i], qp, w[i], qp->req.chain_iov + nl, cnt, len, d,
-			       qp->req.dest.hca, qp->req.dest.port, -1);
+		if (i)
+			m[i] = m[0];
+		m[i].wqe = w[i];
+		m[i].liov = qp->req.chain_iov + nl;
+		m[i].nliov = cnt;
+		m[i].len = len;
 		m[i].psn = psn;
 		m[i].npkts = vfab_packets(len, qp->req.mtu_bytes);
 		w[i]->byte_len = (uint32_t)len;

@@ -133,24 +133,23 @@ static bool recv_cqe(const struct vfab_msg *m, const struct rwqe *rw, enum ibv_w
 {
 	const struct vfab_swqe *w = m->wqe;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	struct vfab_cqe e = {
-	    .wr_id = rw->wr_id,
-	    .status = status,
-	    .opcode = opcode,
-	    .vendor_err = vfab_vendor_err(status),
-	    .byte_len = byte_len,
-	    .qp_num = m->d->qpn,
-	    .src_qp = m->src_qpn,
-	    .wc_flags = flags,
-	    .pkey_index = (uint16_t)m->d->pkey_index,
-	    .sl = m->d->qp_type == IBV_QPT_UD ? (uint8_t)roce_l3_type(m) : 0,
-	};
 
+	/* Filled in place: a chain builds one per message. */
+	memset(out, 0, sizeof(*out));
+	out->wr_id = rw->wr_id;
+	out->status = status;
+	out->opcode = opcode;
+	out->vendor_err = status == IBV_WC_SUCCESS ? 0 : vfab_vendor_err(status);
+	out->byte_len = byte_len;
+	out->qp_num = m->d->qpn;
+	out->src_qp = m->src_qpn;
+	out->wc_flags = flags;
+	out->pkey_index = (uint16_t)m->d->pkey_index;
+	out->sl = m->d->qp_type == IBV_QPT_UD ? (uint8_t)roce_l3_type(m) : 0;
 	if (status == IBV_WC_SUCCESS && imm) {
-		e.wc_flags |= IBV_WC_WITH_IMM;
-		e.imm_data = w->imm_data;
+		out->wc_flags |= IBV_WC_WITH_IMM;
+		out->imm_data = w->imm_data;
 	}
-	*out = e;
 	return (w->flags & IBV_SEND_SOLICITED) != 0;
 }
 
