@@ -10,12 +10,22 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "provider/vfab_split.h"
 
 #define DMA_WORKERS (VFAB_SPLIT_MAX - 1) /* the posting thread is an engine too */
+/*
+ * How long a thread polls before it sleeps on a futex: waking a thread on
+ * an idle CPU of a VM takes tens of microseconds, as long as copying
+ * 512 KiB; a stream of large WRITEs hands the next range over well within
+ * this. Polling yields the CPU, so on a node with fewer CPUs than engines
+ * the thread it waits for still runs.
+ */
+#define DMA_POLL_NS 50000
 
 uint64_t vfab_dma_split_from_bytes = 2ull * VFAB_DMA_MIN_CHUNK_BYTES;
 
@@ -25,12 +35,12 @@ struct dma_job {
 	bool write;
 	const struct iovec *local, *remote;
 	unsigned int nlocal, nremote;
-	_Atomic uint32_t pending; /* futex word: ranges handed out, not done */
-	_Atomic int err;	  /* the first range's error */
+	_Atomic int err; /* the first range's error */
 };
 
 struct dma_worker {
-	_Atomic uint32_t seq; /* futex word: bumped when a range is handed over */
+	_Atomic uint32_t seq;	   /* futex word: bumped when a range is handed over */
+	_Atomic uint32_t sleeping; /* asleep on seq: wake it */
 	struct dma_job *job;
 	struct vfab_split_range range;
 };
@@ -40,6 +50,13 @@ static struct {
 	_Atomic unsigned bound; /* engines at most: the largest configured */
 	uint64_t min_chunk_bytes;
 	unsigned started; /* workers running (under lock) */
+	/*
+	 * Ranges of the current copy handed out and not done; here, not in
+	 * the job on the poster's stack, because a worker still looks at
+	 * poster_sleeping after its decrement let the poster return.
+	 */
+	_Atomic uint32_t pending;
+	_Atomic uint32_t poster_sleeping;
 	struct dma_worker w[DMA_WORKERS];
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .min_chunk_bytes = VFAB_DMA_MIN_CHUNK_BYTES};
 
@@ -51,6 +68,40 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen)
 static void futex_wake(_Atomic uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Until *word differs from `seen`: polls DMA_POLL_NS, then sleeps on the
+ * futex with *sleeping set, so that whoever changes the word knows to wake
+ * it (both sides seq_cst: either it sees the change or the changer sees the
+ * flag). Returns the new value.
+ */
+static uint32_t await_change(_Atomic uint32_t *word, uint32_t seen, _Atomic uint32_t *sleeping)
+{
+	uint64_t until = 0;
+	uint32_t v;
+
+	while ((v = atomic_load(word)) == seen) {
+		if (!until) {
+			until = now_ns() + DMA_POLL_NS;
+		} else if (now_ns() > until) {
+			atomic_store(sleeping, 1);
+			if (atomic_load(word) == seen)
+				futex_wait(word, seen);
+			atomic_store(sleeping, 0);
+			continue;
+		}
+		sched_yield();
+	}
+	return v;
 }
 
 static int run_range(struct dma_job *j, const struct vfab_split_range *r)
@@ -73,19 +124,14 @@ static void *worker_main(void *arg)
 	uint32_t seen = 0; /* seq when it was started: bumped only after */
 
 	for (;;) {
-		uint32_t now = atomic_load(&w->seq);
 		struct dma_job *j;
 
-		if (now == seen) {
-			futex_wait(&w->seq, seen); /* idle: asleep, never spinning */
-			continue;
-		}
-		seen = now;
+		seen = await_change(&w->seq, seen, &w->sleeping); /* idle: asleep */
 		j = w->job;
 		job_error(j, run_range(j, &w->range));
-		/* The poster may return as soon as this reaches 0: j is not touched after. */
-		if (atomic_fetch_sub(&j->pending, 1) == 1)
-			futex_wake(&j->pending);
+		/* The poster may return once this reaches 0: j is not touched after. */
+		if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.poster_sleeping))
+			futex_wake(&pool.pending);
 	}
 	return NULL;
 }
@@ -96,6 +142,8 @@ static void forget_workers(void)
 	pthread_mutex_init(&pool.lock, NULL);
 	pool.started = 0;
 	memset(pool.w, 0, sizeof(pool.w));
+	atomic_store(&pool.pending, 0);
+	atomic_store(&pool.poster_sleeping, 0);
 }
 
 static void register_fork_handler(void)
@@ -192,18 +240,19 @@ int vfab_dma_copy(const struct vfab_peer *p, bool write, unsigned engines, uint6
 		pthread_mutex_unlock(&pool.lock);
 		goto alone;
 	}
-	atomic_store(&j.pending, s.n - 1);
+	atomic_store(&pool.pending, s.n - 1);
 	for (k = 0; k + 1 < s.n; k++) {
 		struct dma_worker *w = &pool.w[k];
 
 		w->job = &j;
 		w->range = s.part[k];
 		atomic_fetch_add(&w->seq, 1);
-		futex_wake(&w->seq);
+		if (atomic_load(&w->sleeping))
+			futex_wake(&w->seq);
 	}
 	job_error(&j, run_range(&j, &s.part[s.n - 1]));
-	while ((left = atomic_load(&j.pending)) != 0)
-		futex_wait(&j.pending, left);
+	while ((left = atomic_load(&pool.pending)) != 0)
+		await_change(&pool.pending, left, &pool.poster_sleeping);
 	pthread_mutex_unlock(&pool.lock);
 	/* Everything else has landed: now the last bytes, which pollers watch. */
 	if (!atomic_load(&j.err))

@@ -22,11 +22,12 @@
 
 /*
  * Smallest range one engine gets by default. Below it the hand-over (a
- * futex wake, a thread waking on another core, a second pidfd poll and
- * page-table walk) costs more than the copy time it saves; 256 KiB takes
- * about 25 us at 10 GB/s, the hand-over a few.
+ * second pidfd poll and page walk per range, the tail's own copy, waking or
+ * polling threads) costs about what it saves: on the 2-CPU development VM
+ * a 512 KiB WRITE split into 2 x 256 KiB ran at 0.9x the unsplit one,
+ * 1 MiB in 2 x 512 KiB at 1.05-1.6x, 4 MiB at 1.75x (ib_write_bw, noisy).
  */
-#define VFAB_DMA_MIN_CHUNK_BYTES (256u << 10)
+#define VFAB_DMA_MIN_CHUNK_BYTES (512u << 10)
 
 /* Transfers shorter than this (2 x the smallest range) never split. */
 extern uint64_t vfab_dma_split_from_bytes;
