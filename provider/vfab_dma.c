@@ -6,15 +6,15 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "provider/vfab_split.h"
 
 #define DMA_WORKERS (VFAB_SPLIT_MAX - 1) /* the posting thread is an engine too */
@@ -70,14 +70,6 @@ static void futex_wake(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /*
  * Until *word differs from `seen`: polls DMA_POLL_NS, then sleeps on the
  * futex with *sleeping set, so that whoever changes the word knows to wake
@@ -91,8 +83,8 @@ static uint32_t await_change(_Atomic uint32_t *word, uint32_t seen, _Atomic uint
 
 	while ((v = atomic_load(word)) == seen) {
 		if (!until) {
-			until = now_ns() + DMA_POLL_NS;
-		} else if (now_ns() > until) {
+			until = vfab_mono_ns() + DMA_POLL_NS;
+		} else if (vfab_mono_ns() > until) {
 			atomic_store(sleeping, 1);
 			if (atomic_load(word) == seen)
 				futex_wait(word, seen);
