@@ -25,7 +25,7 @@
  * second pidfd poll and page walk per range, the tail's own copy, waking or
  * polling threads) costs about what it saves: on the 2-CPU development VM
  * a 512 KiB WRITE split into 2 x 256 KiB ran at 0.9x the unsplit one,
- * 1 MiB in 2 x 512 KiB at 1.05-1.6x, 4 MiB at 1.75x (ib_write_bw, noisy).
+ * 1 MiB in 2 x 512 KiB at 1.05-1.3x, 4 MiB at 1.7x (ib_write_bw, noisy).
  */
 #define VFAB_DMA_MIN_CHUNK_BYTES (512u << 10)
 
