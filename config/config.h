@@ -50,6 +50,7 @@ struct vfab_cfg_hca {
 	char name[VFAB_NAME_MAX];
 	uint32_t nports;			      /* 1..VFAB_MAX_PORTS */
 	char netdev[VFAB_MAX_PORTS][VFAB_IFNAME_MAX]; /* bound netdev per port */
+	uint32_t copy_engines; /* 1..VFAB_MAX_COPY_ENGINES; 0: from the node's CPUs */
 };
 
 struct vfab_cfg_node {

@@ -204,6 +204,13 @@ static int parse_hca_ports(struct cfg_ctx *c, yaml_node_t *v, const char *path, 
 	return cfg_uint(c, v, path, 1, VFAB_MAX_PORTS, &o->h->nports);
 }
 
+static int parse_hca_copy_engines(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct hca_obj *o = obj;
+
+	return cfg_uint(c, v, path, 1, VFAB_MAX_COPY_ENGINES, &o->h->copy_engines);
+}
+
 /* Explicit netdev bindings: a name, or one name per port. */
 static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char *path)
 {
@@ -242,8 +249,10 @@ static bool netdev_bound(const struct vfab_cfg_node *n, const char *name)
 
 static int parse_hcas(struct cfg_ctx *c, yaml_node_t *v, const char *path, struct node_obj *no)
 {
-	static const struct cfg_key keys[] = {
-	    {"name", parse_hca_name}, {"netdev", parse_hca_netdev_key}, {"ports", parse_hca_ports}};
+	static const struct cfg_key keys[] = {{"name", parse_hca_name},
+					      {"netdev", parse_hca_netdev_key},
+					      {"ports", parse_hca_ports},
+					      {"copy_engines", parse_hca_copy_engines}};
 	struct vfab_cfg_node *n = no->n;
 	struct vfab_cfg_hca tmp[VFAB_CFG_MAX_HCAS];
 	size_t count, i;

@@ -26,8 +26,9 @@
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
- * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev). */
-#define VFAB_REGION_VERSION 7
+ * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
+ * 8 copy engines per HCA. */
+#define VFAB_REGION_VERSION 8
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -46,6 +47,8 @@
 #define VFAB_MAX_QPS 16384
 #define VFAB_MAX_SRQS 2048
 #define VFAB_MAX_SGE 30
+#define VFAB_MAX_COPY_ENGINES 16	/* hcas[].copy_engines */
+#define VFAB_DEFAULT_COPY_ENGINES_MAX 8 /* the default: the node's CPUs, at most this */
 #define VFAB_POOL_BYTES (1ull << 30)	/* sparse: only touched pages cost memory */
 #define VFAB_POOL_GIVE_BACK (64u << 10) /* freed chunks this large return their pages */
 
@@ -171,6 +174,12 @@ struct vfab_hca {
 	char name[VFAB_NAME_MAX];
 	uint32_t uverbs_idx; /* N of the node's /dev/infiniband/uverbsN */
 	uint32_t nports;
+	/*
+	 * Threads (1..VFAB_MAX_COPY_ENGINES) a process of this HCA may split
+	 * one large copy over, as a NIC's DMA engines: hcas[].copy_engines,
+	 * else the node's CPUs, at most VFAB_DEFAULT_COPY_ENGINES_MAX.
+	 */
+	uint32_t copy_engines;
 	uint64_t node_guid; /* host byte order */
 	uint64_t sys_image_guid;
 	struct vfab_port ports[VFAB_MAX_PORTS];

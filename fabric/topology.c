@@ -262,6 +262,19 @@ static int fill_shared_port(struct vfab_region *r, const struct vfab_config *cfg
 	return vfab_topology_port_gids(port, addrs, count);
 }
 
+/*
+ * One copy engine per CPU of the node, as many as the CPUs that can run
+ * them at once; a node with no known CPUs gets one (no split).
+ */
+static uint32_t default_copy_engines(const struct vfab_cpus *cpus)
+{
+	unsigned n = vfab_cpus_count(cpus);
+
+	if (n > VFAB_DEFAULT_COPY_ENGINES_MAX)
+		n = VFAB_DEFAULT_COPY_ENGINES_MAX;
+	return n ? n : 1;
+}
+
 /* HCA h of node i: a new one, or the host's shared one that an earlier pod made. */
 static int fill_hca(struct vfab_region *r, const struct vfab_config *cfg, uint32_t i, uint32_t h,
 		    int32_t shared_idx[])
@@ -283,6 +296,8 @@ static int fill_hca(struct vfab_region *r, const struct vfab_config *cfg, uint32
 	snprintf(hca->name, sizeof(hca->name), "%s", cn->hcas[h].name);
 	hca->uverbs_idx = h;
 	hca->nports = cn->hcas[h].nports;
+	hca->copy_engines =
+	    cn->hcas[h].copy_engines ? cn->hcas[h].copy_engines : default_copy_engines(&node->cpus);
 	for (uint32_t p = 1; p <= hca->nports; p++) {
 		rc = shared ? fill_shared_port(r, cfg, host, &hca->ports[p - 1])
 			    : fill_port(r, cfg, i, h, p, &hca->ports[p - 1]);

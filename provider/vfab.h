@@ -54,6 +54,7 @@ struct vfab_context {
 	struct vfab_region *r;
 	struct vfab_hca *hca;
 	uint32_t hca_idx;
+	uint32_t copy_engines;	 /* threads one large copy may use (vfab_dma_configure) */
 	struct vfab_owner owner; /* pid, ctx_id */
 	uint32_t async_id;	 /* FIFO <rundir>/fifo/<pid>.<async_id> */
 	char async_path[320];

@@ -5,6 +5,7 @@
  * destroy before closing the device.
  */
 #include "provider/vfab_dest.h"
+#include "provider/vfab_dma.h"
 #include "base/fsutil.h"
 #include "base/proc.h"
 #include "fabric/ctl.h"
@@ -157,6 +158,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->r = dev->region;
 	ctx->hca_idx = dev->hca;
 	ctx->hca = &ctx->r->hcas[dev->hca];
+	ctx->copy_engines = vfab_dma_configure(ctx->hca->copy_engines);
 	/*
 	 * Peers address us by the pid they see: in a PID namespace of our own
 	 * that is the outer one (NSpid), not getpid(). Our own copies still go

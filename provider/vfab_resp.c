@@ -7,6 +7,7 @@
  */
 #include "provider/vfab_resp.h"
 #include "provider/vfab_counters.h"
+#include "provider/vfab_dma.h"
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_xfer.h"
 
@@ -272,7 +273,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 	if (m->len) {
 		struct vfab_peer p = peer_of(m);
 
-		rc = vfab_xfer_write(&p, m->liov, m->nliov, &dst, 1);
+		rc = vfab_dma_write(&p, m->copy_engines, m->len, m->liov, m->nliov, &dst, 1);
 		vfab_mr_unpin(pin);
 		if (rc) {
 			copy_failed(m, rc, res);
@@ -310,7 +311,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		return;
 	}
 	p = peer_of(m);
-	rc = vfab_xfer_write(&p, m->liov, m->nliov, dst, n);
+	rc = vfab_dma_write(&p, m->copy_engines, m->len, m->liov, m->nliov, dst, n);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
@@ -333,7 +334,7 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 	if (m->len) {
 		struct vfab_peer p = peer_of(m);
 
-		rc = vfab_xfer_read(&p, m->liov, m->nliov, &src, 1);
+		rc = vfab_dma_read(&p, m->copy_engines, m->len, m->liov, m->nliov, &src, 1);
 		vfab_mr_unpin(pin);
 		if (rc) {
 			copy_failed(m, rc, res);

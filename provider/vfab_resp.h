@@ -18,7 +18,8 @@ struct vfab_msg {
 	int32_t self_pid;
 	/* Requester: its port, QP, and the gathered local segments. */
 	uint32_t src_hca, src_port, src_qpn, src_qkey;
-	struct iovec *liov; /* consumed by vfab_resp_rc_chain */
+	uint32_t copy_engines; /* of the requester's context: its HCA's DMA engines */
+	struct iovec *liov;    /* consumed by vfab_resp_rc_chain */
 	unsigned int nliov;
 	uint64_t len;
 	uint32_t psn, npkts; /* RC: first PSN and packets of the message */
@@ -51,6 +52,7 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 	m->wqe = w;
 	m->self_pid = ctx->owner.pid;
 	m->src_hca = ctx->hca_idx;
+	m->copy_engines = ctx->copy_engines;
 	m->src_port = qp->s->port;
 	m->src_qpn = qp->qpn;
 	m->liov = iov;

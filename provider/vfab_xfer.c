@@ -287,3 +287,18 @@ int vfab_xfer_read(const struct vfab_peer *p, const struct iovec *dst, unsigned 
 {
 	return xfer(p, false, dst, ndst, src, nsrc);
 }
+
+int vfab_xfer_part(const struct vfab_peer *p, bool write, const struct iovec *local,
+		   unsigned int nlocal, const struct iovec *remote, unsigned int nremote,
+		   uint64_t off_bytes, uint64_t len_bytes)
+{
+	struct iovec l[VFAB_XFER_MAX_IOV], rm[VFAB_XFER_MAX_IOV];
+
+	if (nlocal > VFAB_XFER_MAX_IOV || nremote > VFAB_XFER_MAX_IOV)
+		return -EINVAL;
+	memcpy(l, local, nlocal * sizeof(*l));
+	memcpy(rm, remote, nremote * sizeof(*rm));
+	nlocal = iov_truncate(l, iov_advance(l, nlocal, off_bytes), len_bytes);
+	nremote = iov_truncate(rm, iov_advance(rm, nremote, off_bytes), len_bytes);
+	return xfer(p, write, l, nlocal, rm, nremote);
+}

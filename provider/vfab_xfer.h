@@ -69,4 +69,14 @@ int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iov
 int vfab_xfer_read(const struct vfab_peer *p, const struct iovec *dst, unsigned int ndst,
 		   const struct iovec *src, unsigned int nsrc);
 
+/*
+ * Moves bytes [off_bytes, off_bytes + len_bytes) of the transfer that
+ * vfab_xfer_write (write) or vfab_xfer_read would make: the share of one
+ * copy engine. The same owner checks as the whole transfer; at most
+ * VFAB_XFER_MAX_IOV segments each way.
+ */
+int vfab_xfer_part(const struct vfab_peer *p, bool write, const struct iovec *local,
+		   unsigned int nlocal, const struct iovec *remote, unsigned int nremote,
+		   uint64_t off_bytes, uint64_t len_bytes);
+
 #endif /* VFAB_XFER_H */

@@ -168,8 +168,10 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 			for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
 				const struct vfab_hca *hca = &fs->r->hcas[n->hcas[h]];
 
-				printf(" %s (uverbs%u, GID %d)", hca->name, hca->uverbs_idx,
-				       vfab_port_ipv4_v2_gid(&hca->ports[0], n->index));
+				printf(" %s (uverbs%u, GID %d, %u copy engine%s)", hca->name,
+				       hca->uverbs_idx,
+				       vfab_port_ipv4_v2_gid(&hca->ports[0], n->index),
+				       hca->copy_engines, hca->copy_engines == 1 ? "" : "s");
 			}
 		}
 		printf("\n");
@@ -215,7 +217,8 @@ static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
 
 		printf("%s{\"name\":", h ? "," : "");
 		json_str(hca->name);
-		printf(",\"uverbs\":\"uverbs%u\",\"ports\":[", hca->uverbs_idx);
+		printf(",\"uverbs\":\"uverbs%u\",\"copy_engines\":%u,\"ports\":[", hca->uverbs_idx,
+		       hca->copy_engines);
 		for (uint32_t p = 0; p < hca->nports && p < VFAB_MAX_PORTS; p++) {
 			printf("%s{\"port\":%u,\"netdev\":", p ? "," : "", p + 1);
 			json_str(hca->ports[p].netdev);

@@ -5,6 +5,8 @@ foreach(_prog pvm_ceiling tcp_stream)
   add_executable(${_prog} ${CMAKE_CURRENT_LIST_DIR}/${_prog}.c
                           ${CMAKE_CURRENT_LIST_DIR}/bench_util.c)
 endforeach()
+# --threads: the ranges of the provider's copy engines (provider/vfab_split.c).
+target_link_libraries(pvm_ceiling PRIVATE vfab_provider_checks pthread)
 
 add_test(NAME bench_default
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench.sh --fabric tbench

@@ -10,7 +10,11 @@
 # `vfab down` take. Small messages: ib_write_bw -s 8 (one WR per post),
 # ib_write_bw -s 8 --post_list 32 and ib_send_bw -s 8 next to the raw rate of
 # 8-byte process_vm_writev calls, one write per call and 64 per call
-# (pvm_ceiling). Prints one table; with --json also writes the numbers.
+# (pvm_ceiling). Copy engines: the fabric again, every node on all the CPUs
+# this script may use, ib_write_bw 1, 4 and 16 MiB with 1, 2 and 4 engines
+# (VFAB_COPY_ENGINES) next to the raw copy on one thread and split the same
+# way over as many threads (pvm_ceiling --threads). Prints one table; with
+# --json also writes the numbers.
 #
 # Exits 1 when a measurement fails or a floor is missed. Floors (environment):
 #   VFAB_BENCH_BW_VS_RAW   vfab write bw >= this x raw pvm bw   (default 0.6)
@@ -20,6 +24,7 @@
 #   VFAB_BENCH_MAX_DOWN_MS vfab down < this                     (default 2000)
 #   VFAB_BENCH_W8_VS_RAW1  ib_write_bw -s 8 rate >= this x raw one-per-call (0.5)
 #   VFAB_BENCH_PL_VS_RAW1  the same with --post_list 32 >= this x it        (1.5)
+#   VFAB_BENCH_ENG_VS_RAWN 4 MiB with 2 engines >= this x raw 2 threads     (0.5)
 # The fabric is always taken down on exit.
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
@@ -34,6 +39,8 @@ max_up=${VFAB_BENCH_MAX_UP_MS:-4000}
 max_down=${VFAB_BENCH_MAX_DOWN_MS:-2000}
 min_w8_raw=${VFAB_BENCH_W8_VS_RAW1:-0.5}
 min_pl_raw=${VFAB_BENCH_PL_VS_RAW1:-1.5}
+min_eng_raw=${VFAB_BENCH_ENG_VS_RAWN:-0.5}
+eng_sizes="1 4 16" eng_counts="1 2 4"
 for prog in pvm_ceiling tcp_stream; do
 	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
 done
@@ -109,6 +116,35 @@ t0=$(date +%s%N)
 fabric_is_up=0
 down_ms=$(ms_since "$t0")
 
+# Copy engines need CPUs to run on: every node gets all of ours.
+cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+note "copy engines: the fabric again, every node on CPUs $cpus; ib_write_bw 2 s each"
+sed "s/^\(  - id: node[01]\)$/\1\n    cpus: \"$cpus\"/" "$VFAB_REPO/configs/default.yaml" \
+	>"$VFAB_TMP/engines.yaml"
+grep -q "cpus: \"$cpus\"" "$VFAB_TMP/engines.yaml" || fail "could not derive the engines config"
+fabric_is_up=1
+"$VFAB" --fabric "$VFAB_FABRIC" up "$VFAB_TMP/engines.yaml" >"$VFAB_TMP/up2.log" 2>&1 ||
+	{ show "$VFAB_TMP/up2.log"; fail "vfab up (engines config) failed"; }
+declare -A eng_bw raw_mt
+port=18560
+for mib in $eng_sizes; do
+	for n in $eng_counts; do
+		pair_same "eng$mib.$n" "$port" env VFAB_COPY_ENGINES="$n" ib_write_bw -d mlx5_0 -x 3 \
+			-s $((mib << 20)) -D 2 --report_gbits -F -p "$port"
+		port=$((port + 1))
+		v=$(perftest_value "$VFAB_TMP/eng$mib.$n.cli" 'BW average[Gb/sec]' 4)
+		num_between "${v:-x}" 0 inf || { show "$VFAB_TMP/eng$mib.$n.cli"; fail "no ib_write_bw average"; }
+		eng_bw[$mib.$n]=$(awk "BEGIN { printf \"%.2f\", $v / 8 }")
+		"$VFAB_BIN/pvm_ceiling" --threads "$n" --size $((mib << 20)) --seconds 0.5 --runs 2 \
+			>"$VFAB_TMP/pvm$mib.$n.out" 2>&1 || { show "$VFAB_TMP/pvm$mib.$n.out"; fail "pvm_ceiling --threads failed"; }
+		raw_mt[$mib.$n]=$(key "$VFAB_TMP/pvm$mib.$n.out" bw_gbyte_per_s)
+		num_between "${raw_mt[$mib.$n]:-x}" 0 inf || fail "no raw $n-thread ceiling"
+	done
+done
+"$VFAB" --fabric "$VFAB_FABRIC" down >"$VFAB_TMP/down2.log" 2>&1 ||
+	{ show "$VFAB_TMP/down2.log"; fail "vfab down (engines config) failed"; }
+fabric_is_up=0
+
 for v in "$tcp_bw" "$tcp_lat" "$raw_bw" "$raw_lat" "$raw_one" "$raw_batch"; do
 	num_between "$v" 0 inf || fail "a reference measurement is missing or not positive ('$v')"
 done
@@ -141,6 +177,18 @@ srow "ib_write_bw -s 8" "$w8_rate"
 srow "ib_write_bw -s 8 --post_list 32" "$pl_rate"
 srow "ib_send_bw -s 8" "$s8_rate"
 echo
+printf '%-34s %10s %10s %10s %10s %10s\n' "copy engines, CPUs $cpus [GB/s]" vfab "raw 1 thr" \
+	"raw N thr" "x raw 1" "x raw N"
+for mib in $eng_sizes; do
+	for n in $eng_counts; do
+		printf '%-34s %10.2f %10.2f %10.2f %10.2f %10.2f\n' \
+			"ib_write_bw $mib MiB, $n engine$([ "$n" = 1 ] || echo s)" "${eng_bw[$mib.$n]}" \
+			"${raw_mt[$mib.1]}" "${raw_mt[$mib.$n]}" \
+			"$(calc "${eng_bw[$mib.$n]} / ${raw_mt[$mib.1]}")" \
+			"$(calc "${eng_bw[$mib.$n]} / ${raw_mt[$mib.$n]}")"
+	done
+done
+echo
 
 failed=0
 check()
@@ -157,6 +205,8 @@ check "write bw $vfab_bw >= $min_bw_tcp x TCP $tcp_bw GB/s" "$vfab_bw >= $min_bw
 check "write lat $vfab_lat <= $max_lat us" "$vfab_lat <= $max_lat"
 check "ib_write_bw -s 8 $w8_rate >= $min_w8_raw x raw $raw_one M/s" "$w8_rate >= $min_w8_raw * $raw_one"
 check "--post_list 32 $pl_rate >= $min_pl_raw x raw $raw_one M/s" "$pl_rate >= $min_pl_raw * $raw_one"
+check "4 MiB, 2 engines ${eng_bw[4.2]} >= $min_eng_raw x raw 2 threads ${raw_mt[4.2]} GB/s" \
+	"${eng_bw[4.2]} >= $min_eng_raw * ${raw_mt[4.2]}"
 check "vfab up $up_ms < $max_up ms" "$up_ms < $max_up"
 check "vfab down $down_ms < $max_down ms" "$down_ms < $max_down"
 
@@ -168,11 +218,16 @@ if [ -n "$json" ]; then
   "write_lat_8B_us": {"vfab": $vfab_lat, "raw_pvm": $raw_lat, "tcp_veth": $tcp_lat},
   "small_8B_mmsg_per_s": {"raw_pvm_1": $raw_one, "raw_pvm_64": $raw_batch, "write_bw": $w8_rate,
                           "write_bw_post_list_32": $pl_rate, "send_bw": $s8_rate},
+  "copy_engines_gbyte_per_s": {$(for mib in $eng_sizes; do for n in $eng_counts; do
+		printf '"%s MiB, %s": {"vfab": %s, "raw_1_thread": %s, "raw_n_threads": %s}, ' \
+			"$mib" "$n" "${eng_bw[$mib.$n]}" "${raw_mt[$mib.1]}" "${raw_mt[$mib.$n]}"
+	done; done | sed 's/, $//')},
   "vfab_up_ms": $up_ms,
   "vfab_down_ms": $down_ms,
   "floors": {"bw_vs_raw": $min_bw_raw, "bw_vs_tcp": $min_bw_tcp, "max_lat_us": $max_lat,
              "max_up_ms": $max_up, "max_down_ms": $max_down,
-             "write_8B_vs_raw_1": $min_w8_raw, "post_list_vs_raw_1": $min_pl_raw},
+             "write_8B_vs_raw_1": $min_w8_raw, "post_list_vs_raw_1": $min_pl_raw,
+             "engines_4MiB_2_vs_raw_2_threads": $min_eng_raw},
   "pass": $([ "$failed" = 0 ] && echo true || echo false)
 }
 JSON

@@ -7,6 +7,7 @@
  * benchmark can say how close vfab gets to what the copy itself allows.
  *
  *   pvm_ceiling [--size BYTES] [--seconds S] [--runs N] [--iters N] [--batch N]
+ *               [--threads N]
  *
  * Bandwidth: the parent writes --size bytes (default 1 MiB) into a buffer the
  * child owns, back to back for --seconds (default 1) per run; the best of
@@ -19,13 +20,23 @@
  * child's addresses reach the parent through a pipe, as an rkey/address pair
  * would reach an RDMA peer.
  *
+ * --threads N (bandwidth only): each write of --size is the copy vfab's copy
+ * engines make of it (provider/vfab_split.h: the same ranges, the last one
+ * by the main thread, then the tail), over N threads that wait for the next
+ * write spinning (a ceiling: no sleep, no wake-up); N = 1 is the plain loop.
+ *
  * Output: key=value lines (bw_*, lat_*, small_*); exit status 0 on success, 1 on a
  * failed system call, 2 on bad arguments.
  */
 #include "bench_util.h"
+#include "provider/vfab_dma.h"
+#include "provider/vfab_split.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +54,7 @@ struct opts {
 	unsigned runs;
 	size_t iters;
 	size_t batch;
+	unsigned threads;
 };
 
 /* What each side tells the other about its memory. */
@@ -241,6 +253,97 @@ static int measure_lat(pid_t child, int wfd, const struct child_addrs *a, const 
 	return ret;
 }
 
+/* The split copy: one write's ranges, handed to the helpers by generation. */
+static struct {
+	pid_t child;
+	const struct child_addrs *a;
+	const char *src;
+	struct vfab_split plan;
+	_Atomic uint64_t gen;  /* bumped per write; UINT64_MAX: stop */
+	_Atomic unsigned done; /* helpers finished with this generation */
+	_Atomic int err;
+} mt;
+
+static int write_range(const struct vfab_split_range *r)
+{
+	return pvm_write(mt.child, mt.a->buf + r->off_bytes, mt.src + r->off_bytes, r->len_bytes);
+}
+
+static void *helper_main(void *arg)
+{
+	unsigned k = (unsigned)(uintptr_t)arg;
+	uint64_t seen = 0, g;
+	unsigned spins = 0;
+
+	for (;;) {
+		while ((g = atomic_load(&mt.gen)) == seen)
+			if (++spins % 1024 == 0)
+				sched_yield(); /* fewer CPUs than threads */
+		if (g == UINT64_MAX)
+			return NULL;
+		seen = g;
+		if (write_range(&mt.plan.part[k]))
+			atomic_store(&mt.err, -EIO);
+		atomic_fetch_add(&mt.done, 1);
+	}
+}
+
+static int measure_bw_threads(pid_t child, const struct child_addrs *a, const struct opts *o)
+{
+	pthread_t th[VFAB_SPLIT_MAX];
+	unsigned helpers, started = 0, spins = 0;
+	double best = 0;
+	void *src;
+	int ret = 0;
+
+	if (posix_memalign(&src, 4096, o->size))
+		return -ENOMEM;
+	memset(src, 0xa5, o->size);
+	mt.child = child;
+	mt.a = a;
+	mt.src = src;
+	vfab_split_plan(o->size, a->buf, o->threads, VFAB_DMA_MIN_CHUNK_BYTES, &mt.plan);
+	helpers = mt.plan.n - 1;
+	for (; started < helpers; started++)
+		if (pthread_create(&th[started], NULL, helper_main, (void *)(uintptr_t)started)) {
+			ret = -EAGAIN;
+			break;
+		}
+	for (unsigned run = 0; run < o->runs && !ret; run++) {
+		uint64_t start = bench_now_ns(), deadline = start + (uint64_t)(o->seconds * 1e9);
+		uint64_t bytes = 0, now;
+
+		do {
+			atomic_store(&mt.done, 0);
+			atomic_fetch_add(&mt.gen, 1);
+			ret = write_range(&mt.plan.part[helpers]);
+			while (atomic_load(&mt.done) != helpers)
+				if (++spins % 1024 == 0)
+					sched_yield();
+			if (!ret)
+				ret = atomic_load(&mt.err);
+			if (!ret && mt.plan.tail.len_bytes)
+				ret = write_range(&mt.plan.tail);
+			bytes += o->size;
+			now = bench_now_ns();
+		} while (!ret && now < deadline);
+		if (!ret && (double)bytes / (double)(now - start) > best)
+			best = (double)bytes / (double)(now - start);
+	}
+	atomic_store(&mt.gen, UINT64_MAX);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	free(src);
+	if (ret)
+		return ret;
+	printf("bw_size_bytes=%zu\n", o->size);
+	printf("bw_threads=%u\n", mt.plan.n);
+	printf("bw_runs=%u\n", o->runs);
+	printf("bw_gbyte_per_s=%.3f\n", best);
+	printf("bw_gbit_per_s=%.3f\n", best * 8);
+	return 0;
+}
+
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	for (int i = 1; i < argc; i++) {
@@ -256,13 +359,19 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->iters = bench_parse_ulong(argv[i], val);
 		else if (!strcmp(argv[i], "--batch"))
 			o->batch = bench_parse_ulong(argv[i], val);
+		else if (!strcmp(argv[i], "--threads"))
+			o->threads = (unsigned)bench_parse_ulong(argv[i], val);
 		else {
 			fprintf(stderr,
 				"usage: pvm_ceiling [--size BYTES] [--seconds S] [--runs N] "
-				"[--iters N] [--batch N]\n");
+				"[--iters N] [--batch N] [--threads N]\n");
 			exit(strcmp(argv[i], "--help") ? 2 : 0);
 		}
 		i++;
+	}
+	if (o->threads > VFAB_SPLIT_MAX) {
+		fprintf(stderr, "pvm_ceiling: --threads is 1..%d\n", VFAB_SPLIT_MAX);
+		exit(2);
 	}
 }
 
@@ -295,12 +404,15 @@ int main(int argc, char **argv)
 	ret = bench_read_full(to_parent[0], &a, sizeof(a));
 	if (!ret)
 		ret = bench_write_full(to_child[1], &pong_addr, sizeof(pong_addr));
-	if (!ret)
+	if (!ret && o.threads)
+		ret = measure_bw_threads(child, &a, &o);
+	else if (!ret) {
 		ret = measure_bw(child, &a, &o);
-	if (!ret)
-		ret = measure_small(child, &a, &o);
-	if (!ret)
-		ret = measure_lat(child, to_child[1], &a, &o);
+		if (!ret)
+			ret = measure_small(child, &a, &o);
+		if (!ret)
+			ret = measure_lat(child, to_child[1], &a, &o);
+	}
 	if (!ret)
 		ret = bench_write_full(to_child[1], &quit, sizeof(quit));
 	if (ret) {

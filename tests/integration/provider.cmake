@@ -26,3 +26,18 @@ target_link_libraries(pid_reuse PRIVATE ${IBVERBS_LIB})
 # ibv_dereg_mr racing RDMA WRITEs of another process: nothing lands after it returns.
 add_executable(dereg_race ${CMAKE_CURRENT_LIST_DIR}/dereg_race.c ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(dereg_race PRIVATE ${IBVERBS_LIB})
+
+# Copy engines forced on (2 per process, ranges from 16 KiB, so that
+# transfers from 32 KiB split) on the test fabric's one-CPU nodes: ordering
+# (NCCL's last-bytes flags, the chain and error paths) and the bytes.
+set(_vfab_engines_env "VFAB_COPY_ENGINES=2;VFAB_COPY_SPLIT_MIN=16384")
+vfab_integration_test(int_nccl_pattern_engines 300
+  ${_vfab_it}/node_checks.sh nccl_pattern -d mlx5_0)
+vfab_integration_test(int_nccl_pattern_nodes_engines 300 ${_vfab_it}/nccl_pattern.sh 18593)
+vfab_integration_test(int_verbs_errors_engines 600
+  ${_vfab_it}/node_checks.sh verbs_errors -d mlx5_0 -g 3)
+vfab_integration_test(int_lossy_verify_engines 300
+  ${_vfab_it}/lossy_verify.sh 18594 --bytes 16777216 --sends 500)
+foreach(_t nccl_pattern nccl_pattern_nodes verbs_errors lossy_verify)
+  set_property(TEST int_${_t}_engines APPEND PROPERTY ENVIRONMENT ${_vfab_engines_env})
+endforeach()

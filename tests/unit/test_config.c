@@ -279,12 +279,32 @@ static void test_inline_errors(void **state)
 		   "2: fabric.subnet: 198.18.0.1/24 has host bits set");
 }
 
+/* hcas[].copy_engines: 1..VFAB_MAX_COPY_ENGINES; left out, 0 (from the node's CPUs). */
+static void test_copy_engines(void **state)
+{
+	struct vfab_config cfg;
+
+	(void)state;
+	load_ok("nodes:\n  - id: a\n    hcas: [{name: m0, copy_engines: 4}, {name: m1}]\n"
+		"  - {id: b, hcas: 2}\n",
+		&cfg);
+	assert_int_equal(cfg.nodes[0].hcas[0].copy_engines, 4);
+	assert_int_equal(cfg.nodes[0].hcas[1].copy_engines, 0);
+	assert_int_equal(cfg.nodes[1].hcas[1].copy_engines, 0);
+	vfab_config_free(&cfg);
+	load_fails("nodes:\n  - id: a\n    hcas: [{copy_engines: 0}]\n",
+		   "3: nodes[0].hcas[0].copy_engines: 0 is out of range 1..16");
+	load_fails("nodes:\n  - id: a\n    hcas:\n      - {name: m0, copy_engines: 17}\n",
+		   "4: nodes[0].hcas[0].copy_engines: 17 is out of range 1..16");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_seed_file),  cmocka_unit_test(test_default_config),
-	    cmocka_unit_test(test_extensions), cmocka_unit_test(test_file_errors),
-	    cmocka_unit_test(test_io_error),   cmocka_unit_test(test_inline_errors),
+	    cmocka_unit_test(test_seed_file),	 cmocka_unit_test(test_default_config),
+	    cmocka_unit_test(test_extensions),	 cmocka_unit_test(test_file_errors),
+	    cmocka_unit_test(test_io_error),	 cmocka_unit_test(test_inline_errors),
+	    cmocka_unit_test(test_copy_engines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

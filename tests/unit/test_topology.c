@@ -40,6 +40,19 @@ static void fill_from(struct vfab_region *r, const char *yaml)
 	vfab_config_free(&cfg);
 }
 
+/* copy_engines: as configured, else one per CPU of the node, at most 8. */
+static void test_copy_engines(void **state)
+{
+	struct vfab_region *r = *state;
+
+	fill_from(r, "nodes:\n  - {id: a, cpus: \"0-1\", hcas: [{copy_engines: 3}, {name: m1}]}\n"
+		     "  - {id: b, cpus: \"0-11\"}\n  - {id: c, cpus: 5}\n");
+	assert_int_equal(r->hcas[r->nodes[0].hcas[0]].copy_engines, 3);
+	assert_int_equal(r->hcas[r->nodes[0].hcas[1]].copy_engines, 2);
+	assert_int_equal(r->hcas[r->nodes[1].hcas[0]].copy_engines, VFAB_DEFAULT_COPY_ENGINES_MAX);
+	assert_int_equal(r->hcas[r->nodes[2].hcas[0]].copy_engines, 1);
+}
+
 static void test_default_fabric(void **state)
 {
 	struct vfab_region *r = *state;
@@ -425,6 +438,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_default_fabric, shm_setup, shm_teardown),
+	    cmocka_unit_test_setup_teardown(test_copy_engines, shm_setup, shm_teardown),
 	    cmocka_unit_test_setup_teardown(test_seed_links, shm_setup, shm_teardown),
 	    cmocka_unit_test_setup_teardown(test_multi_hca, shm_setup, shm_teardown),
 	    cmocka_unit_test_setup_teardown(test_port_gids, shm_setup, shm_teardown),
