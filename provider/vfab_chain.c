@@ -11,6 +11,7 @@
  */
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
+#include "provider/vfab_dma.h"
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
 
@@ -45,6 +46,13 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 		if (nl + (w[i]->num_sge > 1 ? w[i]->num_sge : 1) > VFAB_CHAIN_IOV)
 			break;
 		if (vfab_gather(qp, w[i], qp->req.chain_iov + nl, &cnt, &len) != IBV_WC_SUCCESS)
+			break;
+		/*
+		 * A message the copy engines would split goes on its own: one
+		 * system call saves nothing next to its copy, and a chain's one
+		 * call is one thread's.
+		 */
+		if (m[0].copy_engines > 1 && len >= vfab_dma_split_from_bytes)
 			break;
 		if (i)
 			m[i] = m[0];
