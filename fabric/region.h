@@ -488,8 +488,8 @@ static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 }
 
 /*
- * A requester pins an MR before its remote check and unpins it after the
- * copy; vfab_mr_free revokes the key and then waits until no copy is pinned
+ * A requester pins an MR before its remote check (an R_Key's, or a receive
+ * buffer's lkey for a SEND or UD datagram) and unpins it after the copy; vfab_mr_free revokes the key and then waits until no copy is pinned
  * (at most VFAB_MR_DRAIN_MS, so a requester that died mid-copy cannot hold
  * a deregistration forever): as on an HCA, nothing lands in a region once
  * ibv_dereg_mr returned. Both sides are sequentially consistent: either the

@@ -84,9 +84,22 @@ out:
 	return kind;
 }
 
-/* The receive buffers as this process's view of the owner's memory. */
+/* Unpins the MRs of the first n receive buffers (scatter_list). */
+static void unpin_list(struct vfab_mr_slot **pins, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		vfab_mr_unpin(pins[i]);
+}
+
+/*
+ * The receive buffers as this process's view of the owner's memory. Each
+ * buffer's MR is pinned before its check, as check_rkey pins a WRITE's
+ * target: the caller unpins all n (unpin_list) after the copy, so an
+ * ibv_dereg_mr waits for it. On an error nothing stays pinned.
+ */
 static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rwqe *rw,
-				       struct iovec *iov, unsigned int *n, uint64_t *cap)
+				       struct iovec *iov, struct vfab_mr_slot **pins,
+				       unsigned int *n, uint64_t *cap)
 {
 	uint32_t i;
 
@@ -94,15 +107,24 @@ static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rw
 	*cap = 0;
 	for (i = 0; i < rw->num_sge; i++) {
 		const struct vfab_sge *s = &rw->sge[i];
+		struct vfab_mr_slot *mr;
 		uint64_t va;
 		enum ibv_wc_status st;
 
 		if (!s->length)
 			continue;
-		st = vfab_mr_check_local(vfab_mr_lookup(m->r, s->lkey), s->lkey, m->dst_hca, rw->pd,
-					 s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, &va);
-		if (st != IBV_WC_SUCCESS)
+		mr = vfab_mr_lookup(m->r, s->lkey);
+		if (mr)
+			vfab_mr_pin(mr);
+		st = vfab_mr_check_local(mr, s->lkey, m->dst_hca, rw->pd, s->addr, s->length,
+					 IBV_ACCESS_LOCAL_WRITE, &va);
+		if (st != IBV_WC_SUCCESS) {
+			vfab_mr_unpin(mr);
+			unpin_list(pins, *n);
+			*n = 0;
 			return st;
+		}
+		pins[*n] = mr;
 		iov[*n].iov_base = (void *)(uintptr_t)va;
 		iov[*n].iov_len = s->length;
 		(*n)++;
@@ -280,6 +302,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct iovec dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
 	struct vfab_peer p;
 	enum ibv_wc_status st;
 	unsigned int n;
@@ -291,9 +314,11 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
-	st = scatter_list(m, &rw, dst, &n, &cap);
-	if (st == IBV_WC_SUCCESS && cap < m->len)
+	st = scatter_list(m, &rw, dst, pins, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len) {
+		unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
+	}
 	if (st != IBV_WC_SUCCESS) {
 		/* The receiver sees its own error; the sender hears why. */
 		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
@@ -303,6 +328,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	}
 	p = peer_of(m);
 	rc = vfab_xfer_write(&p, m->liov, m->nliov, dst, n);
+	unpin_list(pins, n);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
@@ -628,6 +654,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	const struct vfab_swqe *w = m->wqe;
 	struct vfab_qp_slot *d = m->d;
 	struct iovec src[VFAB_XFER_MAX_IOV], dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
 	uint8_t grh[VFAB_GRH_BYTES];
 	struct vfab_peer p;
 	enum ibv_wc_status st;
@@ -635,6 +662,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	unsigned int n;
 	struct rwqe rw;
 	uint64_t cap;
+	int rc;
 
 	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
 	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m->src_qkey : w->remote_qkey;
@@ -645,9 +673,11 @@ void vfab_resp_ud(const struct vfab_msg *m)
 		goto out;
 	if (check_rq(m, &rw) != VFAB_RESP_PASS)
 		goto out; /* no receive posted: the datagram is dropped */
-	st = scatter_list(m, &rw, dst, &n, &cap);
-	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES)
+	st = scatter_list(m, &rw, dst, pins, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES) {
+		unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
+	}
 	if (st != IBV_WC_SUCCESS) {
 		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		goto out;
@@ -657,7 +687,9 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	src[0].iov_len = sizeof(grh);
 	memcpy(src + 1, m->liov, m->nliov * sizeof(src[0]));
 	p = peer_of(m);
-	if (vfab_xfer_write(&p, src, m->nliov + 1, dst, n))
+	rc = vfab_xfer_write(&p, src, m->nliov + 1, dst, n);
+	unpin_list(pins, n);
+	if (rc)
 		goto out;
 	push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)m->len + VFAB_GRH_BYTES,
 		  IBV_WC_GRH);
