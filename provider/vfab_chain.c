@@ -33,8 +33,11 @@ uint32_t vfab_attempt_writes(struct vfab_qp *qp, struct vfab_swqe *const *w, uin
 	/* Within one process a chain gains nothing: copies are plain memcpy. */
 	if (!d || d->owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) || !vfab_dest_ports_up(qp))
 		return 0;
-	/* The chain's one copy goes by pid: its owner must still be the one. */
-	if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
+	/*
+	 * The chain's one copy goes by pid: its owner must still be the one,
+	 * and the pid ours to name (no pidfd: pids of another namespace).
+	 */
+	if (qp->req.dest.pidfd < 0 || !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
 	for (i = 0; i < n; i++) {
 		/* What does not fit one call waits for the next chain. */

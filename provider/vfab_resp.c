@@ -192,7 +192,8 @@ static struct vfab_peer peer_of(const struct vfab_msg *m)
 	struct vfab_peer p = {.pid = m->d->owner.pid,
 			      .memfd = m->memfd,
 			      .pidfd1 = m->pidfd1,
-			      .self = owner_is_self(m)};
+			      .self = owner_is_self(m),
+			      .foreign = m->foreign};
 
 	return p;
 }
