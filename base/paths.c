@@ -70,3 +70,8 @@ int vfab_cm_dir(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/cm", rundir);
 }
+
+int vfab_host_proc_dir(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/proc", rundir);
+}

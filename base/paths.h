@@ -55,4 +55,12 @@ int vfab_fifo_dir(char *buf, size_t len, const char *rundir);
 /* The RDMA CM's listener directory (service -> CM QP of its process): <rundir>/cm. */
 int vfab_cm_dir(char *buf, size_t len, const char *rundir);
 
+/*
+ * The host's /proc as every node shows it: <rundir>/proc, a bind mount made
+ * in each node's mount namespace over an empty directory (empty outside the
+ * nodes). A process that entered a PID namespace of its own and mounted a
+ * /proc of that namespace still finds the fabric's pids there.
+ */
+int vfab_host_proc_dir(char *buf, size_t len, const char *rundir);
+
 #endif /* VFAB_BASE_PATHS_H */

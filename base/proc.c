@@ -34,34 +34,59 @@ static int parse_stat(const char *path, char *state, unsigned long long *start)
 	return 0;
 }
 
-int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start)
+int vfab_proc_stat_in(const char *root, pid_t pid, char *state, unsigned long long *start)
 {
-	char path[64];
+	char path[4096];
 
 	if (pid <= 0)
 		return -EINVAL;
-	if (vfab_pathf(path, sizeof(path), "/proc/%d/stat", (int)pid))
+	if (vfab_pathf(path, sizeof(path), "%s/%d/stat", root, (int)pid))
+		return -EINVAL;
+	return parse_stat(path, state, start);
+}
+
+int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start)
+{
+	return vfab_proc_stat_in("/proc", pid, state, start);
+}
+
+int vfab_proc_self_stat_in(const char *root, char *state, unsigned long long *start)
+{
+	char path[4096];
+
+	if (vfab_pathf(path, sizeof(path), "%s/self/stat", root))
 		return -EINVAL;
 	return parse_stat(path, state, start);
 }
 
 int vfab_proc_self_stat(char *state, unsigned long long *start)
 {
-	return parse_stat("/proc/self/stat", state, start);
+	return vfab_proc_self_stat_in("/proc", state, start);
 }
 
-pid_t vfab_proc_outer_pid(void)
+pid_t vfab_proc_outer_pid_in(const char *root)
 {
-	char buf[4096], *p;
+	char path[4096], buf[4096], *p;
+	ssize_t n;
 	long pid;
 
-	if (vfab_read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
-		return getpid();
+	if (vfab_pathf(path, sizeof(path), "%s/self/status", root))
+		return -EINVAL;
+	n = vfab_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return n < 0 ? (pid_t)n : -EIO;
 	p = strstr(buf, "\nNSpid:");
 	if (!p)
 		return getpid();
 	pid = strtol(p + 8, NULL, 10);
 	return pid > 0 ? (pid_t)pid : getpid();
+}
+
+pid_t vfab_proc_outer_pid(void)
+{
+	pid_t pid = vfab_proc_outer_pid_in("/proc");
+
+	return pid > 0 ? pid : getpid();
 }
 
 bool vfab_pid_alive(pid_t pid)

@@ -29,12 +29,22 @@ int vfab_proc_stat(pid_t pid, char *state, unsigned long long *start);
 int vfab_proc_self_stat(char *state, unsigned long long *start);
 
 /*
+ * The same through another mount of proc, root (a procfs directory such as
+ * vfab_host_proc_dir's): pid numbers and "self" are those of the PID
+ * namespace that proc shows.
+ */
+int vfab_proc_stat_in(const char *root, pid_t pid, char *state, unsigned long long *start);
+int vfab_proc_self_stat_in(const char *root, char *state, unsigned long long *start);
+
+/*
  * The calling process's pid in the outermost PID namespace this /proc shows
  * (NSpid's first entry): the host's pid when /proc is the host's, as for a
  * process that entered a PID namespace of its own without mounting /proc.
  * getpid() when NSpid says nothing more.
  */
 pid_t vfab_proc_outer_pid(void);
+/* The same through the proc at root; -errno when root/self/status is unreadable. */
+pid_t vfab_proc_outer_pid_in(const char *root);
 
 /* Is the process there and not a zombie? (see above for an unreadable stat) */
 bool vfab_pid_alive(pid_t pid);

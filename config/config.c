@@ -7,6 +7,7 @@
  */
 #include "config_parse.h"
 #include "fabric/ipnet.h"
+#include "fabric/region.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +158,13 @@ static int parse_leaf_size(struct cfg_ctx *c, yaml_node_t *v, const char *path, 
 	return cfg_uint(c, v, path, 1, VFAB_MAX_NODES, &p->cfg->leaf_size);
 }
 
+/* The region's ring pool (fabric/region.h vfab_pool_bytes), MiB. */
+static int parse_ring_pool(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	return cfg_uint(c, v, path, 64, (uint32_t)(VFAB_POOL_BYTES_MAX >> 20),
+			&((struct cfg_parse *)obj)->cfg->ring_pool_mib);
+}
+
 static int parse_ipv6(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	return cfg_bool(c, v, path, &((struct cfg_parse *)obj)->cfg->ipv6);
@@ -210,6 +218,7 @@ static int parse_fabric(struct cfg_ctx *c, yaml_node_t *v, const char *path, voi
 	    {"subnet", parse_subnet},		{"mtu", parse_mtu},
 	    {"leaf_size", parse_leaf_size},	{"ipv6", parse_ipv6},
 	    {"ipv6_prefix", parse_ipv6_prefix}, {"spine", parse_spine},
+	    {"ring_pool_mib", parse_ring_pool},
 	};
 	uint32_t seen;
 

@@ -132,6 +132,7 @@ struct vfab_config {
 	uint32_t mtu;		     /* netdev MTU, 1280..9000 */
 	struct vfab_cfg_link intra_node, inter_node;
 	uint32_t leaf_size;		  /* nodes per leaf group; 0: not given */
+	uint32_t ring_pool_mib;		  /* fabric.ring_pool_mib; 0: sized from the HCAs */
 	bool ipv6;			  /* default IPv6 addresses and routed prefixes */
 	struct vfab_cfg_addr ipv6_prefix; /* where leaf IPv6 prefixes come from */
 	double spine_latency_us;	  /* one way, leaf -> spine -> leaf */

@@ -176,6 +176,7 @@ static int load_config(const struct opts *o, struct vfab_config *cfg)
 static int create_region(struct opts *o, const struct vfab_config *cfg, struct vfab_region **r)
 {
 	char path[256], abs[PATH_MAX];
+	uint32_t nhcas = 0;
 	int rc;
 
 	vfab_region_path(o->fabric, path, sizeof(path));
@@ -194,7 +195,10 @@ static int create_region(struct opts *o, const struct vfab_config *cfg, struct v
 	/* The region records the run dir for the provider: make it absolute. */
 	if (realpath(o->rundir, abs) && strlen(abs) <= RUNDIR_MAX)
 		snprintf(o->rundir, sizeof(o->rundir), "%s", abs);
-	rc = vfab_region_create(o->fabric, o->rundir, r);
+	for (uint32_t i = 0; i < cfg->nnodes; i++)
+		nhcas += cfg->nodes[i].nhcas;
+	rc = vfab_region_create_pool(o->fabric, o->rundir,
+				     vfab_pool_bytes(nhcas, cfg->ring_pool_mib), r);
 	if (rc) {
 		fprintf(stderr, "vfabd: cannot create %s: %s\n", path, strerror(-rc));
 		return rc;

@@ -56,16 +56,27 @@ void vfab_unlock(pthread_mutex_t *m)
 	pthread_mutex_unlock(m);
 }
 
-static uint64_t region_total_size(void)
+uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib)
 {
-	return align_up(sizeof(struct vfab_region), 1 << 21) + VFAB_POOL_BYTES;
+	uint64_t b =
+	    override_mib ? (uint64_t)override_mib << 20 : (uint64_t)nhcas * VFAB_POOL_BYTES_PER_HCA;
+
+	if (!override_mib && b < VFAB_POOL_BYTES_MIN)
+		b = VFAB_POOL_BYTES_MIN;
+	return b < VFAB_POOL_BYTES_MAX ? b : VFAB_POOL_BYTES_MAX;
 }
 
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out)
 {
+	return vfab_region_create_pool(fabric, rundir, VFAB_POOL_BYTES, out);
+}
+
+int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t pool_bytes,
+			    struct vfab_region **out)
+{
 	char path[256];
 	struct vfab_region *r;
-	uint64_t size = region_total_size();
+	uint64_t size = align_up(sizeof(struct vfab_region), 1 << 21) + pool_bytes;
 	int fd, rc, i;
 
 	rc = vfab_region_path(fabric, path, sizeof(path));
@@ -108,7 +119,7 @@ int vfab_region_create(const char *fabric, const char *rundir, struct vfab_regio
 	for (i = 0; i < VFAB_MAX_QPS; i++)
 		vfab_mutex_init_shared(&r->qps[i].lock);
 	r->pool_off = align_up(sizeof(*r), 1 << 21);
-	r->pool_size = VFAB_POOL_BYTES;
+	r->pool_size = pool_bytes;
 	r->next_ctx_id = 1;
 	atomic_thread_fence(memory_order_release);
 	r->magic = VFAB_REGION_MAGIC;

@@ -49,8 +49,19 @@
 #define VFAB_MAX_SGE 30
 #define VFAB_MAX_COPY_ENGINES 16	/* hcas[].copy_engines */
 #define VFAB_DEFAULT_COPY_ENGINES_MAX 8 /* the default: the node's CPUs, at most this */
-#define VFAB_POOL_BYTES (1ull << 30)	/* sparse: only touched pages cost memory */
-#define VFAB_POOL_GIVE_BACK (64u << 10) /* freed chunks this large return their pages */
+/*
+ * The ring pool holds the rings (CQ, SQ, RQ, SRQ) of every process of the
+ * fabric. Its size is fixed when vfabd creates the region, from the config:
+ * fabric.ring_pool_mib when given, else VFAB_POOL_BYTES_PER_HCA for each HCA
+ * the nodes list, at least VFAB_POOL_BYTES_MIN (vfab_pool_bytes). The file
+ * is sparse: only touched pages cost memory, so the size is a ceiling on
+ * what the fabric's rings may take, not a reservation.
+ */
+#define VFAB_POOL_BYTES_PER_HCA (512ull << 20)
+#define VFAB_POOL_BYTES_MIN (1ull << 30)
+#define VFAB_POOL_BYTES_MAX (64ull << 30)   /* also the most ring_pool_mib may say */
+#define VFAB_POOL_BYTES VFAB_POOL_BYTES_MIN /* what vfab_region_create gives */
+#define VFAB_POOL_GIVE_BACK (64u << 10)	    /* freed chunks this large return their pages */
 
 /* Slot life cycle (every object table). */
 enum vfab_slot_state {
@@ -429,9 +440,9 @@ struct vfab_region {
 	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
 	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 
-	uint64_t pool_off; /* start of the ring pool, from the region start */
-	uint64_t pool_size;
-	uint64_t pool_brk; /* bump pointer, relative to pool_off */
+	uint64_t pool_off;  /* start of the ring pool, from the region start */
+	uint64_t pool_size; /* bytes, fixed at creation (vfab_pool_bytes) */
+	uint64_t pool_brk;  /* bump pointer, relative to pool_off */
 	uint64_t pool_free[VFAB_POOL_CLASSES];
 	uint32_t gen_counter;
 	/*
@@ -458,7 +469,20 @@ static inline uint32_t vfab_dev_limit(const struct vfab_region *r, enum vfab_obj
 
 /* ---- region.c: create / map / allocate ---- */
 
-/* Create (vfabd only): sizes, inits locks, empty tables. -errno on failure. */
+/*
+ * The ring pool's size in bytes for nhcas HCAs, or override_mib MiB when not
+ * 0 (the config's fabric.ring_pool_mib); within VFAB_POOL_BYTES_MIN (without
+ * an override) and VFAB_POOL_BYTES_MAX.
+ */
+uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib);
+
+/*
+ * Create (vfabd only): sizes, inits locks, empty tables; a ring pool of
+ * pool_bytes (vfab_pool_bytes). -errno on failure.
+ */
+int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t pool_bytes,
+			    struct vfab_region **out);
+/* The same with a pool of VFAB_POOL_BYTES (tests, tools). */
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out);
 /* Map an existing region (provider, tools); checks magic and version. */
 int vfab_region_open(const char *path, struct vfab_region **out);
@@ -497,10 +521,10 @@ static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 }
 
 /*
- * A requester pins an MR before its remote check and unpins it after the
- * copy; vfab_mr_free revokes the key and then waits until no copy is pinned
- * (at most VFAB_MR_DRAIN_MS, so a requester that died mid-copy cannot hold
- * a deregistration forever): as on an HCA, nothing lands in a region once
+ * A requester pins an MR before its remote check (an R_Key's, or a receive
+ * buffer's lkey for a SEND or UD datagram) and unpins it after the copy; vfab_mr_free revokes the
+ * key and then waits until no copy is pinned (at most VFAB_MR_DRAIN_MS, so a requester that died
+ * mid-copy cannot hold a deregistration forever): as on an HCA, nothing lands in a region once
  * ibv_dereg_mr returned. Both sides are sequentially consistent: either the
  * check sees the revocation or the free sees the pin.
  */

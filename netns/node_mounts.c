@@ -231,6 +231,27 @@ static int mount_ldconfig_cache(char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The host's /proc once more at vfab_host_proc_dir: a process of the node
+ * that enters a PID namespace of its own with a /proc of that namespace
+ * (unshare --pid --mount-proc) keeps this one, and through it the pids,
+ * start times and memory of its peers (the provider's pid view).
+ */
+static int mount_host_proc(const char *rundir, char *err, size_t errlen)
+{
+	char dir[4096];
+	int ret;
+
+	if (vfab_host_proc_dir(dir, sizeof(dir), rundir))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
+	ret = vfab_mkdir_p(dir, 0555);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "mkdir %s", dir);
+	if (mount("/proc", dir, NULL, MS_BIND, NULL))
+		return vfab_fail(err, errlen, -errno, "bind /proc on %s", dir);
+	return 0;
+}
+
 int vfab_node_mounts_setup(const char *rundir, const char *node, const char *region_path, char *err,
 			   size_t errlen)
 {
@@ -253,5 +274,7 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, const char *reg
 		ret = mount_ldconfig_cache(err, errlen);
 	if (ret == 0)
 		ret = vfab_node_identity_mount(nd, region_path, err, errlen);
+	if (ret == 0)
+		ret = mount_host_proc(rundir, err, errlen);
 	return ret;
 }

@@ -3,7 +3,8 @@
  * The mount namespace of a node (DESIGN.md "Node sandbox"): a sysfs of the
  * node's network namespace on /sys whose class/infiniband* come from the run
  * dir views, /dev/infiniband from the run dir, an overlay on /etc, and a
- * private /var/cache/ldconfig (ldconfig in a node must not write the host's).
+ * private /var/cache/ldconfig (ldconfig in a node must not write the host's),
+ * and the host's /proc once more under the run dir (vfab_host_proc_dir).
  */
 #ifndef VFAB_NETNS_NODE_MOUNTS_H
 #define VFAB_NETNS_NODE_MOUNTS_H

@@ -12,6 +12,7 @@
 #include "fabric/region.h"
 #include "provider/verbs_abi.h"
 #include "provider/vfab_device.h"
+#include "provider/vfab_owner.h"
 #include "provider/vfab_util.h"
 
 #include <pthread.h>
@@ -26,6 +27,8 @@
 #define VFAB_MAX_CQE 4194303
 #define VFAB_MAX_SRQ_WR 32767
 #define VFAB_MAX_SRQ_SGE 31
+/* Owners a UD QP keeps handles on: a few peers without a reopen per datagram. */
+#define VFAB_UD_PEERS 4
 #define VFAB_MAX_INLINE 512
 #define VFAB_MAX_RD_ATOM 16
 #define VFAB_MAX_MSG_SZ 0x40000000u
@@ -56,6 +59,7 @@ struct vfab_context {
 	uint32_t hca_idx;
 	uint32_t copy_engines;	 /* threads one large copy may use (vfab_dma_configure) */
 	struct vfab_owner owner; /* pid, ctx_id */
+	struct vfab_pidview pv;	 /* which proc names the fabric's pids (vfab_owner.h) */
 	uint32_t async_id;	 /* FIFO <rundir>/fifo/<pid>.<async_id> */
 	char async_path[320];
 	int ctl_fd; /* vfabd liveness connection, -1 if none */
@@ -232,6 +236,9 @@ struct vfab_qp {
 		struct vfab_swqe *post_buf;
 		/* The local segments of a chain (vfab_attempt_chain), VFAB_CHAIN_IOV. */
 		struct iovec *chain_iov;
+		/* UD: handles on the last owners datagrams went to (vfab_dest_ud_owner). */
+		struct vfab_owner_fds ud_peers[VFAB_UD_PEERS];
+		uint32_t ud_next; /* the entry replaced next */
 	} req;
 
 	/* ibv_wr_* batch between wr_start and wr_complete (vfab_qp_ex.c). */

@@ -290,10 +290,13 @@ static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct io
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
+	struct vfab_owner_fds *f = NULL;
 	struct vfab_msg m;
 
-	if (d) {
-		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, -1);
+	/* Each datagram reaches only the registered owner, as an RC message does. */
+	if (d && (d->owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, d, &f))) {
+		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, f ? f->memfd : -1);
+		m.pidfd1 = f ? f->pidfd + 1 : 0;
 		m.src_port = w->ah->port;
 		m.src_qkey = qp->attr.qkey;
 		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;

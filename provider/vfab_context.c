@@ -159,24 +159,10 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->hca_idx = dev->hca;
 	ctx->hca = &ctx->r->hcas[dev->hca];
 	ctx->copy_engines = vfab_dma_configure(ctx->hca->copy_engines);
-	/*
-	 * Peers address us by the pid they see: in a PID namespace of our own
-	 * that is the outer one (NSpid), not getpid(). Our own copies still go
-	 * by the pids of our namespace, so such a process can receive but not
-	 * reach peers outside it (docs/TRUST.md).
-	 */
-	ctx->owner.pid = vfab_proc_outer_pid();
+	/* Our pid and start time as the fabric sees them (vfab_owner.h). */
+	vfab_pidview_init(&ctx->pv, ctx->r->rundir, &ctx->owner);
 	ctx->owner.ctx_id = vfab_next_id(ctx->r);
 	ctx->owner.hca = dev->hca; /* objects count against this device's limits */
-	/* With the pid, names this process to peers across pid reuse (0: unknown). */
-	{
-		unsigned long long start = 0;
-		char state;
-
-		if (vfab_proc_self_stat(&state, &start))
-			start = 0;
-		ctx->owner.start_ticks = start;
-	}
 	ctx->async_id = vfab_next_id(ctx->r);
 	ctx->ctl_fd = -1;
 

@@ -8,28 +8,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/*
- * Handles on the owner of d that cannot reach anyone else: a pidfd and its
- * /proc/<pid>/mem, both opened before the start time of the process now
- * holding the pid is compared with the one the owner registered. A match
- * after the open means the handles name the owner; a mismatch means the
- * owner is gone and its pid reused. 0, or -ESRCH (nobody answers there).
- */
-static int owner_open(const struct vfab_qp_slot *d, struct vfab_dest *dc)
+/* Handles on the owner of d that cannot reach anyone else (vfab_owner_open). */
+static int owner_open(const struct vfab_context *ctx, const struct vfab_qp_slot *d,
+		      struct vfab_dest *dc)
 {
-	unsigned long long start;
-	char state;
-	int fd;
+	struct vfab_owner_fds f;
 
-	fd = (int)syscall(SYS_pidfd_open, d->owner.pid, 0);
-	if (fd < 0)
+	vfab_owner_fds_init(&f);
+	if (vfab_owner_open(&ctx->pv, &d->owner, &f))
 		return -ESRCH;
-	dc->pidfd = fd;
-	fd = vfab_xfer_open(d->owner.pid);
-	dc->memfd = fd >= 0 ? fd : -1;
-	if (vfab_proc_stat(d->owner.pid, &state, &start) || state == 'Z' ||
-	    (d->owner.start_ticks && start != d->owner.start_ticks))
-		return -ESRCH;
+	dc->pidfd = f.pidfd;
+	dc->memfd = f.memfd;
 	return 0;
 }
 
@@ -63,7 +52,7 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 	 * its pid now someone else's).
 	 */
 	vfab_dest_close(qp);
-	if (d->owner.pid != ctx->owner.pid && owner_open(d, dc)) {
+	if (d->owner.pid != ctx->owner.pid && owner_open(ctx, d, dc)) {
 		vfab_dest_close(qp);
 		return NULL;
 	}
@@ -79,6 +68,28 @@ void vfab_dest_close(struct vfab_qp *qp)
 		close(qp->req.dest.pidfd);
 	qp->req.dest.memfd = -1;
 	qp->req.dest.pidfd = -1;
+	for (int i = 0; i < VFAB_UD_PEERS; i++)
+		vfab_owner_fds_close(&qp->req.ud_peers[i]);
+}
+
+int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
+		       struct vfab_owner_fds **out)
+{
+	struct vfab_qp_req *rq = &qp->req;
+	struct vfab_owner_fds *f;
+	int i;
+
+	for (i = 0; i < VFAB_UD_PEERS; i++) {
+		f = &rq->ud_peers[i];
+		if (f->pid == d->owner.pid && f->start_ticks == d->owner.start_ticks &&
+		    (f->pidfd >= 0 || f->memfd >= 0)) {
+			*out = f;
+			return 0;
+		}
+	}
+	f = &rq->ud_peers[rq->ud_next++ % VFAB_UD_PEERS];
+	*out = f;
+	return vfab_owner_open(&qp->ctx->pv, &d->owner, f);
 }
 
 static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)

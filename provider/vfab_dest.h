@@ -14,8 +14,15 @@
 
 /* Resolves the destination afresh; NULL when nothing answers there. */
 struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp);
-/* Drops the handle on the owner's memory (destroy, before a new resolution). */
+/* Drops the handles on owners' memory (destroy, before a new resolution). */
 void vfab_dest_close(struct vfab_qp *qp);
+/*
+ * Handles on the owner of UD QP slot d (not this process) for one datagram,
+ * kept for the next ones to the same owner: 0, or -ESRCH when the process
+ * holding its pid is not the one that registered (then nothing is copied).
+ */
+int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
+		       struct vfab_owner_fds **out);
 /* Reads the links of both paths again; link_gen is the generation seen. */
 bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen);
 

@@ -151,6 +151,8 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	qp->s = &ctx->r->qps[slot];
 	qp->req.dest.memfd = -1;
 	qp->req.dest.pidfd = -1;
+	for (int i = 0; i < VFAB_UD_PEERS; i++)
+		vfab_owner_fds_init(&qp->req.ud_peers[i]);
 	qp->qpn = qp->s->qpn;
 	qp->state = IBV_QPS_RESET;
 	qp->req.rng = vfab_mono_ns() ^ ((uint64_t)qp->qpn << 32);

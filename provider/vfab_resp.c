@@ -82,9 +82,22 @@ out:
 	return kind;
 }
 
-/* The receive buffers as this process's view of the owner's memory. */
+/* Unpins the MRs of the first n receive buffers (scatter_list). */
+static void unpin_list(struct vfab_mr_slot **pins, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		vfab_mr_unpin(pins[i]);
+}
+
+/*
+ * The receive buffers as this process's view of the owner's memory. Each
+ * buffer's MR is pinned before its check, as check_rkey pins a WRITE's
+ * target: the caller unpins all n (unpin_list) after the copy, so an
+ * ibv_dereg_mr waits for it. On an error nothing stays pinned.
+ */
 static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rwqe *rw,
-				       struct iovec *iov, unsigned int *n, uint64_t *cap)
+				       struct iovec *iov, struct vfab_mr_slot **pins,
+				       unsigned int *n, uint64_t *cap)
 {
 	uint32_t i;
 
@@ -92,15 +105,24 @@ static enum ibv_wc_status scatter_list(const struct vfab_msg *m, const struct rw
 	*cap = 0;
 	for (i = 0; i < rw->num_sge; i++) {
 		const struct vfab_sge *s = &rw->sge[i];
+		struct vfab_mr_slot *mr;
 		uint64_t va;
 		enum ibv_wc_status st;
 
 		if (!s->length)
 			continue;
-		st = vfab_mr_check_local(vfab_mr_lookup(m->r, s->lkey), s->lkey, m->dst_hca, rw->pd,
-					 s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, &va);
-		if (st != IBV_WC_SUCCESS)
+		mr = vfab_mr_lookup(m->r, s->lkey);
+		if (mr)
+			vfab_mr_pin(mr);
+		st = vfab_mr_check_local(mr, s->lkey, m->dst_hca, rw->pd, s->addr, s->length,
+					 IBV_ACCESS_LOCAL_WRITE, &va);
+		if (st != IBV_WC_SUCCESS) {
+			vfab_mr_unpin(mr);
+			unpin_list(pins, *n);
+			*n = 0;
 			return st;
+		}
+		pins[*n] = mr;
 		iov[*n].iov_base = (void *)(uintptr_t)va;
 		iov[*n].iov_len = s->length;
 		(*n)++;
@@ -179,7 +201,8 @@ static struct vfab_peer peer_of(const struct vfab_msg *m)
 	struct vfab_peer p = {.pid = m->d->owner.pid,
 			      .memfd = m->memfd,
 			      .pidfd1 = m->pidfd1,
-			      .self = owner_is_self(m)};
+			      .self = owner_is_self(m),
+			      .foreign = m->foreign};
 
 	return p;
 }
@@ -289,6 +312,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct iovec dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
 	struct vfab_peer p;
 	enum ibv_wc_status st;
 	unsigned int n;
@@ -300,9 +324,11 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
-	st = scatter_list(m, &rw, dst, &n, &cap);
-	if (st == IBV_WC_SUCCESS && cap < m->len)
+	st = scatter_list(m, &rw, dst, pins, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len) {
+		unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
+	}
 	if (st != IBV_WC_SUCCESS) {
 		/* The receiver sees its own error; the sender hears why. */
 		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
@@ -312,6 +338,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	}
 	p = peer_of(m);
 	rc = vfab_dma_write(&p, m->copy_engines, m->len, m->liov, m->nliov, dst, n);
+	unpin_list(pins, n);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
@@ -571,30 +598,37 @@ static enum vfab_resp_kind chain_check_rq(const struct vfab_msg *m, struct chain
 /*
  * Where a SEND of a chain lands: its receive buffers, cut to the message's
  * length (the chain's one copy fills the segments in order, so each message
- * must take exactly its own bytes). False when a rule would not let it
- * through (bad lkey, buffers too small: the single path reports it) or the
- * segments do not fit.
+ * must take exactly its own bytes), each used buffer's MR pinned in pins[]
+ * (parallel to dst) until the caller's copy is done. False, nothing
+ * pinned, when a rule would not let it through (bad lkey, buffers too
+ * small: the single path reports it) or the segments do not fit.
  */
 static bool chain_scatter(const struct vfab_msg *m, const struct rwqe *rw, struct iovec *dst,
-			  unsigned int room, unsigned int *n)
+			  struct vfab_mr_slot **pins, unsigned int room, unsigned int *n)
 {
 	struct iovec iov[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *p[VFAB_MAX_SRQ_SGE];
 	uint64_t cap, left = m->len;
 	unsigned int i, k;
 
-	if (scatter_list(m, rw, iov, &k, &cap) != IBV_WC_SUCCESS || cap < m->len)
-		return false;
 	*n = 0;
-	for (i = 0; i < k && left; i++) {
-		if (*n == room)
-			return false;
+	if (scatter_list(m, rw, iov, p, &k, &cap) != IBV_WC_SUCCESS)
+		return false;
+	for (i = 0; i < k && left && cap >= m->len && *n < room; i++) {
 		dst[*n] = iov[i];
+		pins[*n] = p[i];
+		p[i] = NULL;
 		if (dst[*n].iov_len > left)
 			dst[*n].iov_len = left;
 		left -= dst[*n].iov_len;
 		(*n)++;
 	}
-	return true;
+	unpin_list(p, k); /* the buffers the message does not reach */
+	if (!left && cap >= m->len)
+		return true;
+	unpin_list(pins, *n);
+	*n = 0;
+	return false;
 }
 
 /*
@@ -609,7 +643,8 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 {
 	struct vfab_qp_slot *d = m[0].d;
 	struct iovec dst[CHAIN_DST_MAX];
-	struct vfab_mr_slot *pins[VFAB_CHAIN_MAX] = {0};
+	struct vfab_mr_slot *pins[VFAB_CHAIN_MAX] = {0}; /* WRITE targets */
+	struct vfab_mr_slot *rpins[CHAIN_DST_MAX] = {0}; /* receive buffers, parallel to dst */
 	uint64_t wr_id[VFAB_CHAIN_MAX];
 	struct vfab_cqe cqe[VFAB_CHAIN_MAX];
 	bool solicited[VFAB_CHAIN_MAX];
@@ -632,7 +667,8 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 
 		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
 			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
-			    !chain_scatter(&m[k], &rw, dst + nd, CHAIN_DST_MAX - nd, &ns))
+			    !chain_scatter(&m[k], &rw, dst + nd, rpins + nd, CHAIN_DST_MAX - nd,
+					   &ns))
 				break;
 			nd += ns;
 			wr_id[c.taken++] = rw.wr_id;
@@ -660,6 +696,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		k = 0;
 	for (i = 0; i < n; i++)
 		vfab_mr_unpin(pins[i]);
+	unpin_list(rpins, nd);
 	if (k && c.taken) {
 		vfab_rq_consume_n(c.rq, c.taken);
 		if (c.srq)
@@ -752,6 +789,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	const struct vfab_swqe *w = m->wqe;
 	struct vfab_qp_slot *d = m->d;
 	struct iovec src[VFAB_XFER_MAX_IOV], dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
 	uint8_t grh[VFAB_GRH_BYTES];
 	struct vfab_peer p;
 	enum ibv_wc_status st;
@@ -759,6 +797,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	unsigned int n;
 	struct rwqe rw;
 	uint64_t cap;
+	int rc;
 
 	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
 	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m->src_qkey : w->remote_qkey;
@@ -769,9 +808,11 @@ void vfab_resp_ud(const struct vfab_msg *m)
 		goto out;
 	if (check_rq(m, &rw) != VFAB_RESP_PASS)
 		goto out; /* no receive posted: the datagram is dropped */
-	st = scatter_list(m, &rw, dst, &n, &cap);
-	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES)
+	st = scatter_list(m, &rw, dst, pins, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < m->len + VFAB_GRH_BYTES) {
+		unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
+	}
 	if (st != IBV_WC_SUCCESS) {
 		push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		goto out;
@@ -781,7 +822,9 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	src[0].iov_len = sizeof(grh);
 	memcpy(src + 1, m->liov, m->nliov * sizeof(src[0]));
 	p = peer_of(m);
-	if (vfab_xfer_write(&p, src, m->nliov + 1, dst, n))
+	rc = vfab_xfer_write(&p, src, m->nliov + 1, dst, n);
+	unpin_list(pins, n);
+	if (rc)
 		goto out;
 	push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)m->len + VFAB_GRH_BYTES,
 		  IBV_WC_GRH);

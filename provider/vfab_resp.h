@@ -30,7 +30,8 @@ struct vfab_msg {
 	/* Destination; memfd: its owner's /proc/<pid>/mem or -1 (0 is an fd). */
 	struct vfab_qp_slot *d;
 	int memfd;
-	int pidfd1; /* RC: the owner's pidfd + 1 (struct vfab_peer); 0 none */
+	int pidfd1;   /* the owner's pidfd + 1 (struct vfab_peer); 0 none */
+	bool foreign; /* the owner's pid is of another PID namespace (vfab_owner.h) */
 	uint32_t dst_hca, dst_port;
 };
 
@@ -60,6 +61,7 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 	m->len = len;
 	m->d = d;
 	m->memfd = memfd;
+	m->foreign = ctx->pv.foreign;
 	m->dst_hca = dst_hca;
 	m->dst_port = dst_port;
 }

@@ -235,6 +235,55 @@ static int xfer_mem(const struct vfab_peer *p, bool write, const struct iovec *l
 	return n < 0 && errno != EIO ? -errno : -EFAULT;
 }
 
+/*
+ * Any transfer through /proc/<pid>/mem alone, for a foreign peer (its pid
+ * is of another namespace: process_vm_writev would name someone else).
+ * One call per pair of segments; a write stores its last 8 bytes in a call
+ * of their own, after the rest, so a poller of them sees the rest first.
+ */
+static int xfer_mem_only(int memfd, bool write, const struct iovec *local, unsigned int nlocal,
+			 const struct iovec *remote, unsigned int nremote)
+{
+	uint64_t total = iov_total(local, nlocal), done = 0, body;
+	unsigned int li = 0, ri = 0;
+	size_t lo = 0, ro = 0;
+
+	if (memfd < 0)
+		return -ESRCH;
+	if (iov_total(remote, nremote) < total)
+		total = iov_total(remote, nremote);
+	body = write && total > 8 ? total - 8 : total;
+	while (done < total) {
+		size_t n;
+		ssize_t k;
+
+		while (li < nlocal && lo == local[li].iov_len)
+			li++, lo = 0;
+		while (ri < nremote && ro == remote[ri].iov_len)
+			ri++, ro = 0;
+		n = local[li].iov_len - lo;
+		if (remote[ri].iov_len - ro < n)
+			n = remote[ri].iov_len - ro;
+		if (n > total - done)
+			n = total - done;
+		if (done < body && done + n > body)
+			n = body - done;
+		k = write ? pwrite(memfd, (const char *)local[li].iov_base + lo, n,
+				   (off_t)((uintptr_t)remote[ri].iov_base + ro))
+			  : pread(memfd, (char *)local[li].iov_base + lo, n,
+				  (off_t)((uintptr_t)remote[ri].iov_base + ro));
+		/* Nothing at all: the address space is gone; EIO: a page is not there. */
+		if (k == 0)
+			return -ESRCH;
+		if (k < 0)
+			return errno == EIO ? -EFAULT : -errno;
+		done += (uint64_t)k;
+		lo += (size_t)k;
+		ro += (size_t)k;
+	}
+	return 0;
+}
+
 static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local,
 		unsigned int nlocal, const struct iovec *remote, unsigned int nremote)
 {
@@ -242,6 +291,8 @@ static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local
 
 	if (p->self)
 		return xfer_general(p->pid, true, write, local, nlocal, remote, nremote);
+	if (p->foreign)
+		return xfer_mem_only(p->memfd, write, local, nlocal, remote, nremote);
 	if (p->memfd >= 0 && nremote == 1) {
 		rc = xfer_mem(p, write, local, nlocal, remote);
 		if (rc <= 0)

@@ -30,13 +30,15 @@
  * a new process may hold once the owner died: a copy by pid goes only after
  * the owner's pidfd (opened while the registered start time matched) says
  * it still runs. The memfd names the owner's address space itself and needs
- * no check.
+ * no check. A foreign peer's pid is a number of another PID namespace,
+ * naming someone else or no one here: every copy goes through the memfd.
  */
 struct vfab_peer {
 	pid_t pid;
-	int memfd;  /* its /proc/<pid>/mem (vfab_xfer_open), or -1 */
-	int pidfd1; /* its pidfd + 1; 0: none (this process, or not resolved so) */
-	bool self;  /* this process: a plain copy */
+	int memfd;    /* its /proc/<pid>/mem (vfab_xfer_open), or -1 */
+	int pidfd1;   /* its pidfd + 1; 0: none (this process, or not resolved so) */
+	bool self;    /* this process: a plain copy */
+	bool foreign; /* pid of another PID namespace: memfd only (-ESRCH without) */
 };
 
 /* Whether the process behind a pidfd has not exited (one poll, no wait). */

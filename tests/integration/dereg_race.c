@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dereg_race -d DEV -g GID [-n RUNS]: nothing lands in a buffer after
+ * dereg_race -d DEV -g GID [-n RUNS] [-s]: nothing lands in a buffer after
  * ibv_dereg_mr returned (issue 10, finding 6). Process A streams 1 MiB RDMA
  * WRITEs of 'A' into process B's registered buffer; B deregisters it at a
  * random moment, at once fills the buffer with 'B', and once A's WRITEs have
  * all completed (the later ones with REM_ACCESS_ERR) checks that every byte
  * is still 'B'. As on an HCA, deregistration must wait for copies already
  * past the remote check. Both QPs are reset and reconnected between runs.
+ * With -s A streams 1 MiB SENDs instead, into receives B posted on the
+ * buffer (the receive side's check, not the R_Key's, is passed).
  * Exit 0 pass, 1 a write landed late, 2 set-up failure.
  */
 #include "verbs_harness.h"
@@ -21,6 +23,10 @@
 #include <unistd.h>
 
 #define MSG (1u << 20)
+/* Receives B posts on its buffer per run (-s); A keeps at most 4 SENDs out. */
+#define RECVS 16
+
+static bool sends;
 
 static void put(int fd, const char *s)
 {
@@ -46,6 +52,7 @@ static int reconnect(struct ibv_qp *qp, uint32_t dest)
 	c.dest_qpn = dest;
 	c.timeout = 10;
 	c.retry_cnt = 1;
+	c.rnr_retry = 1; /* -s: A may use up B's receives before B deregisters */
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE) || rc_connect(qp, &c);
 }
 
@@ -83,6 +90,13 @@ static int side_b(int in, int out, int runs)
 		mr = ibv_reg_mr(s.pd, buf, MSG, RW);
 		if (!mr)
 			die("reg");
+		for (int i = 0; sends && i < RECVS; i++) {
+			struct ibv_sge g = {
+			    .addr = (uintptr_t)buf, .length = MSG, .lkey = mr->lkey};
+
+			if (post_recv(&s, (uint64_t)i, &g, 1))
+				die("B post_recv");
+		}
 		snprintf(line, sizeof(line), "%u %lu\n", mr->rkey, (unsigned long)(uintptr_t)buf);
 		put(out, line);
 		get(in, line, sizeof(line)); /* "streaming" */
@@ -99,10 +113,12 @@ static int side_b(int in, int out, int runs)
 			}
 		if (reconnect(s.qp, qpn))
 			die("B reconnect");
+		for (struct ibv_wc wc; ibv_poll_cq(s.cq, 1, &wc) > 0;)
+			; /* the receives' completions and flushes */
 		put(out, "r\n");
 	}
-	printf("%s %d of %d runs: a WRITE landed after ibv_dereg_mr returned\n",
-	       late ? "FAIL" : "ok", late, runs);
+	printf("%s %d of %d runs: a %s landed after ibv_dereg_mr returned\n", late ? "FAIL" : "ok",
+	       late, runs, sends ? "SEND" : "WRITE");
 	fflush(stdout);
 	return late ? 1 : 0;
 }
@@ -148,8 +164,8 @@ static void side_a(int in, int out, int runs)
 
 			while (ibv_poll_cq(s.cq, 1, &wc) > 0)
 				done++;
-			if (posted - done < 4 &&
-			    post(&s, IBV_WR_RDMA_WRITE, &g, 1, addr, rkey, IBV_SEND_SIGNALED) == 0)
+			if (posted - done < 4 && post(&s, sends ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+						      &g, 1, addr, rkey, IBV_SEND_SIGNALED) == 0)
 				posted++;
 			FD_ZERO(&fds);
 			FD_SET(in, &fds);
@@ -176,15 +192,18 @@ int main(int argc, char **argv)
 	const char *want = NULL;
 	pid_t b;
 
-	while ((opt = getopt(argc, argv, "d:g:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:n:s")) != -1) {
 		if (opt == 'd')
 			want = optarg;
 		else if (opt == 'g')
 			gid_index = atoi(optarg);
 		else if (opt == 'n')
 			runs = atoi(optarg);
+		else if (opt == 's')
+			sends = true;
 		else
-			return fprintf(stderr, "usage: %s -d DEV -g GID [-n RUNS]\n", argv[0]), 2;
+			return fprintf(stderr, "usage: %s -d DEV -g GID [-n RUNS] [-s]\n", argv[0]),
+			       2;
 	}
 	list = ibv_get_device_list(NULL);
 	for (int i = 0; list && list[i]; i++)

@@ -15,6 +15,10 @@
  * Before that, with vfabd already stopped (finding 7): a SEND that waits
  * for a receive (RNR, rnr_retry 7 = forever) on a second peer that is then
  * killed must end with RETRY_EXC_ERR, not wait forever.
+ *
+ * Last, the same for UD: a peer with receives posted on its buffer gets one
+ * datagram (sanity), is killed and replaced by a stand-in with its pid; a
+ * datagram to its QP, whose receives are still posted, must not land.
  */
 #include "verbs_harness.h"
 
@@ -64,6 +68,51 @@ static void peer_b(int in, int out)
 	c = conn_to(NULL);
 	c.dest_qpn = qpn;
 	if (rc_connect(s.qp, &c) || write(out, "r", 1) != 1)
+		_exit(2);
+	for (;;)
+		pause();
+}
+
+#define QKEY 0x11111111
+
+static void ud_up(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = PORT, .qkey = QKEY};
+
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD to INIT");
+	at.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE))
+		die("UD to RTR");
+	at.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD to RTS");
+}
+
+/*
+ * B for UD: receives posted on its whole buffer; after A's first datagram
+ * it says whether that one arrived, then waits to be killed.
+ */
+static void peer_ud(int in, int out)
+{
+	struct ibv_wc wc;
+	struct side s;
+	struct ibv_sge g;
+	char line[128];
+	ssize_t n;
+
+	side_open(&s, ALL);
+	qp_open(&s, IBV_QPT_UD);
+	ud_up(s.qp);
+	g = sge_of(&s, 0, BUF);
+	for (int i = 0; i < 4; i++)
+		if (post_recv(&s, (uint64_t)i, &g, 1))
+			_exit(2);
+	n = snprintf(line, sizeof(line), "%u %lu\n", s.qp->qp_num, (unsigned long)(uintptr_t)s.buf);
+	if (write(out, line, (size_t)n) != n || read(in, line, 1) != 1)
+		_exit(2);
+	n = !wait_wc(s.cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS;
+	if (write(out, n ? "y" : "n", 1) != 1)
 		_exit(2);
 	for (;;)
 		pause();
@@ -132,6 +181,90 @@ static pid_t start_peer(struct ibv_qp *qp, const struct conn *base, unsigned int
 	close(from_b[0]);
 	close(from_b[1]);
 	return b;
+}
+
+static void ud_send(struct side *a, struct ibv_ah *ah, unsigned int qpn, const char *what)
+{
+	struct ibv_sge g = sge_of(a, 0, 1024);
+	struct ibv_send_wr wr = {.sg_list = &g,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = QKEY;
+	if (ibv_post_send(a->qp, &wr, &bad))
+		die("UD post");
+	expect_wc(a->cq, what, IBV_WC_SUCCESS, 2000);
+}
+
+/* A datagram to a dead UD peer whose pid was reused, vfabd stopped. 77: skip. */
+static int ud_pid_reuse(void)
+{
+	struct ibv_ah_attr ah_attr = {.is_global = 1, .port_num = PORT};
+	int to_b[2], from_b[2], to_c[2], from_c[2], status;
+	unsigned int qpn;
+	unsigned long addr;
+	struct ibv_ah *ah;
+	char line[128], ch;
+	struct side a;
+	pid_t b, cpid;
+	ssize_t n;
+
+	if (pipe(to_b) || pipe(from_b) || pipe(to_c) || pipe(from_c))
+		die("pipe");
+	b = fork();
+	if (b == 0)
+		peer_ud(to_b[0], from_b[1]);
+	n = read(from_b[0], line, sizeof(line) - 1);
+	if (n <= 0)
+		die("UD peer start");
+	line[n] = '\0';
+	if (sscanf(line, "%u %lu", &qpn, &addr) != 2)
+		die("UD peer info");
+	side_open(&a, ALL);
+	qp_open(&a, IBV_QPT_UD);
+	ud_up(a.qp);
+	ah_attr.grh.dgid = gid;
+	ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	ah_attr.grh.hop_limit = 1;
+	ah = ibv_create_ah(a.pd, &ah_attr);
+	if (!ah)
+		die("ibv_create_ah");
+	memset(a.buf, 'U', 1024);
+	ud_send(&a, ah, qpn, "UD datagram to the live peer sent");
+	if (write(to_b[1], "c", 1) != 1 || read(from_b[0], &ch, 1) != 1)
+		die("UD peer answer");
+	check(ch == 'y', "UD datagram to the live peer arrives", "it did not");
+
+	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
+		die("stop vfabd");
+	kill(b, SIGKILL);
+	waitpid(b, &status, 0);
+	cpid = clone_with_pid(b);
+	if (cpid == 0)
+		stand_in(addr, to_c[0], from_c[1]);
+	if (cpid < 0) {
+		printf("SKIP: cannot create a process with pid %d again: %s\n", (int)b,
+		       strerror(errno));
+		return 77;
+	}
+	if (read(from_c[0], &ch, 1) != 1)
+		die("stand-in start");
+	printf("# UD peer %d killed; stand-in %d maps %#lx\n", (int)b, (int)cpid, addr);
+	ud_send(&a, ah, qpn, "UD datagram to the dead peer sent");
+	if (write(to_c[1], "c", 1) != 1)
+		die("stand-in check");
+	waitpid(cpid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "a UD datagram does not land in the stand-in with the dead peer's pid",
+	      "stand-in exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	resume_vfabd();
+	ibv_destroy_ah(ah);
+	side_close(&a);
+	return 0;
 }
 
 /* A SEND waiting on a dead peer's receive queue, vfabd stopped. */
@@ -268,5 +401,7 @@ int main(int argc, char **argv)
 	      "stand-in exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	resume_vfabd();
 	side_close(&a);
+	if (ud_pid_reuse() == 77)
+		return 77;
 	return failures ? 1 : 0;
 }

@@ -142,6 +142,22 @@ static void test_default_config(void **state)
 	assert_string_equal(buf, vfab_default_config_yaml);
 }
 
+/* fabric.ring_pool_mib: the region's ring pool (fabric/region.h vfab_pool_bytes). */
+static void test_ring_pool(void **state)
+{
+	struct vfab_config cfg;
+
+	(void)state;
+	load_ok("nodes: [{id: a}]\n", &cfg);
+	assert_int_equal(cfg.ring_pool_mib, 0);
+	vfab_config_free(&cfg);
+	load_ok("nodes: [{id: a}]\nfabric:\n  ring_pool_mib: 4096\n", &cfg);
+	assert_int_equal(cfg.ring_pool_mib, 4096);
+	vfab_config_free(&cfg);
+	load_fails("nodes: [{id: a}]\nfabric:\n  ring_pool_mib: 32\n",
+		   "3: fabric.ring_pool_mib: 32 is out of range 64..65536");
+}
+
 static void test_extensions(void **state)
 {
 	struct vfab_config cfg;
@@ -304,7 +320,7 @@ int main(void)
 	    cmocka_unit_test(test_seed_file),	 cmocka_unit_test(test_default_config),
 	    cmocka_unit_test(test_extensions),	 cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_io_error),	 cmocka_unit_test(test_inline_errors),
-	    cmocka_unit_test(test_copy_engines),
+	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

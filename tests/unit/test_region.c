@@ -73,6 +73,20 @@ static void test_create_open(void **state)
 	assert_int_equal(vfab_region_open("/dev/shm/unit-region-none", &r2), -ENOENT);
 }
 
+/* The ring pool's size: per HCA, with a floor and a ceiling, or the config's. */
+static void test_pool_bytes(void **state)
+{
+	struct vfab_region *r = *state;
+
+	assert_int_equal(r->pool_size, VFAB_POOL_BYTES_MIN);
+	assert_int_equal(vfab_pool_bytes(1, 0), VFAB_POOL_BYTES_MIN);
+	assert_int_equal(vfab_pool_bytes(2, 0), 2 * VFAB_POOL_BYTES_PER_HCA);
+	assert_int_equal(vfab_pool_bytes(16, 0), 16 * VFAB_POOL_BYTES_PER_HCA);
+	assert_int_equal(vfab_pool_bytes(100000, 0), VFAB_POOL_BYTES_MAX);
+	assert_int_equal(vfab_pool_bytes(16, 256), 256ull << 20);
+	assert_int_equal(vfab_pool_bytes(1, 1u << 20), VFAB_POOL_BYTES_MAX);
+}
+
 static void test_slots(void **state)
 {
 	struct vfab_region *r = *state;
@@ -287,6 +301,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_create_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_bytes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_device_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_gives_back, setup, teardown),

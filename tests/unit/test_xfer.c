@@ -192,6 +192,47 @@ static void test_gone_is_esrch(void **state)
 	assert_int_equal(vfab_xfer_write(&pvm, &src, 1, &dst, 1), -ESRCH);
 }
 
+/*
+ * A foreign peer (pid of another PID namespace): everything through the
+ * memfd, any size and shape; the pid, which names someone else, is unused.
+ */
+static void test_foreign_through_proc_mem_only(void **state)
+{
+	struct child *c = *state;
+	struct vfab_peer f = c->peer;
+	struct iovec src[2] = {{source, 5000}, {source + 6000, 6000}};
+	struct iovec dst[3] = {{target + 1, 3}, {target + 100, 9000}, {target + 9200, 1997}};
+	struct iovec got[1];
+	uint8_t back[11000], want[11000];
+
+	f.foreign = true;
+	f.pid = getpid(); /* a copy by pid would land here, in the wrong process */
+	round_trip(&f, 0, BIG, 21);
+	round_trip(&f, 3, 9, 22);
+	fill(source, 12000, 23);
+	memcpy(want, source, 5000);
+	memcpy(want + 5000, source + 6000, 6000);
+	assert_int_equal(vfab_xfer_write(&f, src, 2, dst, 3), 0);
+	memset(back, 0, sizeof(back));
+	got[0].iov_base = back;
+	got[0].iov_len = 3;
+	assert_int_equal(vfab_xfer_read(&f, got, 1, &dst[0], 1), 0);
+	got[0].iov_base = back + 3;
+	got[0].iov_len = 9000;
+	assert_int_equal(vfab_xfer_read(&f, got, 1, &dst[1], 1), 0);
+	got[0].iov_base = back + 9003;
+	got[0].iov_len = 1997;
+	assert_int_equal(vfab_xfer_read(&f, got, 1, &dst[2], 1), 0);
+	assert_memory_equal(back, want, sizeof(want));
+	assert_int_equal(target[1], 0);
+	f.memfd = -1;
+	assert_int_equal(vfab_xfer_write(&f, src, 1, dst, 1), -ESRCH);
+	f.memfd = c->memfd;
+	kill(c->peer.pid, SIGKILL);
+	waitpid(c->peer.pid, NULL, 0);
+	assert_int_equal(vfab_xfer_write(&f, src, 1, dst, 1), -ESRCH);
+}
+
 /* In-process: segments of different shapes meet exactly. */
 static void test_self_copy(void **state)
 {
@@ -217,6 +258,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_writev_chain, start_child, stop_child),
 	    cmocka_unit_test_setup_teardown(test_unmapped_is_efault, start_child, stop_child),
 	    cmocka_unit_test_setup_teardown(test_gone_is_esrch, start_child, stop_child),
+	    cmocka_unit_test_setup_teardown(test_foreign_through_proc_mem_only, start_child,
+					    stop_child),
 	    cmocka_unit_test(test_self_copy),
 	};
 
