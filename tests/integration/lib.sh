@@ -18,6 +18,16 @@ VFAB_FABRIC=${VFAB_FABRIC:-tint}
 # shellcheck disable=SC2034
 NODE0_IP=198.18.0.1 NODE1_IP=198.18.0.2
 
+# The sanitizer run (quickstart's run_asan_integration) preloads the ASan and
+# UBSan runtimes into every program a test starts; procps-ng 4.0.2's pgrep
+# deadlocks in its own main with them (textdomain() waits on glibc's
+# _nl_state_lock). The tests' process lookups are not under test: they run
+# without the preload.
+pgrep()
+{
+	LD_PRELOAD='' command pgrep "$@"
+}
+
 VFAB_SERVER_PIDS=()
 VFAB_TMP=$(mktemp -d "/tmp/vfab-test-$(basename "$0" .sh).XXXXXX")
 
