@@ -148,6 +148,35 @@ static pid_t clone_with_pid(pid_t want)
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
+/*
+ * With vfabd stopped (so nothing frees the peer's slots, as with vfabd
+ * dead), kills peer b and starts a stand-in that takes its pid and maps
+ * memory at addr; returns once the stand-in runs. -1: the pid could not be
+ * taken again (the caller skips).
+ */
+static pid_t replace_peer(pid_t b, uintptr_t addr, const int to_c[2], const int from_c[2])
+{
+	pid_t cpid;
+	int status;
+	char ch;
+
+	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
+		die("stop vfabd");
+	kill(b, SIGKILL);
+	waitpid(b, &status, 0);
+	cpid = clone_with_pid(b);
+	if (cpid == 0)
+		stand_in(addr, to_c[0], from_c[1]);
+	if (cpid < 0) {
+		printf("SKIP: cannot create a process with pid %d again: %s\n", (int)b,
+		       strerror(errno));
+		return -1;
+	}
+	if (read(from_c[0], &ch, 1) != 1)
+		die("stand-in start");
+	return cpid;
+}
+
 /* Starts a peer (peer_b), connects qp to it; its pid, rkey and buffer address. */
 static pid_t start_peer(struct ibv_qp *qp, const struct conn *base, unsigned int *rkey,
 			unsigned long *addr)
@@ -239,20 +268,9 @@ static int ud_pid_reuse(void)
 		die("UD peer answer");
 	check(ch == 'y', "UD datagram to the live peer arrives", "it did not");
 
-	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
-		die("stop vfabd");
-	kill(b, SIGKILL);
-	waitpid(b, &status, 0);
-	cpid = clone_with_pid(b);
-	if (cpid == 0)
-		stand_in(addr, to_c[0], from_c[1]);
-	if (cpid < 0) {
-		printf("SKIP: cannot create a process with pid %d again: %s\n", (int)b,
-		       strerror(errno));
+	cpid = replace_peer(b, addr, to_c, from_c);
+	if (cpid < 0)
 		return 77;
-	}
-	if (read(from_c[0], &ch, 1) != 1)
-		die("stand-in start");
 	printf("# UD peer %d killed; stand-in %d maps %#lx\n", (int)b, (int)cpid, addr);
 	ud_send(&a, ah, qpn, "UD datagram to the dead peer sent");
 	if (write(to_c[1], "c", 1) != 1)
@@ -372,21 +390,9 @@ int main(int argc, char **argv)
 	if (!expect_wc(a.cq, "64 KiB WRITE to the peer", IBV_WC_SUCCESS, 2000))
 		return 1;
 
-	/* From here on nothing may free the peer's slots: as with vfabd dead. */
-	if (vfabd_pid > 0 && kill(vfabd_pid, SIGSTOP))
-		die("stop vfabd");
-	kill(b, SIGKILL);
-	waitpid(b, &status, 0);
-	cpid = clone_with_pid(b);
-	if (cpid == 0)
-		stand_in(addr, to_c[0], from_c[1]);
-	if (cpid < 0) {
-		printf("SKIP: cannot create a process with pid %d again: %s\n", (int)b,
-		       strerror(errno));
+	cpid = replace_peer(b, addr, to_c, from_c);
+	if (cpid < 0)
 		return 77;
-	}
-	if (read(from_c[0], &ch, 1) != 1)
-		die("stand-in start");
 	printf("# peer %d killed; stand-in %d maps %#lx\n", (int)b, (int)cpid, addr);
 
 	memset(a.buf, 'X', BUF);
