@@ -183,7 +183,9 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		 * freed: vfabd is dead or slow) never gets a receive: its QP is
 		 * gone, as the kernel would have destroyed it, so nothing answers.
 		 */
-		if (qp->req.dest.pidfd >= 0 && !vfab_xfer_alive(qp->req.dest.pidfd))
+		if (qp->req.dest.pidfd >= 0
+			? !vfab_xfer_alive(qp->req.dest.pidfd)
+			: qp->req.dest.memfd >= 0 && !vfab_xfer_mem_alive(qp->req.dest.memfd))
 			return no_answer(qp, w, now);
 		qp->req.psn = w->psn;
 		if (w->rnr_left == 0) {

@@ -191,6 +191,18 @@ bool vfab_xfer_alive(int pidfd)
 	return poll(&p, 1, 0) == 0;
 }
 
+bool vfab_xfer_mem_alive(int memfd)
+{
+	char b;
+
+	/*
+	 * The kernel answers 0 bytes once the address space is gone (exit,
+	 * exec) and EIO for an unmapped page of a live one: page 0 is never
+	 * mapped (mmap_min_addr), so a live owner gives EIO.
+	 */
+	return pread(memfd, &b, 1, 0) != 0;
+}
+
 int vfab_xfer_open(pid_t pid)
 {
 	static int disabled = -1;

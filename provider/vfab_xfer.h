@@ -45,6 +45,12 @@ struct vfab_peer {
 bool vfab_xfer_alive(int pidfd);
 
 /*
+ * The same through its /proc/<pid>/mem, for a peer this process has no
+ * pidfd on (pids of another PID namespace): one byte read at address 0.
+ */
+bool vfab_xfer_mem_alive(int memfd);
+
+/*
  * Opens /proc/<pid>/mem for the small transfers of a connection: the fd or
  * -errno (then process_vm_writev does everything). VFAB_XFER=pvm in the
  * environment turns this path off.

@@ -192,6 +192,17 @@ static void test_gone_is_esrch(void **state)
 	assert_int_equal(vfab_xfer_write(&pvm, &src, 1, &dst, 1), -ESRCH);
 }
 
+/* Liveness through the memfd alone, for peers without a pidfd. */
+static void test_mem_alive(void **state)
+{
+	struct child *c = *state;
+
+	assert_true(vfab_xfer_mem_alive(c->memfd));
+	kill(c->peer.pid, SIGKILL);
+	waitpid(c->peer.pid, NULL, 0);
+	assert_false(vfab_xfer_mem_alive(c->memfd));
+}
+
 /*
  * A foreign peer (pid of another PID namespace): everything through the
  * memfd, any size and shape; the pid, which names someone else, is unused.
@@ -258,6 +269,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_writev_chain, start_child, stop_child),
 	    cmocka_unit_test_setup_teardown(test_unmapped_is_efault, start_child, stop_child),
 	    cmocka_unit_test_setup_teardown(test_gone_is_esrch, start_child, stop_child),
+	    cmocka_unit_test_setup_teardown(test_mem_alive, start_child, stop_child),
 	    cmocka_unit_test_setup_teardown(test_foreign_through_proc_mem_only, start_child,
 					    stop_child),
 	    cmocka_unit_test(test_self_copy),
