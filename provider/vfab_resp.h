@@ -71,7 +71,7 @@ enum vfab_resp_kind {
 	VFAB_RESP_NO_ANSWER, /* nothing came back: retry after the timeout */
 	VFAB_RESP_RNR,	     /* receiver not ready: retry after rnr_timer */
 	VFAB_RESP_NAK,	     /* fatal NAK: status is the requester's completion */
-	VFAB_RESP_PASS,	     /* a responder rule (check_*) lets the message on; never an answer */
+	VFAB_RESP_PASS,	     /* a rule (vfab_resp_check_*) lets the message on; never an answer */
 };
 
 struct vfab_resp {
