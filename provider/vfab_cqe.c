@@ -101,7 +101,16 @@ int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, 
 		       sizeof(*d) - sizeof(d->seq));
 		atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
 		atomic_store_explicit(&s->tail, tail + 1, memory_order_relaxed);
-		if (s->chan_id && !notify && take_arm(s, &e[i], solicited[i])) {
+		if (!s->chan_id || notify)
+			continue;
+		/*
+		 * The entry before the arm: ibv_req_notify_cq stores the arm and
+		 * then polls. Without a full fence here, our load of the arm
+		 * may pass the entry's stores still in the store buffer, both
+		 * sides see nothing, and the channel's waiter sleeps forever.
+		 */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (take_arm(s, &e[i], solicited[i])) {
 			notify = true;
 			chan_pid = s->chan_pid;
 			chan_id = s->chan_id;
