@@ -161,30 +161,21 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
  */
 #define BATCH_MAX_BYTES 4096u
 
-static bool is_send(uint32_t opcode)
-{
-	return opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM;
-}
-
-static bool ends_batch(uint32_t opcode)
-{
-	return opcode == IBV_WR_RDMA_WRITE_WITH_IMM || opcode == IBV_WR_SEND_WITH_IMM;
-}
-
+/*
+ * Only WRITEs are held; SENDs chain only when posted together: UCX's
+ * rendezvous and flow-control messages are small SENDs after which the
+ * application computes, and held they waited for its next call (Open MPI's
+ * 1 MiB ping-pong lost a fifth). A WRITE with immediate (a notification)
+ * ends the batch.
+ */
 static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
 	struct vfab_qp_slot *d;
 	uint64_t len = 0;
 	uint32_t i;
 
-	/*
-	 * SENDs are not held, only chained when posted together: UCX's
-	 * rendezvous and flow-control messages are small SENDs after which the
-	 * application computes, and held they waited for its next call (Open
-	 * MPI's 1 MiB ping-pong lost a fifth).
-	 */
-	if (!vfab_chain_op(w->opcode) || is_send(w->opcode) ||
-	    (ends_batch(w->opcode) && !qp->sq.batched))
+	if (w->opcode != IBV_WR_RDMA_WRITE &&
+	    (w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM || !qp->sq.batched))
 		return false;
 	if (qp->state != IBV_QPS_RTS)
 		return false;
@@ -230,7 +221,7 @@ static int defer(struct vfab_qp *qp, struct vfab_swqe *w)
 		qp->sq.posted--;
 		return ENOMEM;
 	}
-	if (++qp->sq.batched >= VFAB_CHAIN_MAX || ends_batch(w->opcode))
+	if (++qp->sq.batched >= VFAB_CHAIN_MAX || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		flush(qp);
 	else if (qp->sq.batched == 1)
 		vfab_engine_schedule_posted(qp, 1); /* due now: the next poll sends it */

@@ -190,16 +190,6 @@ for mib in $eng_sizes; do
 done
 echo
 
-failed=0
-check()
-{
-	if awk "BEGIN { exit !($2) }"; then
-		echo "PASS  $1"
-	else
-		echo "FAIL  $1"
-		failed=1
-	fi
-}
 check "write bw $vfab_bw >= $min_bw_raw x raw $raw_bw GB/s" "$vfab_bw >= $min_bw_raw * $raw_bw"
 check "write bw $vfab_bw >= $min_bw_tcp x TCP $tcp_bw GB/s" "$vfab_bw >= $min_bw_tcp * $tcp_bw"
 check "write lat $vfab_lat <= $max_lat us" "$vfab_lat <= $max_lat"

@@ -7,7 +7,8 @@
 #                                     --help prints the script's header comment
 #                                     (up to its `set -euo` line);
 #   pair, pair_same                  a server in node1 and a client in node0;
-#   bench_drop_stale                 takes down a fabric left by a crashed run.
+#   bench_drop_stale                 takes down a fabric left by a crashed run;
+#   check TEXT AWK_CONDITION         prints PASS or FAIL; a FAIL sets $failed.
 bench_args()
 {
 	fabric=$1 json="" build=""
@@ -63,5 +64,16 @@ bench_drop_stale()
 {
 	if [ -e "/run/vfab/$VFAB_FABRIC" ] || [ -e "/dev/shm/vfab-$VFAB_FABRIC" ]; then
 		"$VFAB" --fabric "$VFAB_FABRIC" down || fail "could not take down a stale $VFAB_FABRIC"
+	fi
+}
+
+failed=0
+check()
+{
+	if awk "BEGIN { exit !($2) }"; then
+		echo "PASS  $1"
+	else
+		echo "FAIL  $1"
+		failed=1
 	fi
 }

@@ -118,16 +118,6 @@ row "ib_write_lat 8 B [us]" "$write_lat" "$write_lat" "$raw_lat"
 row "MPI ping-pong 8 B [us]" "$mpi_lat" "$write_lat" "$raw_lat"
 echo
 
-failed=0
-check()
-{
-	if awk "BEGIN { exit !($2) }"; then
-		echo "PASS  $1"
-	else
-		echo "FAIL  $1"
-		failed=1
-	fi
-}
 goal()
 {
 	if awk "BEGIN { exit !($2) }"; then
