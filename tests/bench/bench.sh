@@ -18,7 +18,7 @@
 #
 # Exits 1 when a measurement fails or a floor is missed. Floors (environment):
 #   VFAB_BENCH_BW_VS_RAW   vfab write bw >= this x raw pvm bw   (default 0.6)
-#   VFAB_BENCH_BW_VS_TCP   vfab write bw >= this x TCP bw       (default 3)
+#   VFAB_BENCH_BW_VS_TCP   vfab write bw >= this x TCP bw       (default 1.5)
 #   VFAB_BENCH_MAX_LAT_US  vfab write latency <= this           (default 5)
 #   VFAB_BENCH_MAX_UP_MS   vfab up < this                       (default 4000)
 #   VFAB_BENCH_MAX_DOWN_MS vfab down < this                     (default 2000)
@@ -33,7 +33,9 @@ export LC_ALL=C # numbers with a decimal point, whatever the locale
 bench_args tbench "$@"
 
 min_bw_raw=${VFAB_BENCH_BW_VS_RAW:-0.6}
-min_bw_tcp=${VFAB_BENCH_BW_VS_TCP:-3}
+# The raw copy itself is only 3-3.4x TCP over veth on the 2-core machines
+# CI runs on, so a floor near 3 fails whenever the copy has a slow second.
+min_bw_tcp=${VFAB_BENCH_BW_VS_TCP:-1.5}
 max_lat=${VFAB_BENCH_MAX_LAT_US:-5}
 max_up=${VFAB_BENCH_MAX_UP_MS:-4000}
 max_down=${VFAB_BENCH_MAX_DOWN_MS:-2000}
