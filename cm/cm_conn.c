@@ -647,6 +647,27 @@ static int use_local(struct vfab_cm_id *id, const struct sockaddr *addr)
 	return 0;
 }
 
+/*
+ * An unbound ID resolving a loopback destination: the kernel's
+ * cma_bind_loopback (first active port, GID index 0, source address the
+ * loopback one). It has no netdev, which RoCE route resolution then needs.
+ */
+static int use_loopback(struct vfab_cm_id *id, struct sockaddr_storage *src)
+{
+	static const uint8_t lo6[16] = {[15] = 1};
+	const uint8_t lo4[16] = {127, 0, 0, 1};
+	int ret = vfab_cm_route_loopback(ctxs, nctx, &id->loc);
+
+	if (ret)
+		return ret;
+	if (!port_of(id->loc.dev, id->loc.port))
+		return -ENODEV;
+	sa_make(src, src->ss_family, src->ss_family == AF_INET6 ? lo6 : lo4, 0);
+	id->have_dev = 1;
+	id->loopback = 1;
+	return 0;
+}
+
 int vfab_cm_bind(struct vfab_cm_id *id, const struct sockaddr *addr)
 {
 	int ret;
@@ -677,24 +698,30 @@ static void *resolve_main(void *arg)
 {
 	struct resolve_job *j = arg;
 	struct vfab_cm_id *id;
-	int ret = 0;
+	/* A wildcard or loopback destination is the kernel's loopback: no route. */
+	int loop = vfab_cm_addr_any((struct sockaddr *)&j->dst), ret = 0;
 
-	if (vfab_cm_addr_any((struct sockaddr *)&j->src))
+	if (!loop && vfab_cm_addr_any((struct sockaddr *)&j->src))
 		ret = vfab_cm_route_src((struct sockaddr *)&j->dst, &j->src);
-	if (!ret)
+	if (!loop && !ret)
 		ret = vfab_cm_route_neigh((struct sockaddr *)&j->dst, j->timeout_ms);
 	vfab_cm_lock();
 	id = vfab_cm_id_find(j->handle);
 	if (id && id->state == VFAB_CS_ADDR_QUERY) {
 		uint16_t port = sa_port(&id->src);
 
-		if (!ret && !id->have_dev)
+		if (loop && !id->have_dev)
+			ret = use_loopback(id, &j->src);
+		else if (!ret && !id->have_dev)
 			ret = use_local(id, (struct sockaddr *)&j->src);
 		if (!ret) {
 			id->src = j->src;
 			sa_set_port(&id->src, port ? port : ephemeral_port());
 			id->dst = j->dst;
-			vfab_cm_gid_of((struct sockaddr *)&id->dst, id->dgid);
+			if (id->loopback) /* cma_resolve_loopback: the destination is us */
+				memcpy(id->dgid, id->loc.gid, 16);
+			else
+				vfab_cm_gid_of((struct sockaddr *)&id->dst, id->dgid);
 			memcpy(id->remote_gid, id->dgid, 16);
 			id->state = VFAB_CS_ADDR_RESOLVED;
 			event_simple(id, VFAB_EV_ADDR_RESOLVED, 0);
@@ -753,6 +780,8 @@ int vfab_cm_resolve_route(struct vfab_cm_id *id)
 {
 	if (id->state != VFAB_CS_ADDR_RESOLVED && id->state != VFAB_CS_ROUTE_RESOLVED)
 		return -EINVAL;
+	if (id->loopback) /* cma_resolve_iboe_route: no bound netdev */
+		return -ENODEV;
 	id->route = 1;
 	id->state = VFAB_CS_ROUTE_RESOLVED;
 	event_simple(id, VFAB_EV_ROUTE_RESOLVED, 0);

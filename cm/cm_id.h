@@ -74,6 +74,7 @@ struct vfab_cm_id {
 	enum vfab_cm_state state;
 	struct sockaddr_storage src, dst;
 	int have_dev; /* loc is valid */
+	int loopback; /* resolved to a loopback destination: no netdev, no route */
 	struct vfab_cm_local loc;
 	int route; /* a path is resolved */
 	uint8_t dgid[16];

@@ -31,10 +31,16 @@ static socklen_t sa_len(const struct sockaddr *sa)
 
 int vfab_cm_addr_any(const struct sockaddr *addr)
 {
-	if (addr->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY);
-	if (addr->sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)addr)->sin6_addr);
+	if (addr->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr);
+
+		return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET;
+	}
+	if (addr->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+
+		return IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LOOPBACK(a);
+	}
 	return 0;
 }
 
@@ -230,4 +236,34 @@ int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct soc
 		}
 	}
 	return -EADDRNOTAVAIL;
+}
+
+int vfab_cm_route_loopback(struct ibv_context *const *ctxs, int n, struct vfab_cm_local *out)
+{
+	int first = -1;
+
+	for (int d = 0; d < n; d++) {
+		struct ibv_device_attr da;
+
+		if (!ctxs[d] || ibv_query_device(ctxs[d], &da))
+			continue;
+		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+			union ibv_gid g;
+
+			if (ibv_query_port(ctxs[d], p, &pa))
+				continue;
+			if (first < 0 || pa.state == IBV_PORT_ACTIVE) {
+				if (ibv_query_gid(ctxs[d], p, 0, &g))
+					continue;
+				first = d;
+				*out = (struct vfab_cm_local){
+				    .dev = d, .port = p, .gid_index = 0, .mtu = (int)pa.active_mtu};
+				memcpy(out->gid, g.raw, 16);
+				if (pa.state == IBV_PORT_ACTIVE)
+					return 0;
+			}
+		}
+	}
+	return first < 0 ? -ENODEV : 0;
 }

@@ -34,7 +34,19 @@ struct vfab_cm_local {
 int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct sockaddr *addr,
 			struct vfab_cm_local *out);
 
-/* Whether addr is the wildcard address of its family. */
+/*
+ * What the kernel's cma_bind_loopback takes for a destination that is a
+ * wildcard or loopback address: the first ACTIVE port (the first port when
+ * none is), GID index 0. -ENODEV without a context.
+ */
+int vfab_cm_route_loopback(struct ibv_context *const *ctxs, int n, struct vfab_cm_local *out);
+
+/*
+ * Whether addr binds to no device, as the kernel's cma_any_addr says: the
+ * wildcard address or a loopback one (127/8, ::1). Binding there succeeds
+ * without an HCA and listening there covers every address of the node;
+ * libfabric's verbs provider binds "localhost" to probe for devices.
+ */
 int vfab_cm_addr_any(const struct sockaddr *addr);
 
 #endif /* VFAB_CM_ROUTE_H */

@@ -1,34 +1,44 @@
 #!/usr/bin/env bash
-# mpi.sh: Open MPI over UCX judges the fabric, on a fabric of its own
-# ($VFAB_FABRIC): mpi_check (this folder: 8 B ping-pong latency, 1 MiB
-# ping-pong bandwidth, verified MPI_Allreduce and MPI_Bcast) launched from
-# node0 as a user would,
+# mpi.sh [openmpi|mpich]: an MPI over UCX judges the fabric, on a fabric of
+# its own ($VFAB_FABRIC): mpi_check (this folder: 8 B ping-pong latency,
+# 1 MiB ping-pong bandwidth, verified MPI_Allreduce and MPI_Bcast) launched
+# from node0 as a user would. Open MPI (default):
 #
 #   mpirun --allow-run-as-root --hostfile /run/vfab/F/hostfile -np N \
 #          --mca pml ucx -x UCX_NET_DEVICES=mlx5_0:1 mpi_check
 #
-# with no binding option, -np 2 on the default 2-node fabric, then -np 4 on
-# configs/four-nodes.yaml. mpirun starts the remote ranks over ssh (Open
-# MPI's rsh launcher), so the fabric comes up with `vfab up --ssh`; without
-# openssh-server the test is skipped (exit 77). Checked: one rank per node,
-# the results verified, every node's mlx5_0 port counters show the bytes,
-# UCX's endpoints between ranks use rc_verbs/ud_verbs on mlx5_0:1 and no
-# shared memory, and the 8 B latency is that of a fabric, not of ranks
+# -np 2 on the default 2-node fabric, then -np 4 on configs/four-nodes.yaml.
+# MPICH (Debian's, ch4:ucx; mpi_check built against it as mpi_check_mpich):
+#
+#   mpiexec.mpich -f /run/vfab/F/hosts -n 2 -launcher ssh \
+#          -genv UCX_NET_DEVICES mlx5_0:1 mpi_check_mpich
+#
+# on the default fabric. No binding option either way. The launchers start
+# the remote ranks over ssh, so the fabric comes up with `vfab up --ssh`;
+# without openssh-server the test is skipped (exit 77). Checked: one rank
+# per node, the results verified, every node's mlx5_0 port counters show the
+# bytes, UCX's endpoints between ranks use rc_verbs/ud_verbs on mlx5_0:1 and
+# no shared memory, and the 8 B latency is that of a fabric, not of ranks
 # sharing one core (each node's own CPU set).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+MPI=${1:-openmpi}
 F=$VFAB_FABRIC
 V() { "$VFAB" --fabric "$F" "$@"; }
-PROG=$VFAB_BIN/mpi_check
+case $MPI in
+openmpi) PROG=$VFAB_BIN/mpi_check LAUNCHER=mpirun ;;
+mpich) PROG=$VFAB_BIN/mpi_check_mpich LAUNCHER=mpiexec.mpich ;;
+*) fail "usage: mpi.sh [openmpi|mpich]" ;;
+esac
 COUNTERS=/sys/class/infiniband/mlx5_0/ports/1/counters
 # Ping-pong iterations (the 1 MiB one runs a fiftieth of them).
 ITERS=${VFAB_MPI_ITERS:-2000}
 # The 8 B latency a fabric shows; ranks that share a core take milliseconds.
 MAX_LAT_US=${VFAB_MPI_MAX_LAT_US:-100}
 
-[ -x "$PROG" ] || fail "$PROG missing (build the tests; needs libopenmpi-dev)"
-command -v mpirun >/dev/null || fail "mpirun not found (apt-get install openmpi-bin)"
+[ -x "$PROG" ] || fail "$PROG missing (build the tests; needs libopenmpi-dev or libmpich-dev)"
+command -v "$LAUNCHER" >/dev/null || fail "$LAUNCHER not found (apt-get install openmpi-bin or mpich)"
 if [ ! -x /usr/sbin/sshd ]; then
 	note "openssh-server is not installed: mpirun cannot reach the other nodes; skipped"
 	exit 77
@@ -78,11 +88,18 @@ run_np()
 		before+=("$(xmit_bytes "$node")")
 	done
 
-	note "mpirun -np $np --mca pml ucx -x UCX_NET_DEVICES=mlx5_0:1 mpi_check $ITERS"
-	timeout 300 "$VFAB" --fabric "$F" exec node0 -- mpirun --allow-run-as-root \
-		--hostfile "/run/vfab/$F/hostfile" -np "$np" --mca pml ucx \
-		-x UCX_NET_DEVICES=mlx5_0:1 -x UCX_LOG_LEVEL=info "$PROG" "$ITERS" >"$log" 2>&1 || rc=$?
-	[ "$rc" = 0 ] || { show "$log"; fail "mpirun -np $np exited $rc"; }
+	if [ "$MPI" = openmpi ]; then
+		note "mpirun -np $np --mca pml ucx -x UCX_NET_DEVICES=mlx5_0:1 mpi_check $ITERS"
+		timeout 300 "$VFAB" --fabric "$F" exec node0 -- mpirun --allow-run-as-root \
+			--hostfile "/run/vfab/$F/hostfile" -np "$np" --mca pml ucx \
+			-x UCX_NET_DEVICES=mlx5_0:1 -x UCX_LOG_LEVEL=info "$PROG" "$ITERS" >"$log" 2>&1 || rc=$?
+	else
+		note "mpiexec.mpich -n $np -launcher ssh -genv UCX_NET_DEVICES mlx5_0:1 mpi_check_mpich $ITERS"
+		timeout 300 "$VFAB" --fabric "$F" exec node0 -- mpiexec.mpich -f "/run/vfab/$F/hosts" \
+			-n "$np" -launcher ssh -genv UCX_NET_DEVICES mlx5_0:1 -genv UCX_LOG_LEVEL info \
+			"$PROG" "$ITERS" >"$log" 2>&1 || rc=$?
+	fi
+	[ "$rc" = 0 ] || { show "$log"; fail "$LAUNCHER -np $np exited $rc"; }
 	grep -E '^(ranks|hosts|lat_8B_us|bw_1MiB_mbyte_per_s|allreduce_ok)=' "$log" | sed "s/^/    np$np: /"
 	grep -qx "ranks=$np" "$log" || { show "$log"; fail "np $np: rank count"; }
 	grep -qx "hosts=$np" "$log" || { show "$log"; fail "np $np: the ranks did not run on $np nodes"; }
@@ -117,7 +134,7 @@ run_np()
 # take part in the 8 MiB allreduces and the 1 MiB broadcast.
 pair=$(((ITERS / 50) << 20))
 run_np 2 "" "$pair" 0
-run_np 4 "$VFAB_REPO/configs/four-nodes.yaml" "$pair" $((4 << 20))
+[ "$MPI" = mpich ] || run_np 4 "$VFAB_REPO/configs/four-nodes.yaml" "$pair" $((4 << 20))
 
 if [ ${#HOST_FAILS[@]} -gt 0 ]; then
 	echo "FAIL: ${#HOST_FAILS[@]} check(s) need each node to be a host of its own (identity, CPUs):" >&2

@@ -14,6 +14,12 @@ vfab_integration_test(int_rdmacm_ib_read_bw 240 ${_vfab_rdmacm} ib_read_bw 18643
 vfab_integration_test(int_rdmacm_reject 60 ${_vfab_rdmacm} reject 7184)
 vfab_integration_test(int_rdmacm_unreachable 60 ${_vfab_rdmacm} unreachable 7185)
 vfab_integration_test(int_rdmacm_deadpeer 120 ${_vfab_rdmacm} deadpeer 7186)
+vfab_integration_test(int_rdmacm_loopback 60 ${_vfab_rdmacm} loopback 7187)
+
+# libfabric's verbs provider (libfabric-bin): msg endpoints over the RDMA CM,
+# ofi_rxm and ofi_rxd on top, dgram. Exit 77 = skipped: no libfabric-bin.
+vfab_integration_test(int_libfabric 300 ${CMAKE_CURRENT_LIST_DIR}/libfabric.sh)
+set_tests_properties(int_libfabric PROPERTIES SKIP_RETURN_CODE 77)
 
 # Across the spine of configs/leafspine-oversub.yaml, on a fabric of its own
 # ("tcmspine"), and a port taken down: UNREACHABLE after the CM's ~74 s of retries.

@@ -10,6 +10,10 @@
 #   reject           a port nobody listens on: REJECTED, status 8, at once
 #   unreachable      an address nobody answers: ADDR_ERROR, status -110 (~2 s)
 #   deadpeer         the server is killed: the client sees DISCONNECTED within seconds
+#   loopback         127.0.0.1 is the kernel's wildcard (cma_any_addr): a server
+#                    bound there takes connections to node1's address; a client
+#                    toward it resolves the address, then rdma_resolve_route
+#                    fails with ENODEV as on RoCE (no netdev for the loopback)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -57,6 +61,22 @@ rping)
 	n=$(grep -c '^ping data: rdma-ping-' "$cli" || true)
 	[ "$n" = 100 ] || fail "client printed $n verified pings, not 100"
 	note "rping: 100 verified pings"
+	;;
+loopback)
+	port=${1:-7187}
+	start_server node1 "$srv" rping -s -a 127.0.0.1 -p "$port" -v -V -C 10
+	wait_cm_listen "$port" || { show "$srv"; fail "rping -s -a 127.0.0.1 did not listen"; }
+	client_then_server 60 rping -c -a "$NODE1_IP" -p "$port" -v -V -C 10
+	n=$(grep -c '^ping data: rdma-ping-' "$cli" || true)
+	[ "$n" = 10 ] || fail "client printed $n verified pings, not 10"
+	rc=0
+	timeout 30 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+		rping -c -a 127.0.0.1 -p "$port" -C 1 -d >"$cli" 2>&1 || rc=$?
+	show "$cli"
+	[ "$rc" != 0 ] || fail "rping -c -a 127.0.0.1 succeeded"
+	grep -q 'RDMA_CM_EVENT_ADDR_RESOLVED' "$cli" || fail "no ADDR_RESOLVED for 127.0.0.1"
+	grep -q 'rdma_resolve_route: No such device' "$cli" || fail "rdma_resolve_route did not fail with ENODEV"
+	note "loopback: a server on 127.0.0.1 serves node1's address; a client to 127.0.0.1 gets ENODEV at the route"
 	;;
 ucmatose)
 	port=${1:-7175}
