@@ -224,6 +224,12 @@ struct vfab_qp {
 		 * last flush: they go out together, in one copy.
 		 */
 		uint32_t batched;
+		/*
+		 * Held WRITEs that the engine, not the application, had to send:
+		 * the application waits without polling (on memory the peer
+		 * writes, on a channel), so this QP holds nothing any more.
+		 */
+		bool hold_missed;
 	} sq;
 
 	/* The requester (vfab_req.c, vfab_attempt.c, vfab_chain.c, vfab_dest.c). */

@@ -112,6 +112,8 @@ static void run(struct vfab_qp *qp, bool poller)
 	pthread_mutex_unlock(&eng_lock);
 	if (!poller) {
 		pthread_mutex_lock(&qp->sq.lock);
+		if (qp->sq.batched)
+			qp->sq.hold_missed = true;
 		progress_locked(qp);
 	} else if (!pthread_mutex_trylock(&qp->sq.lock)) {
 		progress_locked(qp);

@@ -153,7 +153,10 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
  * once), when VFAB_CHAIN_MAX are held, or before anything else is posted on
  * the QP; a WRITE with immediate (a notification) ends the batch and sends
  * it. SENDs posted together (a list, an ibv_wr_* batch) chain too. A thread that
- * stops polling leaves them to the engine (at most its backstop late). Only
+ * stops polling leaves them to the engine (at most its backstop late), and
+ * that QP holds nothing from then on: its application waits for the peer
+ * without polling (rsockets' riowrite, then a spin on the byte the peer
+ * writes back, waited the backstop on every round trip). Only
  * to another process on a plain path: a shaped path times each message
  * itself, and a lone WR (nothing pending) is never held, so latency is
  * untouched. RC order holds (the queue is in posting order) and every
@@ -194,7 +197,8 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	 */
 	if (qp->sq.batched)
 		return true;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->sq.head || !vfab_engine_thread_polls())
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->sq.head || qp->sq.hold_missed ||
+	    !vfab_engine_thread_polls())
 		return false;
 	/* Earlier WRs the application has not reaped: it will poll for them. */
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))

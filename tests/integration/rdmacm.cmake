@@ -15,6 +15,7 @@ vfab_integration_test(int_rdmacm_reject 60 ${_vfab_rdmacm} reject 7184)
 vfab_integration_test(int_rdmacm_unreachable 60 ${_vfab_rdmacm} unreachable 7185)
 vfab_integration_test(int_rdmacm_deadpeer 120 ${_vfab_rdmacm} deadpeer 7186)
 vfab_integration_test(int_rdmacm_loopback 60 ${_vfab_rdmacm} loopback 7187)
+vfab_integration_test(int_rsockets 180 ${_vfab_rdmacm} rsockets 7188)
 
 # libfabric's verbs provider (libfabric-bin): msg endpoints over the RDMA CM,
 # ofi_rxm and ofi_rxd on top, dgram. Exit 77 = skipped: no libfabric-bin.

@@ -10,6 +10,11 @@
 #   reject           a port nobody listens on: REJECTED, status 8, at once
 #   unreachable      an address nobody answers: ADDR_ERROR, status -110 (~2 s)
 #   deadpeer         the server is killed: the client sees DISCONNECTED within seconds
+#   rsockets         rsockets (librdmacm's sockets over RDMA): rstream with
+#                    verified data, then
+#                    riostream, whose riowrite'd bytes the peer spins on
+#                    without polling a CQ; its 64 B round trip must stay a
+#                    fabric's (< 100 us), not wait for the provider's backstop
 #   loopback         127.0.0.1 is the kernel's wildcard (cma_any_addr): a server
 #                    bound there takes connections to node1's address; a client
 #                    toward it resolves the address, then rdma_resolve_route
@@ -61,6 +66,20 @@ rping)
 	n=$(grep -c '^ping data: rdma-ping-' "$cli" || true)
 	[ "$n" = 100 ] || fail "client printed $n verified pings, not 100"
 	note "rping: 100 verified pings"
+	;;
+rsockets)
+	port=${1:-7188}
+	# -T v: data verified (-T s would be plain TCP sockets).
+	start_server node1 "$srv" rstream -p "$port" -T v
+	wait_cm_listen "$port" || { show "$srv"; fail "rstream did not listen"; }
+	client_then_server 60 rstream -s "$NODE1_IP" -p "$port" -T v
+	grep -q '^1m_bw ' "$cli" || fail "rstream printed no 1m_bw result"
+	start_server node1 "$srv" riostream -p "$port"
+	wait_cm_listen "$port" || { show "$srv"; fail "riostream did not listen"; }
+	client_then_server 60 riostream -s "$NODE1_IP" -p "$port"
+	lat=$(awk '$1 == "64_lat" { print $8 }' "$cli")
+	num_between "${lat:-x}" 0 100 || fail "riostream 64_lat ${lat:-none} us per transfer, expected < 100"
+	note "rsockets: rstream all sizes; riostream 64 B round trip $lat us"
 	;;
 loopback)
 	port=${1:-7187}
