@@ -188,82 +188,90 @@ static int netdev_mtu(int ifindex)
 	return mtu;
 }
 
+/*
+ * Steps (*d, *p) to the next port of the n contexts and queries it: 1, or 0
+ * when none is left. Start from *d = 0, *p = 0.
+ */
+static int next_port(struct ibv_context *const *ctxs, int n, int *d, uint8_t *p,
+		     struct ibv_port_attr *pa)
+{
+	for (; *d < n; (*d)++, *p = 0) {
+		struct ibv_device_attr da;
+
+		if (!ctxs[*d] || ibv_query_device(ctxs[*d], &da))
+			continue;
+		while (++*p <= da.phys_port_cnt)
+			if (!ibv_query_port(ctxs[*d], *p, pa))
+				return 1;
+	}
+	return 0;
+}
+
+/* The RoCE v2 GID index of want on port p of ctx, or -1. */
+static int find_gid(struct ibv_context *ctx, uint8_t p, const struct ibv_port_attr *pa,
+		    const uint8_t want[16], struct ibv_gid_entry *e)
+{
+	for (int i = 0, zeros = 0; i < pa->gid_tbl_len && zeros < GID_HOLE_MAX; i++) {
+		union ibv_gid g;
+
+		/* One sysfs read per slot; the type only for the one that matches. */
+		if (ibv_query_gid(ctx, p, i, &g))
+			continue;
+		if (!memcmp(g.raw, zero_gid, 16)) {
+			zeros++;
+			continue;
+		}
+		zeros = 0;
+		if (!memcmp(g.raw, want, 16) && !ibv_query_gid_ex(ctx, p, (uint32_t)i, e, 0) &&
+		    e->gid_type == IBV_GID_TYPE_ROCE_V2)
+			return i;
+	}
+	return -1;
+}
+
 int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct sockaddr *addr,
 			struct vfab_cm_local *out)
 {
-	uint8_t want[16];
-	int ret = vfab_cm_gid_of(addr, want);
+	struct ibv_port_attr pa;
+	uint8_t want[16], p = 0;
+	int d = 0, ret = vfab_cm_gid_of(addr, want);
 
 	if (ret)
 		return ret;
-	for (int d = 0; d < n; d++) {
-		struct ibv_device_attr da;
+	while (next_port(ctxs, n, &d, &p, &pa)) {
+		struct ibv_gid_entry e;
+		int i = find_gid(ctxs[d], p, &pa, want, &e), m;
 
-		if (!ctxs[d] || ibv_query_device(ctxs[d], &da))
+		if (i < 0)
 			continue;
-		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-			struct ibv_port_attr pa;
-
-			if (ibv_query_port(ctxs[d], p, &pa))
-				continue;
-			for (int i = 0, zeros = 0; i < pa.gid_tbl_len && zeros < GID_HOLE_MAX;
-			     i++) {
-				union ibv_gid g;
-				struct ibv_gid_entry e;
-				int m;
-
-				/* One sysfs read per slot; the type only for the one that matches.
-				 */
-				if (ibv_query_gid(ctxs[d], p, i, &g))
-					continue;
-				if (!memcmp(g.raw, zero_gid, 16)) {
-					zeros++;
-					continue;
-				}
-				zeros = 0;
-				if (memcmp(g.raw, want, 16) ||
-				    ibv_query_gid_ex(ctxs[d], p, (uint32_t)i, &e, 0) ||
-				    e.gid_type != IBV_GID_TYPE_ROCE_V2)
-					continue;
-				out->dev = d;
-				out->port = p;
-				out->gid_index = (uint8_t)i;
-				memcpy(out->gid, want, 16);
-				m = vfab_cm_mtu_of_netdev(netdev_mtu((int)e.ndev_ifindex));
-				out->mtu = m && m < (int)pa.active_mtu ? m : (int)pa.active_mtu;
-				return 0;
-			}
-		}
+		out->dev = d;
+		out->port = p;
+		out->gid_index = (uint8_t)i;
+		memcpy(out->gid, want, 16);
+		m = vfab_cm_mtu_of_netdev(netdev_mtu((int)e.ndev_ifindex));
+		out->mtu = m && m < (int)pa.active_mtu ? m : (int)pa.active_mtu;
+		return 0;
 	}
 	return -EADDRNOTAVAIL;
 }
 
 int vfab_cm_route_loopback(struct ibv_context *const *ctxs, int n, struct vfab_cm_local *out)
 {
-	int first = -1;
+	struct ibv_port_attr pa;
+	uint8_t p = 0;
+	int d = 0, found = 0;
 
-	for (int d = 0; d < n; d++) {
-		struct ibv_device_attr da;
+	while (next_port(ctxs, n, &d, &p, &pa)) {
+		union ibv_gid g;
 
-		if (!ctxs[d] || ibv_query_device(ctxs[d], &da))
+		if ((found && pa.state != IBV_PORT_ACTIVE) || ibv_query_gid(ctxs[d], p, 0, &g))
 			continue;
-		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-			struct ibv_port_attr pa;
-			union ibv_gid g;
-
-			if (ibv_query_port(ctxs[d], p, &pa))
-				continue;
-			if (first < 0 || pa.state == IBV_PORT_ACTIVE) {
-				if (ibv_query_gid(ctxs[d], p, 0, &g))
-					continue;
-				first = d;
-				*out = (struct vfab_cm_local){
-				    .dev = d, .port = p, .gid_index = 0, .mtu = (int)pa.active_mtu};
-				memcpy(out->gid, g.raw, 16);
-				if (pa.state == IBV_PORT_ACTIVE)
-					return 0;
-			}
-		}
+		found = 1;
+		*out = (struct vfab_cm_local){
+		    .dev = d, .port = p, .gid_index = 0, .mtu = (int)pa.active_mtu};
+		memcpy(out->gid, g.raw, 16);
+		if (pa.state == IBV_PORT_ACTIVE)
+			return 0;
 	}
-	return first < 0 ? -ENODEV : 0;
+	return found ? 0 : -ENODEV;
 }

@@ -40,20 +40,6 @@ int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_rec
 	return 0;
 }
 
-struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq)
-{
-	uint64_t head = atomic_load_explicit(&rq->head, memory_order_relaxed);
-
-	if (!rq->ring_off || head == atomic_load_explicit(&rq->tail, memory_order_acquire))
-		return NULL;
-	return rq_at(r, rq, head);
-}
-
-void vfab_rq_consume(struct vfab_rq *rq)
-{
-	atomic_fetch_add_explicit(&rq->head, 1, memory_order_release);
-}
-
 struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uint32_t i)
 {
 	uint64_t head = atomic_load_explicit(&rq->head, memory_order_relaxed);
@@ -63,9 +49,19 @@ struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uin
 	return rq_at(r, rq, head + i);
 }
 
+struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq)
+{
+	return vfab_rq_peek_at(r, rq, 0);
+}
+
 void vfab_rq_consume_n(struct vfab_rq *rq, uint32_t n)
 {
 	atomic_fetch_add_explicit(&rq->head, n, memory_order_release);
+}
+
+void vfab_rq_consume(struct vfab_rq *rq)
+{
+	vfab_rq_consume_n(rq, 1);
 }
 
 void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn)

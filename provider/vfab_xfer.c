@@ -61,49 +61,73 @@ static unsigned int iov_truncate(struct iovec *v, unsigned int n, uint64_t limit
 }
 
 /*
- * In-process copy. memcpy may store the tail of a buffer before its middle,
- * so the last 8 bytes of the transfer are stored after a full fence.
+ * One step of a walk: n bytes from s to d, both inside one segment; tail:
+ * they are among the last bytes, which pollers watch. The bytes moved, or
+ * -errno.
  */
-static void copy_segments(const struct iovec *dst, unsigned int ndst, const struct iovec *src,
-			  unsigned int nsrc, uint64_t total)
+typedef ssize_t (*seg_step)(void *arg, char *d, const char *s, size_t n, bool tail);
+
+/*
+ * Walks total bytes of dst[] against src[] in order, cutting at every
+ * segment boundary and at body, so that the bytes from body on (the last
+ * ones) move in steps of their own, after the rest.
+ */
+static int walk_segments(const struct iovec *dst, unsigned int ndst, const struct iovec *src,
+			 unsigned int nsrc, uint64_t total, uint64_t body, seg_step step, void *arg)
 {
 	unsigned int di = 0, si = 0;
 	size_t doff = 0, soff = 0;
-	uint64_t body = total > 8 ? total - 8 : 0, done = 0;
+	uint64_t done = 0;
 
 	while (done < total) {
-		size_t n = dst[di].iov_len - doff;
-		char *d = (char *)dst[di].iov_base + doff;
-		const char *s = (const char *)src[si].iov_base + soff;
+		size_t n;
+		ssize_t k;
 
+		while (di < ndst && doff == dst[di].iov_len)
+			di++, doff = 0;
+		while (si < nsrc && soff == src[si].iov_len)
+			si++, soff = 0;
+		n = dst[di].iov_len - doff;
 		if (src[si].iov_len - soff < n)
 			n = src[si].iov_len - soff;
+		if (n > total - done)
+			n = total - done;
 		if (done < body && done + n > body)
 			n = body - done;
-		if (done >= body) {
-			if (done == body)
-				atomic_thread_fence(memory_order_seq_cst);
-			for (size_t k = 0; k < n; k++)
-				((volatile char *)d)[k] = s[k];
-		} else {
-			memcpy(d, s, n);
-		}
-		done += n;
-		doff += n;
-		soff += n;
-		if (doff == dst[di].iov_len) {
-			di++;
-			doff = 0;
-		}
-		if (soff == src[si].iov_len) {
-			si++;
-			soff = 0;
-		}
-		while (done < total && di < ndst && dst[di].iov_len == 0)
-			di++;
-		while (done < total && si < nsrc && src[si].iov_len == 0)
-			si++;
+		k = step(arg, (char *)dst[di].iov_base + doff,
+			 (const char *)src[si].iov_base + soff, n, done >= body);
+		if (k < 0)
+			return (int)k;
+		done += (uint64_t)k;
+		doff += (size_t)k;
+		soff += (size_t)k;
 	}
+	return 0;
+}
+
+/*
+ * In-process copy. memcpy may store the tail of a buffer before its middle,
+ * so the last 8 bytes of the transfer are stored after a full fence, one by
+ * one in ascending order.
+ */
+static ssize_t copy_step(void *arg, char *d, const char *s, size_t n, bool tail)
+{
+	(void)arg;
+	if (!tail) {
+		memcpy(d, s, n);
+		return (ssize_t)n;
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	for (size_t k = 0; k < n; k++)
+		((volatile char *)d)[k] = s[k];
+	return (ssize_t)n;
+}
+
+static void copy_segments(const struct iovec *dst, unsigned int ndst, const struct iovec *src,
+			  unsigned int nsrc, uint64_t total)
+{
+	(void)walk_segments(dst, ndst, src, nsrc, total, total > 8 ? total - 8 : 0, copy_step,
+			    NULL);
 }
 
 /* Moves total bytes between arrays the caller lets us consume. */
@@ -247,6 +271,27 @@ static int xfer_mem(const struct vfab_peer *p, bool write, const struct iovec *l
 	return n < 0 && errno != EIO ? -errno : -EFAULT;
 }
 
+/* A write or read of /proc/<pid>/mem; d or s (the other process's side) is an address there. */
+struct mem_walk {
+	int memfd;
+	bool write;
+};
+
+static ssize_t mem_step(void *arg, char *d, const char *s, size_t n, bool tail)
+{
+	const struct mem_walk *m = arg;
+	ssize_t k = m->write ? pwrite(m->memfd, s, n, (off_t)(uintptr_t)d)
+			     : pread(m->memfd, d, n, (off_t)(uintptr_t)s);
+
+	(void)tail;
+	/* Nothing at all: the address space is gone; EIO: a page is not there. */
+	if (k == 0)
+		return -ESRCH;
+	if (k < 0)
+		return errno == EIO ? -EFAULT : -errno;
+	return k;
+}
+
 /*
  * Any transfer through /proc/<pid>/mem alone, for a foreign peer (its pid
  * is of another namespace: process_vm_writev would name someone else).
@@ -256,44 +301,17 @@ static int xfer_mem(const struct vfab_peer *p, bool write, const struct iovec *l
 static int xfer_mem_only(int memfd, bool write, const struct iovec *local, unsigned int nlocal,
 			 const struct iovec *remote, unsigned int nremote)
 {
-	uint64_t total = iov_total(local, nlocal), done = 0, body;
-	unsigned int li = 0, ri = 0;
-	size_t lo = 0, ro = 0;
+	struct mem_walk m = {.memfd = memfd, .write = write};
+	uint64_t total = iov_total(local, nlocal);
 
 	if (memfd < 0)
 		return -ESRCH;
 	if (iov_total(remote, nremote) < total)
 		total = iov_total(remote, nremote);
-	body = write && total > 8 ? total - 8 : total;
-	while (done < total) {
-		size_t n;
-		ssize_t k;
-
-		while (li < nlocal && lo == local[li].iov_len)
-			li++, lo = 0;
-		while (ri < nremote && ro == remote[ri].iov_len)
-			ri++, ro = 0;
-		n = local[li].iov_len - lo;
-		if (remote[ri].iov_len - ro < n)
-			n = remote[ri].iov_len - ro;
-		if (n > total - done)
-			n = total - done;
-		if (done < body && done + n > body)
-			n = body - done;
-		k = write ? pwrite(memfd, (const char *)local[li].iov_base + lo, n,
-				   (off_t)((uintptr_t)remote[ri].iov_base + ro))
-			  : pread(memfd, (char *)local[li].iov_base + lo, n,
-				  (off_t)((uintptr_t)remote[ri].iov_base + ro));
-		/* Nothing at all: the address space is gone; EIO: a page is not there. */
-		if (k == 0)
-			return -ESRCH;
-		if (k < 0)
-			return errno == EIO ? -EFAULT : -errno;
-		done += (uint64_t)k;
-		lo += (size_t)k;
-		ro += (size_t)k;
-	}
-	return 0;
+	if (write)
+		return walk_segments(remote, nremote, local, nlocal, total,
+				     total > 8 ? total - 8 : total, mem_step, &m);
+	return walk_segments(local, nlocal, remote, nremote, total, total, mem_step, &m);
 }
 
 static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local,
