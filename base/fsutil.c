@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,4 +211,31 @@ int vfab_self_exe_dir(char *buf, size_t len)
 		return -errno;
 	exe[n] = '\0';
 	return vfab_pathf(buf, len, "%s", dirname(exe));
+}
+
+int vfab_path_public(const char *path, char *where, size_t wlen)
+{
+	char part[4096];
+	size_t n = strlen(path);
+	struct stat st;
+
+	if (n >= sizeof(part) || path[0] != '/')
+		return -EINVAL;
+	for (size_t i = 1; i <= n; i++) {
+		bool last = i == n;
+		mode_t need;
+
+		if (!last && path[i] != '/')
+			continue;
+		memcpy(part, path, i);
+		part[i] = '\0';
+		if (stat(part, &st))
+			return -errno;
+		need = last && !S_ISDIR(st.st_mode) ? S_IROTH : S_IXOTH;
+		if (!(st.st_mode & need)) {
+			snprintf(where, wlen, "%s", part);
+			return -EACCES;
+		}
+	}
+	return 0;
 }

@@ -38,6 +38,13 @@ int vfab_write_pid_file(const char *path, pid_t pid);
 /* rm -rf without crossing mount points or following symlinks; a missing path is fine. */
 int vfab_rm_rf(const char *path);
 
+/*
+ * Whether every user may read path (an absolute one): each directory above
+ * it searchable and the file readable by "others". 0, or -EACCES with the
+ * first component that is not copied into where[wlen] (-errno from stat).
+ */
+int vfab_path_public(const char *path, char *where, size_t wlen);
+
 /* The directory of the running executable (dirname of /proc/self/exe). */
 int vfab_self_exe_dir(char *buf, size_t len);
 

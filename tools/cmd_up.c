@@ -133,6 +133,27 @@ static void lib_paths(const struct vfab_cli *cli, char *libdir, size_t len, char
 		preload[0] = '\0';
 }
 
+/*
+ * The nodes load vfab's provider from libdir: where other users cannot
+ * reach it (a build under /root, mode 700), only root can use the HCAs.
+ */
+static void warn_private_libdir(const char *libdir)
+{
+	char lib[PATH_MAX], where[PATH_MAX];
+	struct stat st;
+
+	if (vfab_pathf(lib, sizeof(lib), "%s/" VFAB_PROVIDER_LIB, libdir) ||
+	    vfab_path_public(lib, where, sizeof(where)) != -EACCES)
+		return;
+	if (stat(where, &st))
+		st.st_mode = 0;
+	fprintf(stderr,
+		"vfab up: warning: %s (mode %03o) keeps users other than root from %s:"
+		" in the nodes only root can use the HCAs (build vfab where every user can"
+		" read it)\n",
+		where, (unsigned)(st.st_mode & 0777), lib);
+}
+
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
 			  const struct up_opts *o, struct vfab_region *r, pid_t vfabd, long long ms)
 {
@@ -223,6 +244,7 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 	if (ret)
 		return snprintf(err, errlen, "open the region %s", rpath), ret;
 	lib_paths(cli, libdir, sizeof(libdir), preload, sizeof(preload));
+	warn_private_libdir(libdir);
 	sb = (struct vfab_sandbox){.fabric = cli->fabric,
 				   .rundir = cli->rundir,
 				   .cfg = cfg,
