@@ -36,6 +36,10 @@ COUNTERS=/sys/class/infiniband/mlx5_0/ports/1/counters
 ITERS=${VFAB_MPI_ITERS:-2000}
 # The 8 B latency a fabric shows; ranks that share a core take milliseconds.
 MAX_LAT_US=${VFAB_MPI_MAX_LAT_US:-100}
+# One launch at most; well inside ctest's limit for the test (300 s for
+# int_mpich, 600 for int_mpi's two), so a hung launch still ends here and the
+# EXIT trap takes the fabric down.
+RUN_SECS=240
 
 [ -x "$PROG" ] || fail "$PROG missing (build the tests; needs libopenmpi-dev or libmpich-dev)"
 command -v "$LAUNCHER" >/dev/null || fail "$LAUNCHER not found (apt-get install openmpi-bin or mpich)"
@@ -90,12 +94,12 @@ run_np()
 
 	if [ "$MPI" = openmpi ]; then
 		note "mpirun -np $np --mca pml ucx -x UCX_NET_DEVICES=mlx5_0:1 mpi_check $ITERS"
-		timeout 300 "$VFAB" --fabric "$F" exec node0 -- mpirun --allow-run-as-root \
+		timeout "$RUN_SECS" "$VFAB" --fabric "$F" exec node0 -- mpirun --allow-run-as-root \
 			--hostfile "/run/vfab/$F/hostfile" -np "$np" --mca pml ucx \
 			-x UCX_NET_DEVICES=mlx5_0:1 -x UCX_LOG_LEVEL=info "$PROG" "$ITERS" >"$log" 2>&1 || rc=$?
 	else
 		note "mpiexec.mpich -n $np -launcher ssh -genv UCX_NET_DEVICES mlx5_0:1 mpi_check_mpich $ITERS"
-		timeout 300 "$VFAB" --fabric "$F" exec node0 -- mpiexec.mpich -f "/run/vfab/$F/hosts" \
+		timeout "$RUN_SECS" "$VFAB" --fabric "$F" exec node0 -- mpiexec.mpich -f "/run/vfab/$F/hosts" \
 			-n "$np" -launcher ssh -genv UCX_NET_DEVICES mlx5_0:1 -genv UCX_LOG_LEVEL info \
 			"$PROG" "$ITERS" >"$log" 2>&1 || rc=$?
 	fi
