@@ -214,6 +214,11 @@ bool fabric_path_drop(struct vfab_region *r, const struct fabric_path *p, uint64
 	return false;
 }
 
+uint32_t fabric_lost_packet(uint64_t *rng, uint32_t npkts)
+{
+	return npkts > 1 ? (uint32_t)(next_random(rng) % npkts) : 0;
+}
+
 uint64_t fabric_now_ns(void)
 {
 	return vfab_mono_ns();

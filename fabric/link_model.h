@@ -77,6 +77,15 @@ uint64_t fabric_path_reserve(struct vfab_region *r, const struct fabric_path *p,
  */
 bool fabric_path_drop(struct vfab_region *r, const struct fabric_path *p, uint64_t *rng);
 
+/*
+ * Which packet of a lost attempt of npkts packets (at least 1) the loss
+ * took, 0-based, uniformly: the model loses whole attempts, and where in
+ * the message the loss falls decides how the requester learns of it (later
+ * packets of the message reach the responder and draw a NAK; a lost last
+ * packet is noticed only by what is sent next, or by the ACK timer).
+ */
+uint32_t fabric_lost_packet(uint64_t *rng, uint32_t npkts);
+
 /* CLOCK_MONOTONIC in ns: the clock busy_until_ns is kept in. */
 uint64_t fabric_now_ns(void);
 

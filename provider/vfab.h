@@ -126,7 +126,10 @@ struct vfab_ah {
  * Where a work request stands in the requester's send queue. A QP's queue
  * is always: WRs whose ACK is due (ACKED), WRs on the wire of a shaped path
  * (FLIGHT), then at most one WR that waits for a timer or has failed, with
- * the WRs posted after it (QUEUED) behind it, all in posting order.
+ * the WRs posted after it (QUEUED) behind it, all in posting order. A WR is
+ * delivered only once every WR before it is ACKED (the cursor): a lossless
+ * link never lets a later message of a QP overtake an earlier one, however
+ * early the link model says the later one arrives.
  */
 enum vfab_stage {
 	VFAB_ST_QUEUED,	      /* not sent: behind a waiting or failed WR */
@@ -135,6 +138,20 @@ enum vfab_stage {
 	VFAB_ST_WAIT_RNR,     /* RNR NAK: resent at due_ns */
 	VFAB_ST_WAIT_TIMEOUT, /* no answer: the ACK timer expires at due_ns */
 	VFAB_ST_FAILED,	      /* completes with status once the WRs before it have */
+};
+
+/*
+ * Why a WR in VFAB_ST_WAIT_TIMEOUT waits, which decides when it is sent
+ * again (IBA 9.7.5.1): nothing answers it (the ACK timer expires), its
+ * attempt was lost with its last packet (the ACK timer, unless a later
+ * packet of the QP reaches the responder first and draws a NAK), or a later
+ * packet did reach the responder (the PSN sequence error NAK comes back
+ * about a round trip after the loss).
+ */
+enum vfab_wait {
+	VFAB_WAIT_NO_ANSWER,
+	VFAB_WAIT_LOST_TAIL,
+	VFAB_WAIT_NAK_SEQ,
 };
 
 /*
@@ -162,11 +179,16 @@ struct vfab_swqe {
 	uint8_t stage; /* enum vfab_stage */
 	uint8_t retries_left;
 	uint8_t rnr_left;
+	uint8_t wait;	   /* VFAB_ST_WAIT_TIMEOUT: enum vfab_wait */
 	uint32_t status;   /* VFAB_ST_FAILED: the completion status */
 	uint32_t byte_len; /* for the completion */
 	uint32_t psn, npkts;
 	uint64_t due_ns;
-	uint64_t ack_ns; /* FLIGHT: when the ACK comes back after delivery */
+	/*
+	 * FLIGHT: when the ACK comes back after delivery; WAIT_LOST_TAIL: when
+	 * the lost attempt would have arrived (nothing sent later arrives before)
+	 */
+	uint64_t ack_ns;
 	struct ibv_sge sge[VFAB_MAX_SGE];
 	uint8_t inline_data[VFAB_MAX_INLINE];
 };
@@ -230,6 +252,11 @@ struct vfab_qp {
 		 * writes, on a channel), so this QP holds nothing any more.
 		 */
 		bool hold_missed;
+		/*
+		 * A WR waits in VFAB_WAIT_LOST_TAIL: the next WR posted draws
+		 * the NAK that ends its wait (vfab_sq_nak_lost).
+		 */
+		bool lost_tail;
 	} sq;
 
 	/* The requester (vfab_req.c, vfab_attempt.c, vfab_chain.c, vfab_dest.c). */
@@ -469,6 +496,12 @@ bool vfab_sq_blocked(const struct vfab_qp *qp);
 struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp);
 /* Keeps a popped WR for a later append (or frees it). */
 void vfab_sq_recycle(struct vfab_qp *qp, struct vfab_swqe *wqe);
+/*
+ * A WR is posted behind one whose attempt lost its last packet: its first
+ * packet reaches the responder out of sequence, whose NAK brings the lost
+ * WR back about a round trip later instead of at the ACK timeout.
+ */
+void vfab_sq_nak_lost(struct vfab_qp *qp, uint64_t now);
 /* Sends, delivers or resends in order what is due at now; stops at a blocked WR. */
 void vfab_sq_advance(struct vfab_qp *qp, uint64_t now);
 /* When the next event of the queue is due, 0 when nothing is pending. */

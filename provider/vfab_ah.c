@@ -13,10 +13,14 @@ struct ibv_ah *vfab_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	struct vfab_context *ctx = to_vctx(ibpd->context);
 	struct vfab_ah *ah;
 
-	if (!attr->is_global || attr->port_num < 1 || attr->port_num > ctx->hca->nports ||
-	    vfab_sgid_type(ctx->r, ctx->hca_idx, attr->port_num, attr->grh.sgid_index) ==
-		VFAB_GID_EMPTY) {
+	if (!attr->is_global || attr->port_num < 1 || attr->port_num > ctx->hca->nports) {
 		errno = EINVAL;
+		return NULL;
+	}
+	/* An empty source GID index: the kernel's rdma_get_gid_attr says ENODATA. */
+	if (vfab_sgid_type(ctx->r, ctx->hca_idx, attr->port_num, attr->grh.sgid_index) ==
+	    VFAB_GID_EMPTY) {
+		errno = ENODATA;
 		return NULL;
 	}
 	ah = calloc(1, sizeof(*ah));

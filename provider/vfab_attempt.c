@@ -106,18 +106,50 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu)
 	return (uint32_t)((len + mtu - 1) / mtu);
 }
 
-/* Nothing came back: the ACK timer runs; the send queue retries or gives up. */
+/*
+ * Nothing came back: the ACK timer runs; the send queue retries or gives up
+ * (and counts the expiry, local_ack_timeout_err).
+ */
 static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struct vfab_swqe *w,
 						       uint64_t now)
 {
-	struct vfab_port *p = &qp->ctx->hca->ports[qp->s->port - 1];
-
 	if (!now)
 		now = vfab_mono_ns();
-	vfab_count_event(&p->cnt.local_ack_timeout_err, 1);
 	qp->req.psn = w->psn; /* go back to this WR */
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
+	w->wait = VFAB_WAIT_NO_ANSWER;
 	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
+	return VFAB_ST_WAIT_TIMEOUT;
+}
+
+/*
+ * The link lost this attempt (booked as b). Packets of the message after
+ * the lost one reach the responder out of sequence (hw_counters/
+ * out_of_sequence there); its NAK (PSN sequence error) is back when they
+ * have arrived plus the reverse path, and the WR goes again from its PSN
+ * (go-back-N). A lost last packet leaves the responder silent: the ACK
+ * timer runs, unless a WR posted later draws the NAK (vfab_sq_nak_lost).
+ */
+static __attribute__((cold)) enum vfab_stage lost(struct vfab_qp *qp, struct vfab_swqe *w,
+						  uint64_t now, const struct fabric_booking *b)
+{
+	struct vfab_region *r = qp->ctx->r;
+	uint32_t k = fabric_lost_packet(&qp->req.rng, w->npkts);
+
+	qp->req.psn = w->psn;
+	w->stage = VFAB_ST_WAIT_TIMEOUT;
+	if (k + 1 < w->npkts) {
+		vfab_count_event(
+		    &r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_sequence,
+		    w->npkts - 1 - k);
+		w->wait = VFAB_WAIT_NAK_SEQ;
+		w->due_ns = b->deliver_ns + fabric_path_latency_ns(r, &qp->req.dest.rev);
+		return VFAB_ST_WAIT_TIMEOUT;
+	}
+	w->wait = VFAB_WAIT_LOST_TAIL;
+	w->ack_ns = b->deliver_ns;
+	w->due_ns = now + ack_timeout_ns(qp->attr.timeout);
+	qp->sq.lost_tail = true;
 	return VFAB_ST_WAIT_TIMEOUT;
 }
 
@@ -188,11 +220,10 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 			: qp->req.dest.memfd >= 0 && !vfab_xfer_mem_alive(qp->req.dest.memfd))
 			return no_answer(qp, w, now);
 		qp->req.psn = w->psn;
-		if (w->rnr_left == 0) {
-			vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err,
-					 1);
+		if (w->rnr_left == 0)
 			return failed(w, IBV_WC_RNR_RETRY_EXC_ERR);
-		}
+		/* mlx5 counts the RNR NAKs it retries (not the one that exceeds the limit). */
+		vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err, 1);
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
 		w->stage = VFAB_ST_WAIT_RNR;
@@ -206,30 +237,47 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 }
 
 /*
+ * Whether a WR of this QP before w is not delivered yet (the send queue's
+ * cursor is the first WR not ACKED; w is not queued yet when post_send
+ * starts it). A lossless link never lets a message overtake an earlier one
+ * of its QP, so w then waits in flight for its turn however early the model
+ * says it arrives.
+ */
+static bool behind_undelivered(const struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	return qp->sq.cursor && qp->sq.cursor != w;
+}
+
+/*
  * Through the link model: a loss draw, the booking, and the delivery now
- * or, on a path with rate or latency, when the model says. Out of line: the
- * plain path's code stays compact (what runs before its copy delays it).
+ * or, on a path with rate or latency or behind a WR still in flight, when
+ * the model says and its turn has come. Out of line: the plain path's code
+ * stays compact (what runs before its copy delays it).
  */
 static __attribute__((noinline)) enum vfab_stage
 rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct vfab_qp_slot *d,
 		   struct iovec *iov, unsigned int n, uint64_t len)
 {
 	struct vfab_region *r = qp->ctx->r;
-	bool shaped;
+	bool shaped, behind = behind_undelivered(qp, w);
 
-	/* A lost attempt looks like no answer; its bytes still crossed links. */
+	/* A lost attempt's bytes still crossed links up to where it was lost. */
 	if (fabric_path_drop(r, &qp->req.dest.fwd, &qp->req.rng)) {
-		fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &(struct fabric_booking){0});
-		return no_answer(qp, w, now);
+		struct fabric_booking b;
+
+		if (!now)
+			now = vfab_mono_ns();
+		fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &b);
+		return lost(qp, w, now, &b);
 	}
 	qp->req.psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
 	/* Only a shaped path needs the time: an unshaped one delivers at once. */
 	shaped =
 	    fabric_path_shaped(r, &qp->req.dest.fwd) || fabric_path_shaped(r, &qp->req.dest.rev);
-	if (shaped && !now)
+	if ((shaped || behind) && !now)
 		now = vfab_mono_ns();
 	rc_book(qp, w, len, now);
-	if (shaped && w->due_ns > now) {
+	if (behind || (shaped && w->due_ns > now)) {
 		w->stage = VFAB_ST_FLIGHT;
 		return VFAB_ST_FLIGHT;
 	}
@@ -257,7 +305,7 @@ static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	d = vfab_dest(qp);
 	if (__builtin_expect(!d, 0))
 		return no_answer(qp, w, now);
-	if (!vfab_dest_plain(qp))
+	if (!vfab_dest_plain(qp) || __builtin_expect(behind_undelivered(qp, w), 0))
 		return rc_attempt_modeled(qp, w, now, d, iov, n, len);
 	/* Nothing to time or lose: deliver now, count the links afterwards. */
 	if (__builtin_expect(!vfab_dest_ports_up(qp), 0))
@@ -340,10 +388,12 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 
 		if (fabric_path_drop(qp->ctx->r, &path, &qp->req.rng))
 			return VFAB_ST_ACKED;
-		if (shaped && !now)
+		bool behind = behind_undelivered(qp, w);
+
+		if ((shaped || behind) && !now)
 			now = vfab_mono_ns();
 		fabric_path_book(qp->ctx->r, &path, now, len, true, &b);
-		if (shaped && b.deliver_ns > now) {
+		if (behind || (shaped && b.deliver_ns > now)) {
 			w->stage = VFAB_ST_FLIGHT;
 			w->due_ns = b.deliver_ns;
 			return VFAB_ST_FLIGHT;

@@ -52,11 +52,14 @@ static int check_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mask
 		/*
 		 * RoCE addresses by GID only. The AV's own port_num is not
 		 * used: the QP's port is (NCCL passes the peer's port there).
+		 * An empty source GID index is the kernel's ENODATA
+		 * (rdma_get_gid_attr, through rdma_fill_sgid_attr).
 		 */
-		if (!a->ah_attr.is_global || !port ||
-		    vfab_sgid_type(ctx->r, ctx->hca_idx, port, a->ah_attr.grh.sgid_index) ==
-			VFAB_GID_EMPTY)
+		if (!a->ah_attr.is_global || !port)
 			return EINVAL;
+		if (vfab_sgid_type(ctx->r, ctx->hca_idx, port, a->ah_attr.grh.sgid_index) ==
+		    VFAB_GID_EMPTY)
+			return ENODATA;
 	}
 	return 0;
 }

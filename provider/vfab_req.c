@@ -97,9 +97,15 @@ static int start(struct vfab_qp *qp, struct vfab_swqe *w)
 	/* RC order: nothing overtakes a WR that waits. */
 	if (vfab_sq_blocked(qp)) {
 		rc = vfab_sq_append(qp, w);
-		if (rc)
+		if (rc) {
 			qp->sq.posted--;
-		return rc;
+			return rc;
+		}
+		if (__builtin_expect(qp->sq.lost_tail, 0)) {
+			vfab_sq_nak_lost(qp, vfab_mono_ns());
+			vfab_engine_schedule_posted(qp, vfab_sq_next_due(qp));
+		}
+		return 0;
 	}
 	/* Time 0: read the clock only if the path is shaped or the WR must wait. */
 	out = vfab_attempt(qp, w, 0);

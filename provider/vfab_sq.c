@@ -105,6 +105,7 @@ void vfab_sq_drop(struct vfab_qp *qp)
 	while ((w = vfab_sq_pop(qp)))
 		free(w);
 	qp->sq.cursor = NULL;
+	qp->sq.lost_tail = false;
 	while ((w = qp->sq.spare)) {
 		qp->sq.spare = w->next;
 		free(w);
@@ -131,7 +132,8 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 	struct vfab_swqe *c[VFAB_CHAIN_MAX], *w;
 	uint32_t n = 0, k;
 
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
+	/* Only a chain with nothing undelivered before it: a chain goes at once. */
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->sq.cursor != *wp)
 		return false;
 	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
 		if (!vfab_chain_op(w->opcode))
@@ -145,6 +147,40 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 		qp->sq.cursor = c[k - 1]->next;
 	*wp = c[k - 1];
 	return true;
+}
+
+/* mlx5 counts the retries (not the expiry or NAK that exceeds the limit). */
+static void count_retry(struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	struct vfab_port_counters *c = &qp->ctx->hca->ports[qp->s->port - 1].cnt;
+
+	atomic_fetch_add_explicit(w->wait == VFAB_WAIT_NAK_SEQ ? &c->packet_seq_err
+							       : &c->local_ack_timeout_err,
+				  1, memory_order_relaxed);
+}
+
+void vfab_sq_nak_lost(struct vfab_qp *qp, uint64_t now)
+{
+	struct vfab_region *r = qp->ctx->r;
+	struct vfab_swqe *w;
+	uint64_t arrive;
+
+	qp->sq.lost_tail = false;
+	for (w = qp->sq.cursor; w && w->stage != VFAB_ST_WAIT_TIMEOUT; w = w->next)
+		;
+	if (!w || w->wait != VFAB_WAIT_LOST_TAIL)
+		return;
+	/* The new WR's first packet, behind the lost attempt on the same links. */
+	arrive = now + fabric_path_latency_ns(r, &qp->req.dest.fwd);
+	if (arrive < w->ack_ns)
+		arrive = w->ack_ns;
+	atomic_fetch_add_explicit(
+	    &r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_sequence, 1,
+	    memory_order_relaxed);
+	w->wait = VFAB_WAIT_NAK_SEQ;
+	arrive += fabric_path_latency_ns(r, &qp->req.dest.rev);
+	if (arrive < w->due_ns)
+		w->due_ns = arrive;
 }
 
 /* From the first WR not acknowledged yet (the completer retires the rest). */
@@ -179,7 +215,10 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 		case VFAB_ST_WAIT_TIMEOUT:
 			if (w->due_ns > now)
 				return;
-			/* The ACK timer of the last attempt expired (timeout 0: never gives up). */
+			/*
+			 * The ACK timer expired or a PSN sequence error NAK came:
+			 * both spend the retry count (timeout 0: never gives up).
+			 */
 			if (qp->attr.timeout) {
 				if (!w->retries_left) {
 					w->stage = VFAB_ST_FAILED;
@@ -188,6 +227,7 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 				}
 				w->retries_left--;
 			}
+			count_retry(qp, w);
 			out = vfab_attempt(qp, w, now);
 			break;
 		case VFAB_ST_WAIT_RNR:

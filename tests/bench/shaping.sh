@@ -25,7 +25,8 @@
 #             across the spine over IP (perftest exchanges QP data by TCP).
 #   loss      25 Gb/s links losing 1 % and 5 % of message attempts: the lost
 #             fraction (binomial ±4 sigma), every loss retransmitted and
-#             counted in hw_counters/local_ack_timeout_err, goodput as the
+#             counted in hw_counters (packet_seq_err: a NAK brought it back;
+#             local_ack_timeout_err: the ACK timer did), goodput as the
 #             model predicts with 128 and with 1 message in flight (±5 %),
 #             and lossy_verify's patterned writes, sends and reads intact.
 # A check that fails is measured again, up to N more times (--retries,
@@ -238,6 +239,12 @@ check_oversub()
 	fabric_down
 }
 
+# port_delta R0 R1 COUNTER: how much a counter of node0's port grew between two reports.
+port_delta()
+{
+	calc "$(port_stat "$2" node0/mlx5_0/1 "$3") - $(port_stat "$1" node0/mlx5_0/1 "$3")" 0
+}
+
 # delta R0 R1 FIELD: how much a field of node0's up link grew between two reports.
 delta()
 {
@@ -272,8 +279,8 @@ lossless_lone()
 
 check_loss()
 {
-	local p=$1 pct name r c0 c1 g128 g1 b0 b1 vrc=0 n d phat sig4 verdict dall retx
-	local n128 d128 t0_us ideal d2 tmo vout bad sbad
+	local p=$1 pct name r g128 g1 b0 b1 vrc=0 n d phat sig4 verdict dall retx
+	local n128 d128 t0_us ideal d2 tmo vout bad sbad nak1 tmo1
 	pct=$(calc "$p * 100" 0)
 	name="loss $pct %"
 	r=$VFAB_TMP/l$pct
@@ -282,7 +289,6 @@ check_loss()
 	ip1=$(node_ip node1)
 	# About lone_secs of lone messages at ~0.5 ms each plus p x the timeout.
 	iters1=$(calc "$lone_secs / (0.0005 + $p * 4.096e-6 * 2 ^ $T1_U)" 0)
-	c0=$(hw_counter node0 local_ack_timeout_err)
 	report_to "$r.0.json"
 	write_bw "l$pct.w128" -n "$iters128" -u "$T128_U"
 	g128=$WBW
@@ -299,8 +305,6 @@ check_loss()
 	run_flows "l$pct.verify" "$port" "node1 $ip1 node0" -- "$VFAB_BIN/lossy_verify" \
 		--bytes "$verify_bytes" --sends "$verify_sends" --timeout "$T128_U" || vrc=$?
 	report_to "$r.4.json"
-	sleep 0.6 # vfabd refreshes the sysfs counters every 250 ms
-	c1=$(hw_counter node0 local_ack_timeout_err)
 	fabric_down
 
 	# The lost fraction over both lossy perftest runs, against a binomial spread.
@@ -314,12 +318,15 @@ check_loss()
 	row "$name: attempts lost ($d of $n)" "$(fmt "$p * 100") %" "$(fmt "$phat * 100") %" \
 		"$(calc "$phat / $p" 3)" "+/-$(fmt "$sig4 * 100") % (4 sigma)" "$verdict"
 
-	# Every loss is a retransmission the port counts (the verify run's too).
+	# Every loss is a retransmission the port counts (the verify run's too):
+	# after a NAK (packet_seq_err) or, for a lost last packet with nothing
+	# sent behind it, after the ACK timer (local_ack_timeout_err).
 	dall=$(delta "$r.0.json" "$r.4.json" drops)
-	retx=$(calc "$c1 - $c0" 0)
+	retx=$(calc "$(port_delta "$r.0.json" "$r.4.json" packet_seq_err) + \
+		$(port_delta "$r.0.json" "$r.4.json" local_ack_timeout_err)" 0)
 	verdict=FAIL
 	[ "$retx" = "$dall" ] && [ "$dall" -gt 0 ] && verdict=PASS
-	row "$name: retransmissions (hw_counters)" "$dall lost" "$retx timeouts" \
+	row "$name: retransmissions (hw_counters)" "$dall lost" "$retx NAKs + timeouts" \
 		"$(calc "$retx / ($dall > 0 ? $dall : 1)" 3)" "equal" "$verdict"
 
 	# 128 in flight: the timeout passes while the queue drains, so a loss costs
@@ -329,7 +336,9 @@ check_loss()
 	judge_rel "$name: goodput, 128 in flight" \
 		"$(calc "$LOSS_RATE * (1 - $d128 / ($n128 > 0 ? $n128 : 1))" 4)" "${g128:-x}" 0.05 Gb/s
 
-	# 1 in flight: each loss stalls the flow for the whole ACK timeout.
+	# 1 in flight: a loss NAKed by the message's later packets costs about one
+	# more lone message (the lost attempt's link time, then the NAK); a lost
+	# last packet, with nothing behind it, the whole ACK timeout.
 	if is_num "${b0:-x}" && is_num "${b1:-x}"; then
 		t0_us=$(calc "$MSG * 8 / (($b0 + $b1) / 2 * 1000)" 3)
 		# The model alone: serialization, then the write's latency and its ACK's.
@@ -337,6 +346,8 @@ check_loss()
 		row "$name: lossless, 1 in flight (t0)" "$(calc "$MSG * 8 / ($ideal * 1000)") Gb/s" \
 			"$(fmt "($b0 + $b1) / 2") Gb/s" "$(calc "$ideal / $t0_us" 3)" "-" INFO
 		d2=$(delta "$r.2.json" "$r.3.json" drops)
+		nak1=$(port_delta "$r.2.json" "$r.3.json" packet_seq_err)
+		tmo1=$(port_delta "$r.2.json" "$r.3.json" local_ack_timeout_err)
 		tmo=$(calc "4.096 * 2 ^ $T1_U" 3)
 		if awk "BEGIN { exit !($b0 > 1.2 * $b1 || $b1 > 1.2 * $b0) }"; then
 			row "$name: goodput, 1 in flight" "-" "t0 unstable" "-" "+/-5 %" FAIL
@@ -344,12 +355,12 @@ check_loss()
 				"$(fmt "$b0") to $(fmt "$b1") Gb/s around the lossy run: the host was busy"
 		else
 			judge_rel "$name: goodput, 1 in flight" \
-				"$(calc "$MSG * 8 / 1000 / ($t0_us + $d2 / $iters1 * $tmo)" 4)" \
+				"$(calc "$MSG * 8 / 1000 / ($t0_us + ($nak1 * $t0_us + $tmo1 * $tmo) / $iters1)" 4)" \
 				"${g1:-x}" 0.05 Gb/s
 		fi
 		note_add "$name: t0 = $t0_us us per 1 MiB message alone without loss (before:" \
 			"$(fmt "$b0"), after: $(fmt "$b1") Gb/s); $d2 attempts lost for $iters1" \
-			"messages with 1 in flight"
+			"messages with 1 in flight: $nak1 NAKed, $tmo1 timed out"
 	else
 		row "$name: goodput, 1 in flight" "-" "no baseline" "-" "+/-5 %" FAIL
 	fi
@@ -403,13 +414,15 @@ if wanted loss; then
 	for p in 0.01 0.05; do
 		with_retry check_loss "$p"
 	done
-	note_add "loss: a lost attempt is retransmitted after the QP's ACK timeout. With 128 in" \
-		"flight (-u $T128_U: 1.05 ms, hidden behind the 128 x 336 us backlog) each loss costs" \
-		"only its own link time: expected = 25 Gb/s x (1 - lost/attempts). With 1 in flight" \
-		"(-t 1, -u $T1_U: $(calc "4.096 * 2 ^ $T1_U / 1000") ms) each loss stalls the flow for" \
-		"the timeout: expected = 8 Mib / (t0 + lost/messages x timeout), t0 measured right" \
-		"before and after with the link's loss set to 0 (vfab shape). Counts are the region's" \
-		"for exactly the messages perftest timed (-n)."
+	note_add "loss: a lost attempt is retransmitted when the NAK drawn by the packets after" \
+		"the lost one is back (about a round trip), or after the QP's ACK timeout when the" \
+		"last packet was lost and nothing was sent behind it. With 128 in flight each loss" \
+		"costs about its own link time: expected = 25 Gb/s x (1 - lost/attempts). With 1 in" \
+		"flight (-t 1, -u $T1_U: $(calc "4.096 * 2 ^ $T1_U / 1000") ms) a NAKed loss costs" \
+		"one more lone message, a timed-out one the timeout: expected = 8 Mib / (t0 + (NAKs" \
+		"x t0 + timeouts x timeout)/messages), t0 measured right before and after with the" \
+		"link's loss set to 0 (vfab shape). Counts are the region's (REPORT) for exactly the" \
+		"messages perftest timed (-n)."
 	note_add "loss: lossy_verify writes $((verify_bytes >> 20)) MiB of patterned data in mixed" \
 		"message sizes, sends $verify_sends numbered messages and reads the region back" \
 		"(timeout -u $T128_U); the receiver checks every byte and the order"

@@ -194,6 +194,17 @@ for l in json.load(open(sys.argv[1]))["links"]:
         print(l[sys.argv[3]])' "$@"
 }
 
+# port_stat REPORT NODE/HCA/PORT COUNTER: a port counter (sysfs name) in a REPORT.
+port_stat()
+{
+	python3 -c '
+import json, sys
+node, hca, port = sys.argv[2].split("/")
+for p in json.load(open(sys.argv[1]))["ports"]:
+    if (p["node"], p["hca"], str(p["port"])) == (node, hca, port):
+        print(p["counters"][sys.argv[3]])' "$@"
+}
+
 # path_oneway_us REPORT BYTES LINK...: when a message of BYTES sent into an
 # idle path of these links arrives, as docs/LINK_MODEL.md books it (cut-through:
 # the latencies add up, the slowest hop's serialization counts once).

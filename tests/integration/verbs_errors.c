@@ -22,6 +22,7 @@
 #include "verbs_harness.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,7 @@ void test_retry_exceeded(void)
 	struct side a;
 	struct conn c;
 	struct ibv_sge g;
+	struct ibv_wc wc;
 	double t0, ms;
 
 	/* A QPN nothing answers: timeout 8 (1.05 ms), one retry. */
@@ -186,7 +188,12 @@ void test_retry_exceeded(void)
 	g = sge_of(&a, 0, 64);
 	t0 = now_ms();
 	post(&a, IBV_WR_RDMA_WRITE, &g, 1, 0x1000, 0x1234, IBV_SEND_SIGNALED);
-	expect_wc(a.cq, "WRITE to a QPN nobody has -> RETRY_EXC_ERR", IBV_WC_RETRY_EXC_ERR, 5000);
+	if (wait_wc(a.cq, &wc, 5000))
+		check(false, "WRITE to a QPN nobody has -> RETRY_EXC_ERR", "no completion");
+	else
+		check(wc.status == IBV_WC_RETRY_EXC_ERR && wc.vendor_err == 0x81,
+		      "WRITE to a QPN nobody has -> RETRY_EXC_ERR, vendor_err 0x81 (libmlx5's)",
+		      "status %s, vendor_err 0x%x", ibv_wc_status_str(wc.status), wc.vendor_err);
 	ms = now_ms() - t0;
 	check(ms >= 2.0 && ms < 1000, "retries take (retry_cnt+1) x 4.096us x 2^timeout",
 	      "took %.2f ms, expected about 2.1", ms);
@@ -232,6 +239,60 @@ void test_flush(void)
 	check(!wait_wc(b.cq, &wc, 1000) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 200,
 	      "receive posted to an ERR QP is flushed", "no flush completion");
 	pair_close(&a, &b);
+}
+
+/*
+ * An empty source GID index: the kernel's rdma_get_gid_attr answers ENODATA,
+ * which ibv_modify_qp (to RTR) and ibv_create_ah return.
+ */
+static void test_empty_gid(void)
+{
+	struct ibv_port_attr pa;
+	struct ibv_qp_attr a;
+	struct ibv_ah_attr ah = {.is_global = 1, .port_num = PORT};
+	struct ibv_gid_entry e;
+	struct ibv_ah *h;
+	struct side s;
+	int empty = -1, rc;
+
+	side_open(&s, ALL);
+	if (ibv_query_port(s.ctx, PORT, &pa))
+		die("ibv_query_port");
+	for (int i = pa.gid_tbl_len - 1; i > 0 && empty < 0; i--)
+		if (ibv_query_gid_ex(s.ctx, PORT, (uint32_t)i, &e, 0))
+			empty = i;
+	if (empty < 0)
+		die("no empty GID index");
+	qp_open(&s, IBV_QPT_RC);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = PORT;
+	a.qp_access_flags = ALL;
+	if (ibv_modify_qp(s.qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = s.qp->qp_num;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = (uint8_t)empty;
+	a.ah_attr.port_num = PORT;
+	rc = ibv_modify_qp(s.qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	check(rc == ENODATA, "modify_qp to RTR with an empty GID index -> ENODATA", "rc %d", rc);
+	ah.grh.dgid = gid;
+	ah.grh.sgid_index = (uint8_t)empty;
+	errno = 0;
+	h = ibv_create_ah(s.pd, &ah);
+	check(!h && errno == ENODATA, "create_ah with an empty GID index -> ENODATA",
+	      "ah %p errno %d", (void *)h, errno);
+	if (h)
+		ibv_destroy_ah(h);
+	side_close(&s);
 }
 
 void test_bad_post(void)
@@ -294,6 +355,7 @@ int main(int argc, char **argv)
 
 	printf("# %s, GID index %d\n", ibv_get_device_name(dev), gid_index);
 	test_bad_post();
+	test_empty_gid();
 	test_loc_prot();
 	test_rem_access();
 	test_receive_errors();

@@ -3,7 +3,8 @@
  * The link model with a fake clock: paths, serialization and latency of one
  * message, queueing behind another, cut-through, latency-only links, fair
  * sharing of one link by two flows booked chunk by chunk, oversubscribed
- * uplinks, loss draws, and lock-free booking from several threads. No sleeps:
+ * uplinks, loss draws and where a loss falls in a message, the in-order
+ * rule of one sender's messages, and lock-free booking from several threads. No sleeps:
  * every time is computed, none is measured.
  */
 #include <errno.h>
@@ -321,6 +322,60 @@ static void test_loss(void **state)
 	free(r);
 }
 
+/* Where in a lost attempt the loss falls: uniform over its packets, 0 for one. */
+static void test_lost_packet(void **state)
+{
+	uint32_t seen[8] = {0};
+	uint64_t rng = 7;
+
+	(void)state;
+	assert_int_equal(fabric_lost_packet(&rng, 1), 0);
+	assert_int_equal(fabric_lost_packet(&rng, 0), 0);
+	for (int i = 0; i < 80000; i++) {
+		uint32_t k = fabric_lost_packet(&rng, 8);
+
+		assert_true(k < 8);
+		seen[k]++;
+	}
+	for (int k = 0; k < 8; k++)
+		assert_true(seen[k] > 9500 && seen[k] < 10500);
+}
+
+/*
+ * The ordering rule of a lossless link: messages a sender books one after
+ * the other on a path arrive in that order, whatever their sizes (a 0-byte
+ * WRITE_WITH_IMM behind 1 MiB, a 1-byte one behind 4 KiB) and whatever
+ * other flows book on the shared hops in between (incast at the receiver,
+ * across the spine). The provider delivers them in posting order on top of
+ * this (provider/vfab_sq.c); a delivery time is never earlier than the one
+ * booked before it on the same path.
+ */
+static void test_in_order(void **state)
+{
+	static const uint64_t sizes[] = {MIB, 0, 4096, 1, 65536, 0, 3 * MIB + 17, 8, 1, 4096};
+	struct vfab_region *r = leafspine_region(2);
+	struct fabric_path mine, cross, far;
+	uint64_t prev = 0, now = T0;
+
+	(void)state;
+	path(r, 0, 1, &mine);
+	path(r, 2, 1, &cross); /* shares node1's down link */
+	path(r, 4, 1, &far);   /* comes over the spine into node1 */
+	for (int round = 0; round < 50; round++) {
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			uint64_t t = fabric_path_reserve(r, &mine, now, sizes[i], NULL);
+
+			assert_true(t >= prev);
+			prev = t;
+			fabric_path_reserve(r, &cross, now, (i & 1) ? MIB : 100, NULL);
+			if (i % 3 == 0)
+				fabric_path_reserve(r, &far, now, 2 * MIB, NULL);
+			now += 700 * i; /* posts come faster than the link drains */
+		}
+	}
+	free(r);
+}
+
 struct booker {
 	struct vfab_region *r;
 	struct fabric_path p;
@@ -366,6 +421,8 @@ int main(void)
 	    cmocka_unit_test(test_two_flows_share),
 	    cmocka_unit_test(test_oversubscription),
 	    cmocka_unit_test(test_loss),
+	    cmocka_unit_test(test_lost_packet),
+	    cmocka_unit_test(test_in_order),
 	    cmocka_unit_test(test_concurrent_bookings),
 	};
 
