@@ -18,6 +18,8 @@
 #define VFAB_CTL_SOCK "vfabd.sock"	  /* in the run dir */
 #define VFAB_VFABD_PID_FILE "vfabd.pid"	  /* in the run dir */
 #define VFAB_HOLDER_PID_FILE "holder.pid" /* in the run dir's nodes/<node>/ */
+/* The host's sysfs: what the nodes' PCI views copy and extend (netns/pci_view.h). */
+#define VFAB_HOST_SYSFS "/sys"
 /* The provider in the lib dir next to bin/vfab; nodes' libibverbs.d names "libvfab". */
 #define VFAB_PROVIDER_LIB "libvfab-rdmav34.so"
 

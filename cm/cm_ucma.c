@@ -131,6 +131,8 @@ static int set_option(struct vfab_cm_id *id, const struct rdma_ucm_set_option *c
 		return 0;
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
 		id->ack_timeout = v;
+		/* A passive side's QP parameters came with the REQ: RTS reads them. */
+		id->qp.timeout = v;
 		return 0;
 	default:
 		return -ENOSYS;

@@ -27,6 +27,9 @@
 #define VFAB_CFG_MAX_GROUPS VFAB_MAX_NODES /* leaf groups */
 #define VFAB_CFG_DEFAULT_IPV6_PREFIX "fd00:198:18::/48"
 
+/* hcas[].gpu: the host GPU, in CUDA's order, an HCA shares a PCIe switch with. */
+#define VFAB_CFG_MAX_GPU_INDEX 63
+
 /* An interface address, "198.18.0.1/24" or "fd00::1/64". */
 struct vfab_cfg_addr {
 	int family;	  /* AF_INET or AF_INET6 */
@@ -51,6 +54,8 @@ struct vfab_cfg_hca {
 	uint32_t nports;			      /* 1..VFAB_MAX_PORTS */
 	char netdev[VFAB_MAX_PORTS][VFAB_IFNAME_MAX]; /* bound netdev per port */
 	uint32_t copy_engines; /* 1..VFAB_MAX_COPY_ENGINES; 0: from the node's CPUs */
+	bool has_gpu;	       /* hcas[].gpu given: the HCA sits next to host GPU `gpu` */
+	uint32_t gpu;	       /* 0..VFAB_CFG_MAX_GPU_INDEX, in PCI (= CUDA) order */
 };
 
 struct vfab_cfg_node {

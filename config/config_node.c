@@ -211,6 +211,21 @@ static int parse_hca_copy_engines(struct cfg_ctx *c, yaml_node_t *v, const char 
 	return cfg_uint(c, v, path, 1, VFAB_MAX_COPY_ENGINES, &o->h->copy_engines);
 }
 
+/*
+ * The host GPU the HCA shares a PCIe switch with in the node's /sys (NCCL
+ * then sees them as a DGX's GPU/NIC pair). Checked against the host only at
+ * `vfab up`: a config stays valid on a machine without GPUs.
+ */
+static int parse_hca_gpu(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	struct hca_obj *o = obj;
+
+	if (cfg_uint(c, v, path, 0, VFAB_CFG_MAX_GPU_INDEX, &o->h->gpu))
+		return -EINVAL;
+	o->h->has_gpu = true;
+	return 0;
+}
+
 /* Explicit netdev bindings: a name, or one name per port. */
 static int hca_explicit_netdevs(struct cfg_ctx *c, struct hca_obj *o, const char *path)
 {
@@ -252,7 +267,8 @@ static int parse_hcas(struct cfg_ctx *c, yaml_node_t *v, const char *path, struc
 	static const struct cfg_key keys[] = {{"name", parse_hca_name},
 					      {"netdev", parse_hca_netdev_key},
 					      {"ports", parse_hca_ports},
-					      {"copy_engines", parse_hca_copy_engines}};
+					      {"copy_engines", parse_hca_copy_engines},
+					      {"gpu", parse_hca_gpu}};
 	struct vfab_cfg_node *n = no->n;
 	struct vfab_cfg_hca tmp[VFAB_CFG_MAX_HCAS];
 	size_t count, i;

@@ -14,6 +14,7 @@
 #include "base/paths.h"
 #include "netns/node_bin.h"
 #include "netns/node_identity.h"
+#include "netns/pci_view.h"
 
 #define MAX_SYS_SUBMOUNTS 64
 #define LDCONFIG_AUX_DIR "/var/cache/ldconfig"
@@ -83,63 +84,116 @@ static int sys_submounts(char (*out)[256], int max)
 	return n;
 }
 
-static int is_view_class(const char *name)
-{
-	return strcmp(name, "infiniband") == 0 || strcmp(name, "infiniband_verbs") == 0 ||
-	       strcmp(name, "infiniband_mad") == 0;
-}
-
 /*
- * Build the node's /sys/class on a tmpfs at `cls`: every class of the node's
- * fresh sysfs at `sys` bound as is, the InfiniBand classes from the views.
+ * A tmpfs at `dir` holding, for each entry of `live`, a directory bound from
+ * it (so it stays the kernel's, live), except the names `view` has, which are
+ * bound read-only from there. `view` may be missing. Left writable: the
+ * caller remounts it read-only once done.
  */
-static int build_class_dir(const char *nd, const char *sys, const char *cls, char *err,
-			   size_t errlen)
+static int build_bind_dir(const char *live, const char *view, const char *dir, const char *opts,
+			  char *err, size_t errlen)
 {
-	char src[4096], dst[4096];
+	char src[4096], dst[4096], vsrc[4096];
 	struct dirent *de;
+	struct stat st;
 	DIR *d;
 	int ret = 0;
 
-	if (mount("tmpfs", cls, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"))
-		return vfab_fail(err, errlen, -errno, "tmpfs on %s", cls);
-	if (vfab_pathf(src, sizeof(src), "%s/class", sys))
-		return vfab_fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
-	d = opendir(src);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts))
+		return vfab_fail(err, errlen, -errno, "tmpfs on %s", dir);
+	d = opendir(live);
 	if (!d)
-		return vfab_fail(err, errlen, -errno, "open %s", src);
+		return vfab_fail(err, errlen, -errno, "open %s", live);
 	while ((de = readdir(d)) && ret == 0) {
-		if (de->d_name[0] == '.' || is_view_class(de->d_name))
+		if (de->d_name[0] == '.')
 			continue;
-		if (vfab_pathf(src, sizeof(src), "%s/class/%s", sys, de->d_name) ||
-		    vfab_pathf(dst, sizeof(dst), "%s/%s", cls, de->d_name))
-			ret = vfab_fail(err, errlen, -ENAMETOOLONG, "path of class %s", de->d_name);
+		if (vfab_pathf(src, sizeof(src), "%s/%s", live, de->d_name) ||
+		    vfab_pathf(dst, sizeof(dst), "%s/%s", dir, de->d_name) ||
+		    (view && vfab_pathf(vsrc, sizeof(vsrc), "%s/%s", view, de->d_name)))
+			ret = vfab_fail(err, errlen, -ENAMETOOLONG, "path of %s", de->d_name);
+		else if (view && stat(vsrc, &st) == 0)
+			continue; /* the view's, below */
+		else if (lstat(src, &st) || !S_ISDIR(st.st_mode))
+			continue; /* sysfs top levels hold directories only */
 		else if (mkdir(dst, 0755))
 			ret = vfab_fail(err, errlen, -errno, "mkdir %s", dst);
 		else if (mount(src, dst, NULL, MS_BIND, NULL))
 			ret = vfab_fail(err, errlen, -errno, "bind %s", src);
 	}
 	closedir(d);
-	for (int i = 0; ret == 0 && i < 3; i++) {
-		static const char *const views[] = {"infiniband", "infiniband_verbs",
-						    "infiniband_mad"};
-
-		if (vfab_pathf(src, sizeof(src), "%s/class/%s", nd, views[i]) ||
-		    vfab_pathf(dst, sizeof(dst), "%s/%s", cls, views[i]))
-			return vfab_fail(err, errlen, -ENAMETOOLONG, "path of view %s", views[i]);
-		if (mkdir(dst, 0755))
-			return vfab_fail(err, errlen, -errno, "mkdir %s", dst);
-		ret = bind_ro(src, dst);
-		if (ret)
-			return vfab_fail(err, errlen, ret, "bind view %s", src);
+	d = view && ret == 0 ? opendir(view) : NULL;
+	while (d && (de = readdir(d)) && ret == 0) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (vfab_pathf(src, sizeof(src), "%s/%s", view, de->d_name) ||
+		    vfab_pathf(dst, sizeof(dst), "%s/%s", dir, de->d_name))
+			ret = vfab_fail(err, errlen, -ENAMETOOLONG, "path of view %s", de->d_name);
+		else if (mkdir(dst, 0755))
+			ret = vfab_fail(err, errlen, -errno, "mkdir %s", dst);
+		else if ((ret = bind_ro(src, dst)))
+			ret = vfab_fail(err, errlen, ret, "bind view %s", src);
 	}
+	if (d)
+		closedir(d);
 	if (ret)
 		return ret;
-	/* Like the real /sys/class: nobody creates entries in it. */
-	if (mount(NULL, cls, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "mode=0755,size=64k"))
-		return vfab_fail(err, errlen, -errno, "remount %s read-only", cls);
+	/* Like the real directory: nobody creates entries in it. */
+	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts))
+		return vfab_fail(err, errlen, -errno, "remount %s read-only", dir);
 	return 0;
+}
+
+/*
+ * Build the node's /sys/class on a tmpfs at `cls`: every class of the node's
+ * fresh sysfs at `sys` bound as is, the view's classes (InfiniBand, and
+ * pci_bus with the synthetic buses) from the run dir.
+ */
+static int build_class_dir(const char *nd, const char *sys, const char *cls, char *err,
+			   size_t errlen)
+{
+	char live[4096], view[4096];
+
+	if (vfab_pathf(live, sizeof(live), "%s/class", sys) ||
+	    vfab_pathf(view, sizeof(view), "%s/class", nd))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "path %s/class", sys);
+	return build_bind_dir(live, view, cls, "mode=0755,size=256k", err, errlen);
+}
+
+/*
+ * The synthetic PCI roots (pci_view.h) must be in the node's /sys/devices,
+ * where NCCL and hwloc walk from a function up to its root: /sys/devices
+ * becomes a tmpfs of the fresh sysfs's entries (live: system, virtual/net of
+ * the node, the real pci roots) plus the view's pci<DDDD>:00. The node's
+ * /sys/bus/pci/devices is the view's listing (the host's links plus the
+ * synthetic functions). A node without HCAs has no PCI view and keeps both.
+ */
+static int mount_pci_view(const char *nd, const char *sys, char *err, size_t errlen)
+{
+	char live[4096], view[4096], dir[4096];
+	struct stat st;
+	int ret;
+
+	if (vfab_pathf(view, sizeof(view), "%s/" VFAB_PCI_VIEW_DEVICES, nd) ||
+	    vfab_pathf(live, sizeof(live), "%s/devices", sys) ||
+	    vfab_pathf(dir, sizeof(dir), "%s/mnt/devices", nd))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+	if (stat(view, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	ret = vfab_mkdir_p(dir, 0755);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "mkdir %s", dir);
+	ret = build_bind_dir(live, view, dir, "mode=0755,size=64k", err, errlen);
+	if (ret)
+		return ret;
+	if (mount(dir, live, NULL, MS_MOVE, NULL))
+		return vfab_fail(err, errlen, -errno, "move %s to %s", dir, live);
+	if (vfab_pathf(view, sizeof(view), "%s/" VFAB_PCI_VIEW_BUS_DEVICES, nd) ||
+	    vfab_pathf(live, sizeof(live), "%s/" VFAB_PCI_VIEW_BUS_DEVICES, sys))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
+	if (stat(view, &st) || stat(live, &st))
+		return 0;
+	ret = bind_ro(view, live);
+	return ret ? vfab_fail(err, errlen, ret, "bind %s on %s", view, live) : 0;
 }
 
 static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
@@ -172,7 +226,9 @@ static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 		if (mount(subs[i], dst, NULL, MS_BIND | MS_REC, NULL))
 			return vfab_fail(err, errlen, -errno, "bind %s", subs[i]);
 	}
-	ret = build_class_dir(nd, sys, cls, err, errlen);
+	ret = mount_pci_view(nd, sys, err, errlen);
+	if (ret == 0)
+		ret = build_class_dir(nd, sys, cls, err, errlen);
 	if (ret)
 		return ret;
 	if (vfab_pathf(dst, sizeof(dst), "%s/class", sys))

@@ -18,11 +18,13 @@
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
+#include "netns/netdev_device.h"
 #include "netns/node_bin.h"
 #include "netns/node_cpus.h"
 #include "netns/node_identity.h"
 #include "netns/node_spawn.h"
 #include "netns/node_sshd.h"
+#include "netns/pci_view.h"
 #include "netns/sysfs_view.h"
 
 static int write_libdirs(const struct vfab_sandbox *sb)
@@ -150,9 +152,62 @@ static int node_ldconfig(const struct vfab_sandbox *sb, const char *id, const ch
 			 (unsigned)status, out);
 }
 
+/*
+ * The node's PCI layout (pci_view.h) against the host's /sys, with each
+ * HCA's hcas[].gpu; a GPU the host lacks is said, not fatal (a config
+ * written for a GPU server still comes up on a laptop).
+ */
+static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct vfab_cfg_node *cn,
+		    struct vfab_pci_layout *l)
+{
+	const struct vfab_node *rn = &sb->region->nodes[node];
+	int gpu_of[sizeof(rn->hcas) / sizeof(rn->hcas[0])], ret;
+
+	for (uint32_t i = 0; i < rn->nhcas && i < sizeof(rn->hcas) / sizeof(rn->hcas[0]); i++) {
+		const char *name = sb->region->hcas[rn->hcas[i] % VFAB_MAX_HCAS].name;
+
+		gpu_of[i] = VFAB_PCI_NO_GPU;
+		for (uint32_t k = 0; k < cn->nhcas; k++)
+			if (cn->hcas[k].has_gpu && strcmp(cn->hcas[k].name, name) == 0)
+				gpu_of[i] = (int)cn->hcas[k].gpu;
+	}
+	ret = vfab_pci_plan(sb->region, node, gpu_of, VFAB_HOST_SYSFS, l);
+	for (uint32_t m = 0; ret == 0 && sb->note && m < l->nmissing; m++) {
+		char text[256];
+
+		snprintf(text, sizeof(text),
+			 "node %s: %s: gpu %u: the host has no such NVIDIA GPU (%u found); the HCA "
+			 "gets a root port of its own",
+			 rn->id, sb->region->hcas[l->missing[m].hca].name, l->missing[m].gpu,
+			 l->ngpus);
+		sb->note(text);
+	}
+	return ret;
+}
+
+static int write_views(const struct vfab_sandbox *sb, uint32_t node, const struct vfab_cfg_node *cn,
+		       const char *nd, struct vfab_pci_layout *l, char *err, size_t errlen)
+{
+	const char *id = sb->region->nodes[node].id;
+	int ret = plan_pci(sb, node, cn, l);
+
+	if (ret)
+		return vfab_fail(err, errlen, ret, "plan the PCI view of node %s", id);
+	ret = vfab_pci_view_write(sb->region, node, l, VFAB_HOST_SYSFS, nd);
+	if (ret == 0)
+		ret = vfab_pci_lists_write(l, VFAB_HOST_SYSFS, nd);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "write the PCI view of node %s", id);
+	ret = vfab_sysfs_view_write(sb->region, node, l, nd);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "write the sysfs view of node %s", id);
+	return 0;
+}
+
 int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,
 			 size_t errlen)
 {
+	static struct vfab_pci_layout pci; /* ~20 KiB: not on the stack of every caller */
 	struct vfab_node *rn = &sb->region->nodes[node];
 	const struct vfab_cfg_node *cn;
 	struct vfab_net_node net;
@@ -169,9 +224,9 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	ret = vfab_mkdir_p(nd, 0755);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "mkdir %s", nd);
-	ret = vfab_sysfs_view_write(sb->region, node, nd);
+	ret = write_views(sb, node, cn, nd, &pci, err, errlen);
 	if (ret)
-		return vfab_fail(err, errlen, ret, "write the sysfs view of node %s", rn->id);
+		return ret;
 	if (vfab_pathf(path, sizeof(path), "%s/etc-upper", nd))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = write_etc_view(sb, cfg_index, path);
@@ -204,6 +259,8 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	if (ret)
 		return vfab_fail(err, errlen, ret, "publish the namespace of node %s", rn->id);
 	ret = vfab_net_node_setup(sb->fabric, &net, err, errlen);
+	if (ret == 0)
+		ret = vfab_netdev_device_links(sb->rundir, sb->region, node, &pci, err, errlen);
 	if (ret == 0 && sb->nlibdirs)
 		ret = node_ldconfig(sb, rn->id, nd, err, errlen);
 	if (ret == 0 && sb->ssh)

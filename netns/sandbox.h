@@ -28,6 +28,8 @@ struct vfab_sandbox {
 	const char *const *libdirs; /* absolute; the nodes' ld.so.cache covers them */
 	unsigned nlibdirs;
 	int ssh; /* an sshd per node (node_sshd.h) */
+	/* Says something `up` should tell the user but that is no failure; may be NULL. */
+	void (*note)(const char *text);
 };
 
 /* <rundir>/libdirs: the --libdir directories of `up`, one per line. */

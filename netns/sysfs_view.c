@@ -15,6 +15,8 @@
 #include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/topology.h"
+#include "netns/pci_path.h"
+#include "netns/pci_view.h"
 
 /* The numbers of /dev/full: any command sent to the "kernel" fails cleanly. */
 #define UVERBS_MAJOR 1
@@ -275,99 +277,30 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 }
 
 /*
- * The kernel prints a CPU mask as one 32-bit word per 32 possible CPUs:
- * /sys/devices/system/cpu/possible ("0-127") says how many.
+ * device: the HCA's PCI function, a link as on a server (NCCL realpaths it,
+ * hwloc parses the link, the provider reads device/vfab through it).
  */
-static unsigned possible_cpu_words(void)
+static int write_device_link(int hcafd, const struct vfab_hca *h, const struct vfab_pci_layout *l,
+			     uint32_t hca_idx)
 {
-	char text[256];
-	struct vfab_cpus possible;
-	int last;
+	char from[128], path[VFAB_PCI_PATH_MAX], target[VFAB_PCI_PATH_MAX + 64];
+	int dev = vfab_pci_hca_dev(l, hca_idx), ret;
 
-	if (vfab_read_file("/sys/devices/system/cpu/possible", text, sizeof(text)) <= 0)
-		return 1;
-	text[strcspn(text, "\n")] = '\0';
-	if (vfab_cpus_parse(text, &possible))
-		return 1;
-	last = vfab_cpus_nth(&possible, vfab_cpus_count(&possible) - 1);
-	return last < 0 ? 1 : (unsigned)last / 32 + 1;
+	if (dev < 0)
+		return -EINVAL;
+	snprintf(from, sizeof(from), "class/infiniband/%s", h->name);
+	ret = vfab_pci_dev_path(l, (uint32_t)dev, path, sizeof(path));
+	if (!ret)
+		ret = vfab_pci_rel_link(from, path, target, sizeof(target));
+	if (ret)
+		return ret;
+	if (unlinkat(hcafd, "device", 0) && errno != ENOENT)
+		return -errno;
+	return symlinkat(target, hcafd, "device") ? -errno : 0;
 }
 
-/* The NUMA node of a CPU (its nodeN entry in sysfs), -1 when none says. */
-static int cpu_numa_node(int cpu)
-{
-	char path[128];
-	struct dirent *de;
-	int node = -1;
-	DIR *d;
-
-	if (cpu < 0)
-		return -1;
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((de = readdir(d)) && node < 0)
-		if (strncmp(de->d_name, "node", 4) == 0 && de->d_name[4] >= '0' &&
-		    de->d_name[4] <= '9')
-			node = atoi(de->d_name + 4);
-	closedir(d);
-	return node;
-}
-
-/*
- * What middleware reads about the PCI function behind the HCA: its locality
- * (UCX local_cpus, hwloc, NCCL numa_node: the node's own CPUs, so the HCA is
- * "close" to the node's cores) and its driver (Open MPI's UCX component
- * takes the basename of the driver link and matches "mlx*"). The link has
- * the kernel's shape and target, /sys/bus/pci/drivers/mlx5_core, which only
- * exists where the real driver is loaded.
- */
-static int write_locality(int fd, const struct vfab_region *r, uint32_t node)
-{
-	const struct vfab_cpus *cpus = &r->nodes[node].cpus;
-	char mask[VFAB_CPUS_MAX / 32 * 9 + 1], list[4096];
-	int ret;
-
-	if (vfab_cpus_format_mask(cpus, possible_cpu_words(), mask, sizeof(mask)) ||
-	    vfab_cpus_format_list(cpus, list, sizeof(list)))
-		return -EOVERFLOW;
-	ret = put(fd, "local_cpus", "%s\n", mask);
-	if (!ret)
-		ret = put(fd, "local_cpulist", "%s\n", list);
-	if (!ret)
-		ret = put(fd, "numa_node", "%d\n", cpu_numa_node(vfab_cpus_nth(cpus, 0)));
-	if (!ret && symlinkat("../../../../bus/pci/drivers/" VFAB_SYSFS_DRIVER, fd, "driver") &&
-	    errno != EEXIST)
-		ret = -errno;
-	return ret;
-}
-
-static int write_device_dir(int hcafd, const struct vfab_region *r, uint32_t hca_idx)
-{
-	const struct vfab_hca *h = &r->hcas[hca_idx];
-	char region[256];
-	int fd = subdir(hcafd, "device"), ret;
-
-	if (fd < 0)
-		return fd;
-	ret = vfab_region_path(r->fabric, region, sizeof(region));
-	ret = ret < 0 ? ret : 0;
-	if (!ret)
-		ret = put(fd, "modalias", "vfab:%s\n", h->name);
-	if (!ret)
-		ret = put(fd, "vendor", "0x15b3\n");
-	if (!ret)
-		ret = put(fd, "device", "0x101b\n");
-	if (!ret)
-		ret = write_locality(fd, r, h->node);
-	if (!ret)
-		ret = put(fd, "vfab", "region %s\nhca %u\nrundir %s\n", region, hca_idx, r->rundir);
-	close(fd);
-	return ret;
-}
-
-static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node, uint32_t hca_idx)
+static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node,
+		     const struct vfab_pci_layout *l, uint32_t hca_idx)
 {
 	const struct vfab_hca *h = &r->hcas[hca_idx];
 	char guid[20], sysguid[20];
@@ -393,7 +326,7 @@ static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node, uint3
 	if (!ret)
 		ret = put(fd, "node_desc", "%s %s\n", r->nodes[node].id, h->name);
 	if (!ret)
-		ret = write_device_dir(fd, r, hca_idx);
+		ret = write_device_link(fd, h, l, hca_idx);
 	if (!ret) {
 		ports = subdir(fd, "ports");
 		ret = ports < 0 ? ports : 0;
@@ -450,7 +383,67 @@ static int write_rdma_cm(int devfd)
 	return 0;
 }
 
-int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char *outdir)
+/*
+ * Whether readdir on parent's file system lists entries in the order they
+ * were made: libibverbs numbers devices in readdir order of
+ * class/infiniband_verbs, and tmpfs lists newest first on some kernels and
+ * oldest first on others. A scratch directory with two entries says which.
+ */
+static int readdir_is_creation_order(int parent)
+{
+	static const char probe[] = ".vfab-order-probe";
+	int fd, first = -1;
+	struct dirent *de;
+	DIR *d;
+
+	if (mkdirat(parent, probe, 0700) && errno != EEXIST)
+		return -errno;
+	fd = openat(parent, probe, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((mkdirat(fd, "a", 0700) && errno != EEXIST) ||
+	    (mkdirat(fd, "b", 0700) && errno != EEXIST) || !(d = fdopendir(fd))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	while (first < 0 && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			first = de->d_name[0] == 'a';
+	unlinkat(dirfd(d), "a", AT_REMOVEDIR);
+	unlinkat(dirfd(d), "b", AT_REMOVEDIR);
+	closedir(d);
+	unlinkat(parent, probe, AT_REMOVEDIR);
+	return first < 0 ? 1 : first;
+}
+
+/*
+ * The HCA and uverbs directories, made in an order that readdir returns by
+ * name (the layout's order, mlx5_0 first), as ibv_devices lists a server's.
+ */
+static int make_dirs_in_order(int ib, int verbs, const struct vfab_region *r,
+			      const struct vfab_pci_layout *l)
+{
+	int ascending = readdir_is_creation_order(verbs);
+
+	if (ascending < 0)
+		return ascending;
+	for (uint32_t k = 0; k < l->nhcas; k++) {
+		uint32_t i = ascending ? k : l->nhcas - 1 - k;
+		const struct vfab_hca *h = &r->hcas[l->devs[l->hca_dev[i]].hca];
+		char name[32];
+
+		snprintf(name, sizeof(name), "uverbs%u", h->uverbs_idx);
+		if ((mkdirat(ib, h->name, 0755) && errno != EEXIST) ||
+		    (mkdirat(verbs, name, 0755) && errno != EEXIST))
+			return -errno;
+	}
+	return 0;
+}
+
+int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node,
+			  const struct vfab_pci_layout *pci, const char *outdir)
 {
 	const struct vfab_node *n;
 	char path[4096];
@@ -459,6 +452,8 @@ int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char
 	if (node >= r->nnodes || node >= VFAB_MAX_NODES)
 		return -EINVAL;
 	n = &r->nodes[node];
+	if (pci->nhcas != (n->nhcas < 8 ? n->nhcas : 8))
+		return -EINVAL; /* a layout of another node */
 	/* Leaves room for every name below, so the snprintf calls cannot truncate. */
 	if (strlen(outdir) > sizeof(path) - 64)
 		return -ENAMETOOLONG;
@@ -482,11 +477,15 @@ int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char
 	for (uint32_t i = 0; !ret && i < n->nhcas && i < 8; i++) {
 		uint32_t h = n->hcas[i];
 
-		if (h >= VFAB_MAX_HCAS || !r->hcas[h].in_use) {
+		if (h >= VFAB_MAX_HCAS || !r->hcas[h].in_use)
 			ret = -EINVAL;
-			break;
-		}
-		ret = write_hca(ib, r, node, h);
+	}
+	if (!ret)
+		ret = make_dirs_in_order(ib, verbs, r, pci);
+	for (uint32_t i = 0; !ret && i < n->nhcas && i < 8; i++) {
+		uint32_t h = n->hcas[i];
+
+		ret = write_hca(ib, r, node, pci, h);
 		if (!ret)
 			ret = write_uverbs(verbs, dev, &r->hcas[h]);
 	}

@@ -17,6 +17,8 @@
 #include "fabric/gid.h"
 #include "fabric/region.h"
 
+struct vfab_pci_layout;
+
 #define VFAB_SYSFS_PKEYS 128
 /* The driver the HCAs claim (device/driver): what middleware matches "mlx*" against. */
 #define VFAB_SYSFS_DRIVER "mlx5_core"
@@ -26,13 +28,18 @@
 
 /*
  * Writes, for node `node` (index into r->nodes[]):
- *   <outdir>/class/infiniband/<hca>/...          (every file of the contract)
+ *   <outdir>/class/infiniband/<hca>/...          (every file of the contract;
+ *                                                 device -> its PCI function)
  *   <outdir>/class/infiniband_verbs/abi_version, uverbsN/{ibdev,abi_version,dev}
  *   <outdir>/class/infiniband_mad/abi_version     (no umad devices)
  *   <outdir>/dev/uverbsN                          (char device 1:7, mode 0666)
- * Directories are created as needed. Returns 0 or -errno.
+ * `pci` is the node's layout (pci_view.h, vfab_pci_plan): the HCA and uverbs
+ * directories come out of readdir in its order (by name), and each device
+ * link points at its function, which vfab_pci_view_write puts in the same
+ * outdir. Directories are created as needed. Returns 0 or -errno.
  */
-int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node, const char *outdir);
+int vfab_sysfs_view_write(const struct vfab_region *r, uint32_t node,
+			  const struct vfab_pci_layout *pci, const char *outdir);
 
 /* ---- sysfs_port.c: a port's files while the fabric runs ---- */
 

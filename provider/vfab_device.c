@@ -166,16 +166,33 @@ static void vfab_uninit_device(struct vabi_device *vdev)
 	free(dev);
 }
 
+/*
+ * An HCA's device/modalias is a ConnectX-6's PCI one with lower-case hex
+ * digits (docs/DESIGN.md "PCI view"): libmlx5, linked by perftest, pyverbs
+ * and UCX, registers before the providers of /etc/libibverbs.d and matches
+ * the kernel's upper-case form, so only this pattern may match it. The
+ * device/vfab locator must be there too: no real device is ever taken.
+ */
 static const struct vabi_match_ent vfab_match_table[] = {
-    {.u.modalias = "vfab:*", .kind = VABI_MATCH_MODALIAS},
+    {.u.modalias = "pci:v000015b3d0000101bsv*", .kind = VABI_MATCH_MODALIAS},
     {.kind = VABI_MATCH_SENTINEL},
 };
+
+static bool vfab_match_device(struct vabi_sysfs_dev *sysfs)
+{
+	/* libibverbs fails a read that does not fit: room for the whole locator. */
+	char text[1024];
+
+	return sysfs->match &&
+	       ibv_read_ibdev_sysfs_file(text, sizeof(text), sysfs, "device/vfab") > 0;
+}
 
 static const struct vabi_device_ops vfab_dev_ops = {
     .name = VFAB_DRIVER_NAME,
     .match_min_abi_version = 1,
     .match_max_abi_version = 1,
     .match_table = vfab_match_table,
+    .match_device = vfab_match_device,
     .alloc_device = vfab_alloc_device,
     .uninit_device = vfab_uninit_device,
     .alloc_context = vfab_alloc_context,

@@ -154,6 +154,11 @@ static void warn_private_libdir(const char *libdir)
 		where, (unsigned)(st.st_mode & 0777), lib);
 }
 
+static void print_note(const char *text)
+{
+	fprintf(stderr, "vfab up: note: %s\n", text);
+}
+
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
 			  const struct up_opts *o, struct vfab_region *r, pid_t vfabd, long long ms)
 {
@@ -253,7 +258,8 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 				   .preload_lib = preload,
 				   .libdirs = o->libdirs,
 				   .nlibdirs = o->nlibdirs,
-				   .ssh = o->ssh};
+				   .ssh = o->ssh,
+				   .note = print_note};
 	ret = vfab_sandbox_prepare(&sb, err, errlen);
 	for (uint32_t i = 0; ret == 0 && i < (*region)->nnodes; i++) {
 		pid_t holder;

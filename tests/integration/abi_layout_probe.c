@@ -109,8 +109,8 @@ static void probe_device(struct ibv_device *dev)
 	check(ends_with(vd->sysfs->ibdev_path, tail) &&
 		  !strcmp(vd->sysfs->ibdev_path, dev->ibdev_path),
 	      "verbs_sysfs_dev.ibdev_path (offset 176)", "'%s'", vd->sysfs->ibdev_path);
-	check(!strncmp(vd->sysfs->modalias, "vfab:", 5), "verbs_sysfs_dev.modalias (offset 432)",
-	      "'%s'", vd->sysfs->modalias);
+	check(!strncmp(vd->sysfs->modalias, "pci:v000015b3d0000101bsv", 24),
+	      "verbs_sysfs_dev.modalias (offset 432)", "'%s'", vd->sysfs->modalias);
 	check(vd->sysfs->abi_ver == 1, "verbs_sysfs_dev.abi_ver (offset 968)", "%u",
 	      vd->sysfs->abi_ver);
 	check(!strcmp(vd->sysfs->sysfs_name, dev->dev_name),

@@ -1,2 +1,4 @@
 # Unit tests of netns/: the node views written from a region into a temp dir.
 vfab_unit_test(test_sysfs_view SOURCES unit/test_sysfs_view.c LIBS vfab_netns vfab_config)
+# The PCI view (netns/pci_view.h) against a fake host /sys with GPUs in a temp dir.
+vfab_unit_test(test_pci_view SOURCES unit/test_pci_view.c LIBS vfab_netns vfab_config)

@@ -26,7 +26,11 @@
 #include "fabric/topology.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
+#include "netns/pci_view.h"
 #include "netns/sysfs_view.h"
+
+/* What libibverbs matches the provider by: a ConnectX-6, lower-case hex (device/modalias). */
+#define CX6_MODALIAS "pci:v000015b3d0000101bsv000015b3sd00000007bc02sc00i00\n"
 
 /* Two nodes; node a has two HCAs, the second with two ports, and an IPv6. */
 static const char multi_yaml[] = "version: 1\n"
@@ -90,6 +94,26 @@ static int teardown(void **state)
 	return 0;
 }
 
+/*
+ * A node's whole view as `vfab up` writes it: the PCI layout against a host
+ * sysfs that does not exist (no GPUs, domain 1), its functions, then the
+ * class directories whose device links point at them.
+ */
+static int write_view(struct fixture *f, uint32_t node)
+{
+	static struct vfab_pci_layout l;
+	char sysroot[128];
+	int ret;
+
+	snprintf(sysroot, sizeof(sysroot), "%s/no-host-sys", f->dir);
+	ret = vfab_pci_plan(f->r, node, NULL, sysroot, &l);
+	if (ret == 0)
+		ret = vfab_pci_view_write(f->r, node, &l, sysroot, f->dir);
+	if (ret == 0)
+		ret = vfab_pci_lists_write(&l, sysroot, f->dir);
+	return ret ? ret : vfab_sysfs_view_write(f->r, node, &l, f->dir);
+}
+
 static void expect_file(const char *dir, const char *rel, const char *want)
 {
 	char path[4096], got[1024];
@@ -126,7 +150,7 @@ static void test_hca_identity(void **state)
 	const struct vfab_hca *h = &f->r->hcas[f->r->nodes[0].hcas[0]];
 	char want[64];
 
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	snprintf(want, sizeof(want), "%04x:%04x:%04x:%04x\n", (unsigned)(h->node_guid >> 48),
 		 (unsigned)(h->node_guid >> 32) & 0xffff, (unsigned)(h->node_guid >> 16) & 0xffff,
 		 (unsigned)h->node_guid & 0xffff);
@@ -139,7 +163,7 @@ static void test_hca_identity(void **state)
 	expect_file(f->dir, "class/infiniband/mlx5_0/hca_type", "MT4123\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/board_id", "VFAB0000000001\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/node_desc", "node0 mlx5_0\n");
-	expect_file(f->dir, "class/infiniband/mlx5_0/device/modalias", "vfab:mlx5_0\n");
+	expect_file(f->dir, "class/infiniband/mlx5_0/device/modalias", CX6_MODALIAS);
 	expect_file(f->dir, "class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/device/device", "0x101b\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/device/vfab",
@@ -151,7 +175,7 @@ static void test_port_files(void **state)
 	struct fixture *f = *state;
 	char rate[64], want[80];
 
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/phys_state", "5: LinkUp\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
@@ -172,7 +196,7 @@ static void test_port_down_state(void **state)
 	struct fixture *f = *state;
 
 	atomic_store(&f->r->hcas[0].ports[0].state, 1);
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/phys_state", "3: Disabled\n");
 }
@@ -184,7 +208,7 @@ static void test_gid_table(void **state)
 	uint8_t def[16];
 	char text[VFAB_GID_STR_LEN], want[64];
 
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gids"), 256);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types"),
 			 256);
@@ -220,14 +244,14 @@ static void test_rewrite_keeps_shared_entries(void **state)
 	struct vfab_port *p = &f->r->hcas[0].ports[0];
 	struct vfab_gid *g = &p->gids[p->ngids];
 
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	memset(g, 0, sizeof(*g));
 	g->raw[0] = 0xfd;
 	g->raw[15] = 0x42;
 	g->type = VFAB_GID_ROCE_V2;
 	g->index = 10;
 	p->ngids++;
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/10",
 		    "fd00:0000:0000:0000:0000:0000:0000:0042\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gid_attrs/types/10", "RoCE v2\n");
@@ -244,13 +268,13 @@ static void test_second_node_differs(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(vfab_sysfs_view_write(f->r, 1, f->dir), 0);
+	assert_int_equal(write_view(f, 1), 0);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/gids/3",
 		    "0000:0000:0000:0000:0000:ffff:c612:0002\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/node_desc", "node1 mlx5_0\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/device/vfab",
 		    "region /dev/shm/vfab-tview\nhca 1\nrundir /run/vfab/tview\n");
-	assert_int_equal(vfab_sysfs_view_write(f->r, 2, f->dir), -EINVAL);
+	assert_int_equal(write_view(f, 2), -EINVAL);
 }
 
 static void test_pkeys_and_counters(void **state)
@@ -261,7 +285,7 @@ static void test_pkeys_and_counters(void **state)
 	atomic_store(&p->cnt.xmit_data_words, 1234);
 	atomic_store(&p->cnt.rnr_nak_retry_err, 7);
 	atomic_store(&p->cnt.duplicate_request, 9);
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys"), 128);
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys/0", "0xffff\n");
 	expect_file(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys/127", "0x0000\n");
@@ -285,7 +309,7 @@ static void test_verbs_class_and_dev(void **state)
 
 	if (geteuid() != 0)
 		skip(); /* mknod of a character device needs CAP_MKNOD */
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	expect_file(f->dir, "class/infiniband_verbs/abi_version", "6\n");
 	expect_file(f->dir, "class/infiniband_verbs/uverbs0/ibdev", "mlx5_0\n");
 	expect_file(f->dir, "class/infiniband_verbs/uverbs0/abi_version", "1\n");
@@ -298,7 +322,7 @@ static void test_verbs_class_and_dev(void **state)
 	assert_int_equal(minor(st.st_rdev), 7);
 	assert_int_equal(st.st_mode & 0777, 0666);
 	/* Writing the view again (same dir) replaces, it does not fail. */
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 }
 
 static void test_multi_hca_ports(void **state)
@@ -309,7 +333,7 @@ static void test_multi_hca_ports(void **state)
 
 	if (geteuid() != 0)
 		skip();
-	assert_int_equal(vfab_sysfs_view_write(f->r, 0, f->dir), 0);
+	assert_int_equal(write_view(f, 0), 0);
 	assert_int_equal(count_entries(f->dir, "class/infiniband"), 2);
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_1/ports"), 2);
 	expect_file(f->dir, "class/infiniband_verbs/uverbs1/ibdev", "mlx5_1\n");
@@ -326,7 +350,7 @@ static void test_multi_hca_ports(void **state)
 		    "0000:0000:0000:0000:0000:ffff:c612:0101\n");
 	expect_file(f->dir, "class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0", "eth1\n");
 	expect_file(f->dir, "class/infiniband/mlx5_1/ports/2/gid_attrs/ndevs/0", "eth2\n");
-	expect_file(f->dir, "class/infiniband/mlx5_1/device/modalias", "vfab:mlx5_1\n");
+	expect_file(f->dir, "class/infiniband/mlx5_1/device/modalias", CX6_MODALIAS);
 }
 
 static void test_etc_view(void **state)
