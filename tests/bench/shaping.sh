@@ -19,6 +19,12 @@
 #             50 us links: its round trip against the model's.      < 4 x
 #   incast    node0 and node1 write to node2 at once over 50 Gb/s ports;
 #             each flow gets half of node2's downlink.      each ±10 % of half
+#   nccl      bin/nccl_pattern --bench 524288 (NCCL's traffic: CTS writes one
+#             way, 512 KiB WRITE_WITH_IMMs the other, 8 in flight as NCCL's
+#             proxy keeps its steps) on 25 and 100 Gb/s links with 2 us:
+#             the rate it reaches against the configured one, or against
+#             what the same pattern reaches on an unshaped link (measured
+#             first) where the host cannot carry more.    >= 0.9 x
 #   oversub   2 leaves x 4 nodes, oversubscription 2: node0..3 (leaf0) write
 #             to node4..7 (leaf1); the sum equals leaf0's uplink.        ±10 %
 #             SKIPPED (not passed) while the nodes cannot reach each other
@@ -33,7 +39,7 @@
 # default 1): the host is shared, and a busy neighbour can take the cores a
 # measurement needs; rows that needed more than one try say so.
 # --only runs the named checks alone (comma-separated: bw,lat,incast,
-# oversub,loss). --quick shortens every measurement (about half the time); --json writes
+# nccl,oversub,loss). --quick shortens every measurement (about half the time); --json writes
 # every row and the ceiling to FILE. Prints the table
 #   check | configured | measured | ratio | margin | verdict
 # then the notes (how each expectation is derived, why a row was skipped).
@@ -43,7 +49,7 @@
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
 
-quick=0 json="" build="" fabric=tshape retries=1 only=bw,lat,incast,oversub,loss
+quick=0 json="" build="" fabric=tshape retries=1 only=bw,lat,incast,nccl,oversub,loss
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 && shift ;;
@@ -65,18 +71,18 @@ export VFAB_FABRIC=$fabric
 . "$(dirname "$0")/shaping_lib.sh"
 SHAPING_RETRIES=$retries
 
-for prog in pvm_ceiling lossy_verify; do
+for prog in pvm_ceiling lossy_verify nccl_pattern; do
 	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
 done
 command -v ib_write_bw >/dev/null || fail "perftest (ib_write_bw) is not installed"
 
 if [ "$quick" = 1 ]; then
 	bw_secs=1 fair_secs=2 lat_iters=2000 ev_iters=500 verify_bytes=$((8 << 20)) verify_sends=500
-	iters128=3000 lone_secs=1
+	iters128=3000 lone_secs=1 nccl_rounds=2000
 	ceil_args=(--runs 2 --seconds 0.5 --iters 20000)
 else
 	bw_secs=2 fair_secs=4 lat_iters=10000 ev_iters=2000 verify_bytes=$((32 << 20)) verify_sends=2000
-	iters128=6000 lone_secs=2
+	iters128=6000 lone_secs=2 nccl_rounds=6000
 	ceil_args=(--runs 3 --seconds 1 --iters 50000)
 fi
 MSG=1048576
@@ -112,6 +118,15 @@ measure_ceiling()
 	# A rate is checked when vfab carries 5 % more than it unshaped (the tolerance).
 	rate_limit=$(calc "$got / 1.05")
 	row "ib_write_bw, unshaped link" "-" "$(fmt "$got") Gb/s" "-" "-" INFO
+	if wanted nccl; then
+		note "NCCL pattern on an unshaped link"
+		fabric_up "$(gen_config unshaped 2 - -)"
+		nccl_flow nccl_unshaped || fail "nccl_pattern --bench on an unshaped link failed"
+		fabric_down
+		nccl_ceiling=$NBW
+		num_between "${nccl_ceiling:-x}" 0 inf || fail "nccl_pattern printed no bandwidth"
+		row "NCCL pattern 512 KiB, unshaped link" "-" "$(fmt "$nccl_ceiling") Gb/s" "-" "-" INFO
+	fi
 }
 
 check_bw()
@@ -128,6 +143,39 @@ check_bw()
 		row "$name" "$rate.00 Gb/s" "no result" "-" "+/-5 %" FAIL
 	fi
 	fabric_down
+}
+
+# nccl_flow TAG: nccl_pattern --bench from node0 to node1 of the fabric up;
+# leaves the receiver's Gb/s in NBW (x when it failed).
+NCCL_STEP=524288
+nccl_flow()
+{
+	local tag=$1 n=$nccl_rounds rc=0
+	port=$((port + 1))
+	NBW=x
+	start_server node1 "$VFAB_TMP/$tag.srv" "$VFAB_BIN/nccl_pattern" -d mlx5_0 --server \
+		-p "$port" --bench "$NCCL_STEP" -n "$n"
+	wait_listen node1 "$port" 30 || { show "$VFAB_TMP/$tag.srv"; return 1; }
+	timeout 120 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$VFAB_BIN/nccl_pattern" \
+		-d mlx5_0 --client "$(node_ip node1)" -p "$port" --bench "$NCCL_STEP" -n "$n" \
+		>"$VFAB_TMP/$tag.cli" 2>&1 || rc=$?
+	wait_pid "$SERVER_PID" 30 || rc=1
+	[ "$rc" = 0 ] || { show "$VFAB_TMP/$tag.srv" "$VFAB_TMP/$tag.cli"; return 1; }
+	NBW=$(sed -n 's/.*bench_gbit_per_s=//p' "$VFAB_TMP/$tag.srv")
+}
+
+check_nccl()
+{
+	local rate=$1 name="NCCL pattern 512 KiB @ $1 Gb/s" want
+	note "$name"
+	fabric_up "$(gen_config "nccl$rate" 2 "$rate" 2)"
+	nccl_flow "nccl$rate" || true
+	fabric_down
+	want=$(calc "($rate < $nccl_ceiling) ? $rate : $nccl_ceiling")
+	judge "$name" "$want" "${NBW:-x}" Gb/s ">= 0.9 x" "g >= 0.9 * w"
+	note_add "$name: configured $rate Gb/s, the pattern unshaped $(fmt "$nccl_ceiling") Gb/s:" \
+		"judged against the smaller ($(fmt "$want") Gb/s); ratio to the configured rate" \
+		"$(calc "${NBW:-0} / $rate" 3)"
 }
 
 check_lat()
@@ -408,6 +456,11 @@ if wanted incast; then
 	with_retry check_incast
 	note_add "incast: both flows share node2's 50 Gb/s downlink; each is judged against its" \
 		"fair share, half the link (50 % ± 10 % of the share: 22.5..27.5 Gb/s)"
+fi
+if wanted nccl; then
+	for rate in 25 100; do
+		with_retry check_nccl "$rate"
+	done
 fi
 wanted oversub && with_retry check_oversub
 if wanted loss; then

@@ -20,6 +20,9 @@
  * The server is the receiver, the client the sender; they exchange their
  * connection details over TCP port PORT (default 18590) as NCCL's bootstrap
  * would. GIDX, when given, must be what the auto-selection picks.
+ * --bench SIZE (both sides): rounds of SIZE bytes (at most 4 MiB) as NCCL's
+ * proxy moves its steps (nccl_pattern.h NP_BENCH_*); the receiver prints
+ * bench_gbit_per_s=, the shaping benchmark's NCCL row.
  * Prints one "ok"/"FAIL" line per check; exits 0 when all pass (in the
  * one-node form: in both processes), 1 otherwise.
  */
@@ -172,9 +175,11 @@ static int set_up(struct np_side *s, struct ibv_device *dev, int want_gid, int f
 	return barrier(s, fd, 'R', "both sides in RTS") ? 0 : -1;
 }
 
+static uint32_t bench_size;
+
 static int sender_main(struct ibv_device *dev, int want_gid, int fd, uint32_t rounds)
 {
-	struct np_side s = {.role = "sender"};
+	struct np_side s = {.role = "sender", .bench_size = bench_size};
 
 	if (set_up(&s, dev, want_gid, fd, false) || np_run_sender(&s, rounds))
 		return 1;
@@ -189,7 +194,7 @@ static int sender_main(struct ibv_device *dev, int want_gid, int fd, uint32_t ro
 /* child: the sender's pid in the one-node form (0 when it runs elsewhere). */
 static int receiver_main(struct ibv_device *dev, int want_gid, int fd, uint32_t rounds, pid_t child)
 {
-	struct np_side s = {.role = "receiver"};
+	struct np_side s = {.role = "receiver", .bench_size = bench_size};
 	int status = 0;
 	char c;
 
@@ -226,8 +231,10 @@ static struct ibv_device *find_device(const char *want)
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"server", no_argument, NULL, 'S'}, {"client", required_argument, NULL, 'C'}, {0}};
+	static const struct option longopts[] = {{"server", no_argument, NULL, 'S'},
+						 {"client", required_argument, NULL, 'C'},
+						 {"bench", required_argument, NULL, 'B'},
+						 {0}};
 	const char *want = NULL, *host = NULL;
 	int opt, want_gid = -1, port = 18590, sv[2];
 	bool server = false;
@@ -248,10 +255,13 @@ int main(int argc, char **argv)
 			server = true;
 		else if (opt == 'C')
 			host = optarg;
+		else if (opt == 'B' && (bench_size = (uint32_t)strtoul(optarg, NULL, 0)) > 0 &&
+			 bench_size <= NP_BENCH_MAX)
+			continue;
 		else
 			return fprintf(stderr,
 				       "usage: %s [-d DEV] [-g GIDX] [-n ROUNDS] "
-				       "[--server | --client HOST] [-p PORT]\n",
+				       "[--server | --client HOST] [-p PORT] [--bench SIZE]\n",
 				       argv[0]),
 			       2;
 	}

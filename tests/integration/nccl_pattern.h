@@ -24,6 +24,15 @@
 #define NP_RECV_DEPTH 256
 #define NP_CTS_SIGNAL_EVERY 256 /* the receiver signals 1 CTS write in 256 */
 #define NP_FLUSH_EVERY 16	/* rounds between GDR-style flush READs */
+/*
+ * --bench SIZE: every round SIZE bytes in one WRITE_WITH_IMM, NCCL_STEPS (8)
+ * in flight as NCCL's proxy keeps them per channel, the bytes checked (and
+ * written by the sender) in one round of NP_BENCH_CHECK_EVERY only, so that
+ * the program's own loops do not stand between the fabric and the rate.
+ */
+#define NP_BENCH_DEPTH 8
+#define NP_BENCH_CHECK_EVERY 64
+#define NP_BENCH_MAX (4u << 20)
 
 /* Access NCCL registers its buffers with (through ibv_reg_mr_iova2). */
 #define NP_MR_ACCESS                                                                               \
@@ -76,6 +85,8 @@ struct np_side {
 	uint32_t *flush_buf;
 	struct ibv_mr *flush_mr;
 	struct np_info peer;
+	/* Rounds: bench_size 0 for the mix of sizes; slots of slot_bytes, depth in flight. */
+	uint32_t bench_size, slot_bytes, depth;
 	/* The ibv_get_async_event thread and what it saw. */
 	pthread_t async_thread;
 	bool async_started;

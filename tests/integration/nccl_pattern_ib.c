@@ -140,6 +140,9 @@ int np_register(struct np_side *s, bool receiver)
 	struct ibv_mr *mr;
 	size_t fifo_len = NP_SLOTS * sizeof(struct np_cts);
 
+	s->slot_bytes = s->bench_size ? s->bench_size : NP_SLOT_BYTES;
+	s->depth = s->bench_size ? NP_BENCH_DEPTH : NP_SLOTS;
+
 	errno = 0;
 	mr = ibv_reg_dmabuf_mr(s->pd, 0, 0, 0, -1, 0);
 	np_check(s, !mr && (errno == EOPNOTSUPP || errno == EPROTONOSUPPORT),
@@ -148,7 +151,7 @@ int np_register(struct np_side *s, bool receiver)
 	if (mr)
 		ibv_dereg_mr(mr);
 
-	s->data_len = NP_SLOTS * NP_SLOT_BYTES;
+	s->data_len = (size_t)s->depth * s->slot_bytes;
 	s->data = receiver ? shm_buffer(s->data_len) : pinned_buffer(s->data_len);
 	if (!s->data)
 		return -1;
