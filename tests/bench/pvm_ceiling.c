@@ -6,8 +6,8 @@
  * between two plain processes, with no verbs in between, so that the
  * benchmark can say how close vfab gets to what the copy itself allows.
  *
- *   pvm_ceiling [--size BYTES] [--seconds S] [--runs N] [--iters N] [--batch N]
- *               [--threads N]
+ *   pvm_ceiling [--size BYTES] [--ring N] [--seconds S] [--runs N] [--iters N]
+ *               [--batch N] [--threads N]
  *
  * Bandwidth: the parent writes --size bytes (default 1 MiB) into a buffer the
  * child owns, back to back for --seconds (default 1) per run; the best of
@@ -19,6 +19,11 @@
  * call, best of --runs; reported in millions of writes per second. The
  * child's addresses reach the parent through a pipe, as an rkey/address pair
  * would reach an RDMA peer.
+ *
+ * --ring N (bandwidth, plain loop): the writes go round N distinct buffers of
+ * --size on each side, as an application's ring of N messages in flight does
+ * (NCCL: 8 steps of 512 KiB); with 1 (the default) one buffer stays in the
+ * caches, as perftest's does.
  *
  * --threads N (bandwidth only): each write of --size is the copy vfab's copy
  * engines make of it (provider/vfab_split.h: the same ranges, the last one
@@ -55,6 +60,7 @@ struct opts {
 	size_t iters;
 	size_t batch;
 	unsigned threads;
+	size_t ring;
 };
 
 /* What each side tells the other about its memory. */
@@ -114,10 +120,10 @@ static int child_main(int rfd, int wfd, const struct opts *o)
 	void *buf;
 	int ret;
 
-	if (posix_memalign(&buf, 4096, o->size))
+	if (posix_memalign(&buf, 4096, o->size * o->ring))
 		return 1;
 	/* Fault the pages in now so the bandwidth runs measure copies only. */
-	memset(buf, 0, o->size);
+	memset(buf, 0, o->size * o->ring);
 	a.buf = (uintptr_t)buf;
 	a.ping = (uintptr_t)&ping_word;
 	if (bench_write_full(wfd, &a, sizeof(a)) ||
@@ -146,15 +152,19 @@ static int measure_bw(pid_t child, const struct child_addrs *a, const struct opt
 	void *src;
 	int ret = 0;
 
-	if (posix_memalign(&src, 4096, o->size))
+	size_t k = 0;
+
+	if (posix_memalign(&src, 4096, o->size * o->ring))
 		return -ENOMEM;
-	memset(src, 0xa5, o->size);
+	memset(src, 0xa5, o->size * o->ring);
 	for (unsigned run = 0; run < o->runs && !ret; run++) {
 		uint64_t start = bench_now_ns(), deadline = start + (uint64_t)(o->seconds * 1e9);
 		uint64_t bytes = 0, now;
 
 		do {
-			ret = pvm_write(child, a->buf, src, o->size);
+			size_t off = (k++ % o->ring) * o->size;
+
+			ret = pvm_write(child, a->buf + off, (const char *)src + off, o->size);
 			bytes += o->size;
 			now = bench_now_ns();
 		} while (!ret && now < deadline);
@@ -165,6 +175,7 @@ static int measure_bw(pid_t child, const struct child_addrs *a, const struct opt
 	if (ret)
 		return ret;
 	printf("bw_size_bytes=%zu\n", o->size);
+	printf("bw_ring=%zu\n", o->ring);
 	printf("bw_runs=%u\n", o->runs);
 	printf("bw_gbyte_per_s=%.3f\n", best);
 	printf("bw_gbit_per_s=%.3f\n", best * 8);
@@ -361,13 +372,20 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->batch = bench_parse_ulong(argv[i], val);
 		else if (!strcmp(argv[i], "--threads"))
 			o->threads = (unsigned)bench_parse_ulong(argv[i], val);
+		else if (!strcmp(argv[i], "--ring"))
+			o->ring = bench_parse_ulong(argv[i], val);
 		else {
-			fprintf(stderr,
-				"usage: pvm_ceiling [--size BYTES] [--seconds S] [--runs N] "
-				"[--iters N] [--batch N] [--threads N]\n");
+			fprintf(
+			    stderr,
+			    "usage: pvm_ceiling [--size BYTES] [--ring N] [--seconds S] [--runs N] "
+			    "[--iters N] [--batch N] [--threads N]\n");
 			exit(strcmp(argv[i], "--help") ? 2 : 0);
 		}
 		i++;
+	}
+	if (o->ring < 1 || o->ring > 1024) {
+		fprintf(stderr, "pvm_ceiling: --ring is 1..1024\n");
+		exit(2);
 	}
 	if (o->threads > VFAB_SPLIT_MAX) {
 		fprintf(stderr, "pvm_ceiling: --threads is 1..%d\n", VFAB_SPLIT_MAX);
@@ -377,7 +395,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.size = 1 << 20, .seconds = 1.0, .runs = 3, .iters = 100000, .batch = 64};
+	struct opts o = {
+	    .size = 1 << 20, .seconds = 1.0, .runs = 3, .iters = 100000, .batch = 64, .ring = 1};
 	struct cmd_msg quit = {.cmd = CMD_QUIT};
 	struct child_addrs a;
 	int to_child[2], to_parent[2], status, ret;

@@ -22,9 +22,11 @@
 #   nccl      bin/nccl_pattern --bench 524288 (NCCL's traffic: CTS writes one
 #             way, 512 KiB WRITE_WITH_IMMs the other, 8 in flight as NCCL's
 #             proxy keeps its steps) on 25 and 100 Gb/s links with 2 us:
-#             the rate it reaches against the configured one, or against
-#             what the same pattern reaches on an unshaped link (measured
-#             first) where the host cannot carry more.    >= 0.9 x
+#             the rate it reaches against the configured one (>= 0.9 x),
+#             or, where the host cannot carry 5 % more than that unshaped,
+#             against what the same pattern reaches on an unshaped link
+#             (measured first, >= 0.8 x); and that unshaped rate against the
+#             copy ceiling of its working set (8 x 512 KiB each side). >= 0.7 x
 #   oversub   2 leaves x 4 nodes, oversubscription 2: node0..3 (leaf0) write
 #             to node4..7 (leaf1); the sum equals leaf0's uplink.        ±10 %
 #             SKIPPED (not passed) while the nodes cannot reach each other
@@ -119,13 +121,24 @@ measure_ceiling()
 	rate_limit=$(calc "$got / 1.05")
 	row "ib_write_bw, unshaped link" "-" "$(fmt "$got") Gb/s" "-" "-" INFO
 	if wanted nccl; then
+		# The pattern's own ceiling: copies round 8 buffers of 512 KiB on each
+		# side (4 MiB + 4 MiB), which the caches do not hold as perftest's one.
+		"$VFAB_BIN/pvm_ceiling" "${ceil_args[@]}" --size "$NCCL_STEP" --ring 8 \
+			>"$VFAB_TMP/pvm_ring.out" 2>&1 ||
+			{ show "$VFAB_TMP/pvm_ring.out"; fail "pvm_ceiling --ring failed"; }
+		ring_ceiling=$(sed -n 's/^bw_gbit_per_s=//p' "$VFAB_TMP/pvm_ring.out")
+		row "copy ceiling, ring of 8 x 512 KiB" "-" "$(fmt "$ring_ceiling") Gb/s" "-" "-" INFO
 		note "NCCL pattern on an unshaped link"
 		fabric_up "$(gen_config unshaped 2 - -)"
 		nccl_flow nccl_unshaped || fail "nccl_pattern --bench on an unshaped link failed"
 		fabric_down
 		nccl_ceiling=$NBW
 		num_between "${nccl_ceiling:-x}" 0 inf || fail "nccl_pattern printed no bandwidth"
-		row "NCCL pattern 512 KiB, unshaped link" "-" "$(fmt "$nccl_ceiling") Gb/s" "-" "-" INFO
+		judge "NCCL pattern 512 KiB, unshaped link" "$ring_ceiling" "$nccl_ceiling" Gb/s \
+			">= 0.7 x" "g >= 0.7 * w"
+		note_add "NCCL pattern, unshaped: judged against the copy ceiling of the same" \
+			"working set (pvm_ceiling --size $NCCL_STEP --ring 8); perftest rewrites one" \
+			"cache-resident buffer, hence its higher rate"
 	fi
 }
 
@@ -171,11 +184,15 @@ check_nccl()
 	fabric_up "$(gen_config "nccl$rate" 2 "$rate" 2)"
 	nccl_flow "nccl$rate" || true
 	fabric_down
-	want=$(calc "($rate < $nccl_ceiling) ? $rate : $nccl_ceiling")
-	judge "$name" "$want" "${NBW:-x}" Gb/s ">= 0.9 x" "g >= 0.9 * w"
-	note_add "$name: configured $rate Gb/s, the pattern unshaped $(fmt "$nccl_ceiling") Gb/s:" \
-		"judged against the smaller ($(fmt "$want") Gb/s); ratio to the configured rate" \
-		"$(calc "${NBW:-0} / $rate" 3)"
+	# Link-bound where the host carries 5 % more unshaped; else the host's copies
+	# set the pace, and the timed deliveries cost a little more of them.
+	if awk "BEGIN { exit !($rate * 1.05 <= $nccl_ceiling) }"; then
+		judge "$name" "$rate" "${NBW:-x}" Gb/s ">= 0.9 x" "g >= 0.9 * w"
+	else
+		judge "$name (host-bound)" "$nccl_ceiling" "${NBW:-x}" Gb/s ">= 0.8 x" "g >= 0.8 * w"
+	fi
+	note_add "$name: configured $rate Gb/s, the pattern unshaped $(fmt "$nccl_ceiling") Gb/s;" \
+		"measured / configured = $(calc "${NBW:-0} / $rate" 3)"
 }
 
 check_lat()
