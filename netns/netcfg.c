@@ -10,6 +10,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/bridge.h>
+#include <netlink/route/link/veth.h>
 #include <netlink/route/link/vlan.h>
 #include <netlink/route/route.h>
 #include <string.h>
@@ -116,6 +117,13 @@ int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, ui
 		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_put(l);
 	return vfab_nl_errno(ret);
+}
+
+int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer)
+{
+	int ret = rtnl_link_veth_add(sk, name, peer, getpid());
+
+	return ret < 0 ? vfab_nl_errno(ret) : 0;
 }
 
 int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu)

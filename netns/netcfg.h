@@ -30,6 +30,9 @@ int vfab_nl_link_up(struct nl_sock *sk, const char *name);
  */
 int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, uint16_t vlan);
 
+/* A veth pair `name` - `peer`, both in the current namespace, down. */
+int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer);
+
 /*
  * A bridge, up, whose MTU stays what it was given when ports with a smaller
  * one join (a leaf's MTU is the largest of its members').

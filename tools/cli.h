@@ -44,6 +44,9 @@ int vfab_cli_no_more_operands(const char *verb, int argc, char **argv, int next,
 int vfab_cli_need_operand(const char *verb, const char *what, int argc, int next,
 			  void (*usage_fn)(FILE *));
 
+/* s as a JSON string on stdout (escaped: the output stays JSON whatever s holds). */
+void vfab_cli_json_str(const char *s);
+
 /* Verbs: argv[0] is the verb itself. */
 int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv);
@@ -52,6 +55,7 @@ int vfab_cmd_exec(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_shell(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_run(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_ssh(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_doctor(struct vfab_cli *cli, int argc, char **argv);
 /* Runtime control and observability (cmd_link.c ... cmd_report.c). */
 int vfab_cmd_link(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_addr(struct vfab_cli *cli, int argc, char **argv);

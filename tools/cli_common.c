@@ -55,3 +55,17 @@ int vfab_cli_need_operand(const char *verb, const char *what, int argc, int next
 	usage_fn(stderr);
 	return VFAB_EXIT_USAGE;
 }
+
+void vfab_cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}

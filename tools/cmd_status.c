@@ -178,21 +178,6 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 	}
 }
 
-/* Our strings are names and addresses; escape anyway so the output stays JSON. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 /* A JSON array of the items of `list` separated by any of `seps`. */
 static void json_list(const char *list, const char *seps)
 {
@@ -203,7 +188,7 @@ static void json_list(const char *list, const char *seps)
 	putchar('[');
 	for (char *a = strtok_r(buf, seps, &save); a; a = strtok_r(NULL, seps, &save)) {
 		printf("%s", first ? "" : ",");
-		json_str(a);
+		vfab_cli_json_str(a);
 		first = 0;
 	}
 	putchar(']');
@@ -216,12 +201,12 @@ static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
 		const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
 
 		printf("%s{\"name\":", h ? "," : "");
-		json_str(hca->name);
+		vfab_cli_json_str(hca->name);
 		printf(",\"uverbs\":\"uverbs%u\",\"copy_engines\":%u,\"ports\":[", hca->uverbs_idx,
 		       hca->copy_engines);
 		for (uint32_t p = 0; p < hca->nports && p < VFAB_MAX_PORTS; p++) {
 			printf("%s{\"port\":%u,\"netdev\":", p ? "," : "", p + 1);
-			json_str(hca->ports[p].netdev);
+			vfab_cli_json_str(hca->ports[p].netdev);
 			printf(",\"ipv4_rocev2_gid_index\":%d}",
 			       vfab_port_ipv4_v2_gid(&hca->ports[p], n->index));
 		}
@@ -233,9 +218,9 @@ static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
 static void print_json(const struct vfab_cli *cli, const struct fabric_status *fs)
 {
 	printf("{\"fabric\":");
-	json_str(cli->fabric);
+	vfab_cli_json_str(cli->fabric);
 	printf(",\"up\":true,\"healthy\":%s,\"rundir\":", fs->healthy ? "true" : "false");
-	json_str(cli->rundir);
+	vfab_cli_json_str(cli->rundir);
 	printf(",\"vfabd\":{\"pid\":%d,\"alive\":%s,\"status\":%s}", (int)fs->vfabd,
 	       fs->vfabd ? "true" : "false", fs->vfabd_json[0] ? fs->vfabd_json : "null");
 	printf(",\"libdirs\":");
@@ -246,7 +231,7 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 		const struct node_status *ns = &fs->nodes[i];
 
 		printf("%s{\"id\":", i ? "," : "");
-		json_str(ns->id);
+		vfab_cli_json_str(ns->id);
 		printf(",\"holder_pid\":%d,\"holder_alive\":%s,\"eth0\":", (int)ns->holder,
 		       ns->holder_alive ? "true" : "false");
 		json_list(ns->addrs, ",");
@@ -256,7 +241,7 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 			if (vfab_cpus_format_list(&fs->r->nodes[ns->region_index].cpus, cpus,
 						  sizeof(cpus)) == 0) {
 				printf(",\"cpus\":");
-				json_str(cpus);
+				vfab_cli_json_str(cpus);
 			}
 		}
 		if (fs->ssh)
@@ -298,7 +283,7 @@ int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv)
 	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
 		if (json) {
 			printf("{\"fabric\":");
-			json_str(cli->fabric);
+			vfab_cli_json_str(cli->fabric);
 			printf(",\"up\":false}\n");
 		} else {
 			printf("fabric %s is not up\n", cli->fabric);

@@ -1,5 +1,5 @@
-# Shared by the GPU scripts: locate rdma-core (system or carried .debs), the
-# vfab build, and run torchrun in every node through `vfab run`.
+# Shared by the GPU scripts: a GPU and torch, rdma-core and the vfab build
+# (env.sh), and torchrun in every node through `vfab run`.
 # Expects: $repo, $out, $summary, $fabric set by the caller.
 
 say() { echo "$*" | tee -a "$summary"; }
@@ -10,26 +10,8 @@ python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 
 	{ echo "torch does not see a GPU" >&2; exit 1; }
 torchrun=$(command -v torchrun || echo "python3 -m torch.distributed.run")
 
-# --- rdma-core: the system's, or carried .debs ---------------------------------
-libdir_args=()
-prefix=/opt/vfab-rdma
-if ! ldconfig -p | grep -q 'libibverbs.so.1 '; then
-	debs=${VFAB_DEBS:-$repo/.debs}
-	ls "$debs"/*.deb >/dev/null 2>&1 || { echo "no libibverbs and no .debs in $debs" >&2; exit 1; }
-	mkdir -p "$prefix"
-	for d in "$debs"/*.deb; do dpkg -x "$d" "$prefix"; done
-	libdir_args=(--libdir "$prefix/usr/lib/x86_64-linux-gnu")
-	export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	export PATH="$prefix/usr/bin:$PATH"
-fi
-
-# --- vfab build: the carried one, or build here ---------------------------------
-vfab="${VFAB_BUILD_DIR:-$repo/build}/bin/vfab"
-if [ ! -x "$vfab" ]; then
-	need cmake
-	cmake -S "$repo" -B "$repo/build" -DVFAB_BUILD_TESTS=OFF >/dev/null
-	cmake --build "$repo/build" -j"$(nproc)" >/dev/null
-fi
+# rdma-core (system or carried .debs) and the vfab build.
+. "$repo/tests/gpu/env.sh"
 
 nccl_env=(PYTHONUNBUFFERED=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0 VFAB_GPU=0
 	CUDA_VISIBLE_DEVICES=0)

@@ -14,8 +14,9 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+# torch is imported in main(), after --dry-run: the CPU dry run in CI has no torch.
+torch = None
+dist = None
 
 
 def log(msg):
@@ -104,7 +105,18 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--skip-correctness", action="store_true")
     ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print what the launch gave this rank and stop before torch")
     args = ap.parse_args()
+
+    if args.dry_run:
+        keys = ("NODE_RANK", "RANK", "NNODES", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "VFAB_NODE", "VFAB_FABRIC")
+        log(f"DRYRUN host {os.uname().nodename} " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys))
+        sys.exit(0)
+    global torch, dist
+    import torch
+    import torch.distributed as dist
 
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -31,6 +31,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 mkdir -p "$out"
+# First, in seconds: can vfab run on this machine at all (saved in preflight.txt).
+"$repo/tests/gpu/preflight.sh" --out "$out"
 summary="$out/summary.md"
 : >"$summary"
 

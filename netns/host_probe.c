@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/* The host probes of `vfab doctor` (host_probe.h). */
+#include "netns/host_probe.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/fsutil.h"
+#include "fabric/region.h"
+#include "netns/netcfg.h"
+
+/* Where the child probes mount what they try: hidden by their own mount namespace. */
+#define PROBE_MNT "/mnt"
+
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Runs fn in a child process and waits for it: fn's 0 or -errno comes back
+ * as its exit status, its detail through a pipe. The child never returns
+ * into the caller, whatever namespaces it entered.
+ */
+static int in_child(int (*fn)(char *detail, size_t len), char *detail, size_t len)
+{
+	int pfd[2], status, ret;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		char text[256] = "";
+
+		close(pfd[0]);
+		ret = fn(text, sizeof(text));
+		if (write(pfd[1], text, strlen(text)) < 0)
+			_exit(255);
+		_exit(ret < 0 && ret > -255 ? -ret : (ret ? 255 : 0));
+	}
+	close(pfd[1]);
+	n = read(pfd[0], detail, len - 1);
+	detail[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	if (!WIFEXITED(status))
+		return -EINTR;
+	return -WEXITSTATUS(status);
+}
+
+/* A mount namespace of its own whose changes never propagate to the host. */
+static int private_mounts(char *d, size_t len)
+{
+	if (unshare(CLONE_NEWNS))
+		return say(d, len, "unshare(CLONE_NEWNS): %s", strerror(errno)), -errno;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return say(d, len, "make / private: %s", strerror(errno)), -errno;
+	return 0;
+}
+
+static int probe_namespaces(char *d, size_t len)
+{
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC))
+		return say(d, len, "unshare(net, mount, uts, ipc): %s", strerror(errno)), -errno;
+	say(d, len, "network, mount, UTS and IPC namespaces");
+	return 0;
+}
+
+static int probe_pidns(char *d, size_t len)
+{
+	int status;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWPID))
+		return say(d, len, "unshare(CLONE_NEWPID): %s", strerror(errno)), -errno;
+	pid = fork();
+	if (pid < 0)
+		return say(d, len, "fork into it: %s", strerror(errno)), -errno;
+	if (pid == 0)
+		_exit(getpid() == 1 ? 0 : 1);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return say(d, len, "the first process of the namespace is not pid 1"), -EPERM;
+	say(d, len, "a PID namespace whose first process is pid 1");
+	return 0;
+}
+
+static int probe_veth(char *d, size_t len)
+{
+	struct nl_sock *sk;
+	int ret;
+
+	if (unshare(CLONE_NEWNET))
+		return say(d, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), -errno;
+	ret = vfab_nl_open(&sk);
+	if (ret)
+		return say(d, len, "NETLINK_ROUTE socket: %s", strerror(-ret)), ret;
+	ret = vfab_nl_bridge_add(sk, "vfprobe0", 1500);
+	if (ret)
+		return say(d, len, "bridge: %s", strerror(-ret)), ret;
+	ret = vfab_nl_veth_add(sk, "vfprobe1", "vfprobe2");
+	if (ret)
+		return say(d, len, "veth pair: %s", strerror(-ret)), ret;
+	say(d, len, "a bridge and a veth pair in a network namespace (libnl-route)");
+	return 0;
+}
+
+static int probe_sysfs(char *d, size_t len)
+{
+	int ret;
+
+	if (unshare(CLONE_NEWNET))
+		return say(d, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), -errno;
+	ret = private_mounts(d, len);
+	if (ret)
+		return ret;
+	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return say(d, len, "a fresh sysfs on /sys: %s", strerror(errno)), -errno;
+	if (access("/sys/class/net/lo", F_OK))
+		return say(d, len, "the fresh sysfs does not show the namespace's own netdevs"),
+		       -ENOENT;
+	if (mount("tmpfs", "/sys/class", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k"))
+		return say(d, len, "tmpfs on /sys/class: %s", strerror(errno)), -errno;
+	say(d, len, "a namespace's own sysfs, a tmpfs over /sys/class in it");
+	return 0;
+}
+
+static int probe_overlay(char *d, size_t len)
+{
+	static const char *const dirs[] = {PROBE_MNT "/l", PROBE_MNT "/u", PROBE_MNT "/w",
+					   PROBE_MNT "/m"};
+	int ret = private_mounts(d, len);
+
+	if (ret)
+		return ret;
+	if (mount("tmpfs", PROBE_MNT, "tmpfs", 0, "size=64k"))
+		return say(d, len, "tmpfs on " PROBE_MNT ": %s", strerror(errno)), -errno;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir(dirs[i], 0755))
+			return say(d, len, "mkdir %s: %s", dirs[i], strerror(errno)), -errno;
+	if (mount("overlay", PROBE_MNT "/m", "overlay", 0,
+		  "lowerdir=" PROBE_MNT "/l,upperdir=" PROBE_MNT "/u,workdir=" PROBE_MNT "/w"))
+		return say(d, len, "overlay: %s", strerror(errno)), -errno;
+	say(d, len, "overlayfs over a tmpfs");
+	return 0;
+}
+
+static int probe_pvm(char *d, size_t len)
+{
+	static volatile unsigned long word;
+	unsigned long v = 0x76666162ul;
+	struct iovec l = {.iov_base = &v, .iov_len = sizeof(v)};
+	struct iovec r = {.iov_base = (void *)&word, .iov_len = sizeof(word)};
+	int go[2], done[2], status;
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(go) || pipe(done))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* The peer: waits until written into, then says what it found. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		c = word == 0x76666162ul ? 'y' : 'n';
+		_exit(write(done[1], &c, 1) == 1 && c == 'y' ? 0 : 1);
+	}
+	if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(v)) {
+		int e = errno;
+
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return say(d, len, "process_vm_writev: %s", strerror(e)), -e;
+	}
+	if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1 || c != 'y' ||
+	    waitpid(pid, &status, 0) != pid)
+		return say(d, len, "the bytes did not arrive"), -EIO;
+	say(d, len, "process_vm_writev between two processes");
+	return 0;
+}
+
+typedef int (*probe_fn)(char *detail, size_t len);
+
+static void child_probe(struct vfab_probe_result *p, const char *name, const char *needed_by,
+			probe_fn fn)
+{
+	int ret;
+
+	p->name = name;
+	p->needed_by = needed_by;
+	ret = in_child(fn, p->detail, sizeof(p->detail));
+	p->verdict = ret ? VFAB_PROBE_FAIL : VFAB_PROBE_OK;
+	if (ret && !p->detail[0])
+		say(p->detail, sizeof(p->detail), "%s", strerror(-ret));
+}
+
+static void probe_root(struct vfab_probe_result *p)
+{
+	p->name = "root";
+	p->needed_by = "vfab up (namespaces, mounts, veths)";
+	p->verdict = geteuid() == 0 ? VFAB_PROBE_OK : VFAB_PROBE_FAIL;
+	say(p->detail, sizeof(p->detail), "effective uid %u", (unsigned)geteuid());
+}
+
+static void probe_ptrace(struct vfab_probe_result *p)
+{
+	char text[16];
+	int scope = 0;
+
+	p->name = "ptrace scope";
+	p->needed_by = "the data path (process_vm_writev between users' processes)";
+	p->verdict = VFAB_PROBE_OK;
+	if (vfab_read_file("/proc/sys/kernel/yama/ptrace_scope", text, sizeof(text)) > 0)
+		scope = atoi(text);
+	if (scope == 2)
+		p->verdict = VFAB_PROBE_WARN;
+	else if (scope >= 3)
+		p->verdict = VFAB_PROBE_FAIL;
+	say(p->detail, sizeof(p->detail), "Yama ptrace_scope %d%s", scope,
+	    scope == 1	 ? " (the provider names its peers with PR_SET_PTRACER)"
+	    : scope == 2 ? ": only root processes can move data"
+	    : scope >= 3 ? ": no process may copy into another"
+			 : "");
+}
+
+static void probe_shm(struct vfab_probe_result *p)
+{
+	struct statvfs st;
+	unsigned long long avail;
+
+	p->name = "/dev/shm";
+	p->needed_by = "the fabric region and its ring pool";
+	if (statvfs("/dev/shm", &st)) {
+		p->verdict = VFAB_PROBE_FAIL;
+		say(p->detail, sizeof(p->detail), "statvfs: %s", strerror(errno));
+		return;
+	}
+	avail = (unsigned long long)st.f_bavail * st.f_frsize;
+	p->verdict = avail >= VFAB_POOL_BYTES_MIN ? VFAB_PROBE_OK : VFAB_PROBE_FAIL;
+	say(p->detail, sizeof(p->detail), "%llu MiB free (a fabric takes at least %llu MiB)",
+	    avail >> 20, (unsigned long long)(VFAB_POOL_BYTES_MIN >> 20));
+}
+
+static void probe_cpuset(struct vfab_probe_result *p)
+{
+	char text[512] = "";
+	bool v2 = vfab_read_file("/sys/fs/cgroup/cgroup.controllers", text, sizeof(text)) > 0 &&
+		  strstr(text, "cpuset");
+	bool v1 = !access("/sys/fs/cgroup/cpuset/cpuset.cpus", F_OK);
+
+	p->name = "cpuset cgroup";
+	p->needed_by = "each node's own CPUs (nproc, hwloc, MPI binding)";
+	p->verdict = v1 || v2 ? VFAB_PROBE_OK : VFAB_PROBE_WARN;
+	say(p->detail, sizeof(p->detail), "%s",
+	    v2	 ? "cgroup v2 with the cpuset controller"
+	    : v1 ? "cgroup v1 cpuset hierarchy"
+		 : "none: nodes get CPU affinity only");
+}
+
+static void probe_fuse(struct vfab_probe_result *p)
+{
+	struct stat st;
+
+	p->name = "/dev/fuse";
+	p->needed_by = "nothing yet (counters served on every read, planned)";
+	p->verdict =
+	    !stat("/dev/fuse", &st) && S_ISCHR(st.st_mode) ? VFAB_PROBE_OK : VFAB_PROBE_WARN;
+	say(p->detail, sizeof(p->detail), "%s",
+	    p->verdict == VFAB_PROBE_OK ? "character device present" : "missing");
+}
+
+static void probe_verbs(struct vfab_probe_result *p)
+{
+	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	p->name = "libibverbs";
+	p->needed_by = "every RDMA program in the nodes, and vfab's provider";
+	if (!h) {
+		p->verdict = VFAB_PROBE_FAIL;
+		say(p->detail, sizeof(p->detail),
+		    "%s (install rdma-core, or unpack its .debs and "
+		    "pass their lib dir to `vfab up --libdir`)",
+		    dlerror());
+		return;
+	}
+	p->verdict = dlsym(h, "verbs_register_driver_34") ? VFAB_PROBE_OK : VFAB_PROBE_FAIL;
+	say(p->detail, sizeof(p->detail), "%s",
+	    p->verdict == VFAB_PROBE_OK
+		? "libibverbs.so.1 with the provider ABI 34 (rdma-core 36-56)"
+		: "libibverbs.so.1 without the provider ABI 34: vfab's "
+		  "provider cannot register");
+	dlclose(h);
+}
+
+size_t vfab_host_probe_run(struct vfab_probe_result *out)
+{
+	size_t n = 0;
+
+	memset(out, 0, VFAB_HOST_PROBES * sizeof(*out));
+	probe_root(&out[n++]);
+	child_probe(&out[n++], "namespaces", "node sandboxes", probe_namespaces);
+	child_probe(&out[n++], "pid namespace",
+		    "processes in PID namespaces of their own (containers)", probe_pidns);
+	child_probe(&out[n++], "veth and bridge", "the nodes' eth0 and the leaves", probe_veth);
+	child_probe(&out[n++], "sysfs views", "the nodes' /sys (HCAs, PCI view)", probe_sysfs);
+	child_probe(&out[n++], "overlayfs", "the nodes' /etc (libibverbs.d, hosts, preload)",
+		    probe_overlay);
+	child_probe(&out[n++], "process_vm_writev", "the data path", probe_pvm);
+	probe_ptrace(&out[n++]);
+	probe_shm(&out[n++]);
+	probe_cpuset(&out[n++]);
+	probe_fuse(&out[n++]);
+	probe_verbs(&out[n++]);
+	return n;
+}
+
+const char *vfab_probe_verdict_name(enum vfab_probe_verdict v)
+{
+	return v == VFAB_PROBE_OK ? "ok" : v == VFAB_PROBE_WARN ? "warn" : "FAIL";
+}

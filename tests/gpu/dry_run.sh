@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The GPU check on CPU (CI): everything the GPU machine does up to the first
+# CUDA call, the way it does it, so that a packaging or launch mistake shows
+# here and not in the few GPU minutes. rdma-core comes from the Debian .debs
+# (fetched into .debs/ when missing), unpacked into a prefix even though this
+# host has rdma-core (VFAB_FORCE_DEBS=1); then: the preflight without its GPU
+# part, `vfab up --libdir` with the GPU scripts' 2-node config, libibverbs in
+# the nodes resolved from the prefix through the nodes' own ld.so cache,
+# ibv_devinfo and ib_write_bw from the prefix between the nodes, and the
+# torchrun command line of run_gpu_e2e.sh through `vfab run` with
+# nccl_check.py --dry-run (the ranks' environment, no torch).
+#
+# Usage (root, repo root): tests/gpu/dry_run.sh [--fabric NAME]   (default gdry)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+fabric=gdry
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--fabric) fabric=$2; shift 2 ;;
+	-h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+	*) echo "unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+tmp=$(mktemp -d /tmp/vfab-gpu-dry.XXXXXX)
+chmod 755 "$tmp"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cleanup() {
+	[ -z "${vfab:-}" ] || "$vfab" --fabric "$fabric" down >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if ! ls "${VFAB_DEBS:-$repo/.debs}"/*.deb >/dev/null 2>&1; then
+	"$repo/tests/gpu/fetch_debs.sh" >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null && "$repo/tests/gpu/fetch_debs.sh" >/dev/null; } ||
+		fail "could not fetch the .debs (tests/gpu/fetch_debs.sh)"
+fi
+export VFAB_FORCE_DEBS=1 VFAB_RDMA_PREFIX=$tmp/prefix
+. "$repo/tests/gpu/env.sh"
+libdir=${libdir_args[1]}
+echo "--- rdma-core from the .debs in $VFAB_RDMA_PREFIX"
+
+"$repo/tests/gpu/preflight.sh" --no-gpu --out "$tmp" >/dev/null ||
+	{ cat "$tmp/preflight.txt"; fail "the preflight failed"; }
+grep -q '^ok    libibverbs' "$tmp/preflight.txt" || fail "the preflight did not see the prefix's libibverbs"
+echo "--- preflight: $(grep -c '^ok' "$tmp/preflight.txt") ok"
+
+# The GPU scripts' config: one rank and one GPU per node.
+cat >"$tmp/gpu.yaml" <<YAML
+version: 1
+cluster:
+  name: gpu
+nodes:
+  - {id: node0, host: 127.0.0.1, ranks: [0], gpus: [{profile: h100}]}
+  - {id: node1, host: 127.0.0.1, ranks: [1], gpus: [{profile: h100}]}
+YAML
+"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$tmp/gpu.yaml" >"$tmp/up.log" 2>&1 ||
+	{ cat "$tmp/up.log"; fail "vfab up --libdir"; }
+vx() { "$vfab" --fabric "$fabric" exec "$@"; }
+
+# Inside a node, with no environment variable: the prefix's libibverbs.
+got=$(vx node0 ldd "$VFAB_RDMA_PREFIX/usr/bin/ibv_devinfo" | awk '/libibverbs.so.1/ {print $3}')
+case "$got" in
+"$libdir"/*) echo "--- node0: ibv_devinfo loads $got" ;;
+*) fail "in node0 the prefix's ibv_devinfo loads libibverbs from '$got', not $libdir" ;;
+esac
+vx node0 env -u LD_LIBRARY_PATH "$VFAB_RDMA_PREFIX/usr/bin/ibv_devinfo" -d mlx5_0 >"$tmp/devinfo.txt" 2>&1 ||
+	{ cat "$tmp/devinfo.txt"; fail "ibv_devinfo from the prefix in node0"; }
+grep -q 'PORT_ACTIVE' "$tmp/devinfo.txt" || fail "ibv_devinfo from the prefix: no active port"
+
+# perftest from the prefix between the nodes.
+bw="$VFAB_RDMA_PREFIX/usr/bin/ib_write_bw"
+vx node1 env -u LD_LIBRARY_PATH "$bw" -d mlx5_0 -x 3 -F -n 1000 -p 18790 >"$tmp/bw.srv" 2>&1 &
+srv=$!
+sleep 1
+vx node0 env -u LD_LIBRARY_PATH "$bw" -d mlx5_0 -x 3 -F -n 1000 -p 18790 198.18.0.2 >"$tmp/bw.cli" 2>&1 ||
+	{ cat "$tmp/bw.srv" "$tmp/bw.cli"; fail "ib_write_bw from the prefix"; }
+wait "$srv" || fail "the ib_write_bw server from the prefix failed"
+echo "--- ib_write_bw from the prefix: $(awk '/#bytes/ {getline; print $4 " MB/s"}' "$tmp/bw.cli")"
+
+# run_gpu_e2e.sh's launch, up to the first CUDA call.
+cmd='exec env PYTHONUNBUFFERED=1 python3 '"$repo"'/tests/gpu/nccl_check.py --dry-run'
+"$vfab" --fabric "$fabric" run -- bash -c "$cmd" >"$tmp/run.log" 2>&1 ||
+	{ cat "$tmp/run.log"; fail "vfab run of nccl_check.py --dry-run"; }
+for n in 0 1; do
+	grep -q "^node$n: DRYRUN host node$n NODE_RANK=$n .*NNODES=2 .*MASTER_ADDR=198.18.0.1 " \
+		"$tmp/run.log" || { cat "$tmp/run.log"; fail "node$n's rank did not get its launch environment"; }
+done
+echo "--- vfab run: both ranks got NODE_RANK, NNODES, MASTER_ADDR"
+"$vfab" --fabric "$fabric" down >/dev/null
+echo "GPU dry run: PASS"
