@@ -54,6 +54,11 @@ int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *
 	return vfab_pathf(buf, len, "%s/nodes/%s/" VFAB_HOLDER_PID_FILE, rundir, node);
 }
 
+int vfab_node_gpus_path(char *buf, size_t len, const char *rundir, const char *node)
+{
+	return vfab_pathf(buf, len, "%s/nodes/%s/gpus", rundir, node);
+}
+
 int vfab_fifo_dir(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/fifo", rundir);

@@ -48,6 +48,13 @@ int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node);
 int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node);
 
 /*
+ * A node's own GPUs: <rundir>/nodes/<node>/gpus, written by `vfab up` for a
+ * node that lists gpus, read by its holder and by whoever enters it
+ * (netns/node_gpus.h).
+ */
+int vfab_node_gpus_path(char *buf, size_t len, const char *rundir, const char *node);
+
+/*
  * A node's cpuset cgroup under the hierarchy's top directory `top`:
  * <top>/vfab-<fabric>/<node>, or the fabric's <top>/vfab-<fabric> for node NULL.
  */

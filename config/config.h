@@ -27,7 +27,7 @@
 #define VFAB_CFG_MAX_GROUPS VFAB_MAX_NODES /* leaf groups */
 #define VFAB_CFG_DEFAULT_IPV6_PREFIX "fd00:198:18::/48"
 
-/* hcas[].gpu: the host GPU, in CUDA's order, an HCA shares a PCIe switch with. */
+/* hcas[].gpu: the node's GPU (cuda:K in the node) an HCA shares a PCIe switch with. */
 #define VFAB_CFG_MAX_GPU_INDEX 63
 
 /* An interface address, "198.18.0.1/24" or "fd00::1/64". */
@@ -54,8 +54,8 @@ struct vfab_cfg_hca {
 	uint32_t nports;			      /* 1..VFAB_MAX_PORTS */
 	char netdev[VFAB_MAX_PORTS][VFAB_IFNAME_MAX]; /* bound netdev per port */
 	uint32_t copy_engines; /* 1..VFAB_MAX_COPY_ENGINES; 0: from the node's CPUs */
-	bool has_gpu;	       /* hcas[].gpu given: the HCA sits next to host GPU `gpu` */
-	uint32_t gpu;	       /* 0..VFAB_CFG_MAX_GPU_INDEX, in PCI (= CUDA) order */
+	bool has_gpu;	       /* hcas[].gpu given: the HCA sits next to the node's GPU `gpu` */
+	uint32_t gpu;	       /* 0..VFAB_CFG_MAX_GPU_INDEX: its own (gpus list), else the host's */
 };
 
 struct vfab_cfg_node {
@@ -65,6 +65,7 @@ struct vfab_cfg_node {
 	uint32_t group;		      /* leaf group: nodes[].leaf, or index / fabric.leaf_size */
 	uint32_t nranks;
 	uint32_t *ranks;
+	bool has_gpus; /* `gpus` given (even 0, []): GPUs of its own (netns/gpu_plan.h) */
 	uint32_t ngpus;
 	char (*gpu_profiles)[VFAB_CFG_TEXT_MAX]; /* ngpus entries; "" when a count was given */
 	uint32_t nhcas;

@@ -96,6 +96,7 @@ static int parse_gpus(struct cfg_ctx *c, yaml_node_t *v, const char *path, void 
 	size_t n, i;
 
 	o->lines->gpus = cfg_line(v);
+	o->n->has_gpus = true;
 	if (v->type == YAML_SCALAR_NODE) { /* a plain count */
 		if (cfg_uint(c, v, path, 0, CFG_MAX_GPUS, &o->n->ngpus))
 			return -EINVAL;
@@ -212,8 +213,9 @@ static int parse_hca_copy_engines(struct cfg_ctx *c, yaml_node_t *v, const char 
 }
 
 /*
- * The host GPU the HCA shares a PCIe switch with in the node's /sys (NCCL
- * then sees them as a DGX's GPU/NIC pair). Checked against the host only at
+ * The node's GPU (its own K-th with a gpus list, else host GPU K) the HCA
+ * shares a PCIe switch with in the node's /sys (NCCL then sees them as a
+ * DGX's GPU/NIC pair). Checked against the host only at
  * `vfab up`: a config stays valid on a machine without GPUs.
  */
 static int parse_hca_gpu(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)

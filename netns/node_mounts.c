@@ -13,6 +13,8 @@
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "netns/node_bin.h"
+#include "netns/mountinfo.h"
+#include "netns/node_gpus.h"
 #include "netns/node_identity.h"
 #include "netns/pci_view.h"
 
@@ -26,62 +28,6 @@ static int bind_ro(const char *src, const char *dst)
 	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL))
 		return -errno;
 	return 0;
-}
-
-/* mountinfo escapes blanks and backslashes as \ooo. */
-static void unescape_mountinfo(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] && r[3]) {
-			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
-/*
- * The mounts sitting directly on the host's /sys (cgroup, bpf, debugfs ...):
- * the fresh sysfs would hide them, and programs in the node (NCCL, torch read
- * cgroup limits) expect them where they were.
- */
-static int sys_submounts(char (*out)[256], int max)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096];
-	int sys_id = -1, n = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		int id, parent;
-		char mp[1024];
-
-		if (sscanf(line, "%d %d %*s %*s %1023s", &id, &parent, mp) != 3)
-			continue;
-		unescape_mountinfo(mp);
-		if (strcmp(mp, "/sys") == 0)
-			sys_id = id; /* the last one listed is the visible one */
-	}
-	rewind(f);
-	while (sys_id >= 0 && fgets(line, sizeof(line), f) && n < max) {
-		int id, parent;
-		char mp[1024];
-
-		if (sscanf(line, "%d %d %*s %*s %1023s", &id, &parent, mp) != 3)
-			continue;
-		unescape_mountinfo(mp);
-		if (parent != sys_id || strncmp(mp, "/sys/", 5) != 0 ||
-		    strncmp(mp, "/sys/class", 10) == 0 || strlen(mp) >= 256)
-			continue;
-		strcpy(out[n++], mp);
-	}
-	fclose(f);
-	return n;
 }
 
 /*
@@ -199,7 +145,7 @@ static int mount_pci_view(const char *nd, const char *sys, char *err, size_t err
 static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 {
 	char sys[4096], cls[4096], dst[4096];
-	char subs[MAX_SYS_SUBMOUNTS][256];
+	char subs[MAX_SYS_SUBMOUNTS][VFAB_MOUNTPOINT_MAX];
 	struct stat st;
 	int nsubs, ret;
 
@@ -214,11 +160,17 @@ static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 	/* Mounted by this process, the sysfs shows the node's network namespace. */
 	if (mount("sysfs", sys, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return vfab_fail(err, errlen, -errno, "sysfs on %s", sys);
-	nsubs = sys_submounts(subs, MAX_SYS_SUBMOUNTS);
+	/*
+	 * The mounts sitting directly on the host's /sys (cgroup, bpf, debugfs
+	 * ...): the fresh sysfs would hide them, and programs in the node (NCCL,
+	 * torch read cgroup limits) expect them where they were.
+	 */
+	nsubs = vfab_mount_children("/sys", subs, MAX_SYS_SUBMOUNTS);
 	if (nsubs < 0)
 		return vfab_fail(err, errlen, nsubs, "read /proc/self/mountinfo");
 	for (int i = 0; i < nsubs; i++) {
-		if (vfab_pathf(dst, sizeof(dst), "%s%s", sys, subs[i] + 4))
+		if (strncmp(subs[i], "/sys/class", 10) == 0 ||
+		    vfab_pathf(dst, sizeof(dst), "%s%s", sys, subs[i] + 4))
 			continue;
 		/* Only where the fresh sysfs has the directory (same kernel: it has). */
 		if (stat(dst, &st) || !S_ISDIR(st.st_mode))
@@ -319,7 +271,10 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, const char *reg
 	/* Nothing mounted here may reach the host; host changes still arrive. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
 		return vfab_fail(err, errlen, -errno, "make / rslave");
-	ret = mount_node_sysfs(nd, err, errlen);
+	/* First: what later mounts on /dev (infiniband, shm) must sit on the overlay. */
+	ret = vfab_node_gpus_mount(rundir, node, err, errlen);
+	if (ret == 0)
+		ret = mount_node_sysfs(nd, err, errlen);
 	if (ret == 0)
 		ret = mount_dev_view(nd, err, errlen);
 	if (ret == 0)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The mount namespace of a node (DESIGN.md "Node sandbox"): a sysfs of the
+ * The mount namespace of a node (DESIGN.md "Node sandbox"): for a node with
+ * GPUs of its own, a /dev and /proc/driver/nvidia/gpus showing only those
+ * (node_gpus.h); a sysfs of the
  * node's network namespace on /sys whose class/infiniband* come from the run
  * dir views, /dev/infiniband from the run dir, an overlay on /etc, and a
  * private /var/cache/ldconfig (ldconfig in a node must not write the host's),

@@ -206,6 +206,11 @@ static bool on_bus(const char *dir, const void *arg)
 	return vfab_pci_parse_bdf(name, &a) == 0 && a.domain == bus->domain && a.bus == bus->bus;
 }
 
+uint32_t vfab_pci_host_gpus(const char *sysroot, struct vfab_pci_host_fn *out, uint32_t max)
+{
+	return host_fns(sysroot, is_gpu, NULL, out, max);
+}
+
 static int add_dev(struct vfab_pci_layout *l, uint8_t kind, int parent, uint8_t bus, uint8_t dev)
 {
 	struct vfab_pci_dev *d;
@@ -409,7 +414,7 @@ int vfab_pci_plan(const struct vfab_region *r, uint32_t node, const int *gpu_of,
 		p.gpus = calloc(VFAB_PCI_MAX_GPUS, sizeof(*p.gpus));
 		if (!p.gpus)
 			return -ENOMEM;
-		l->ngpus = host_fns(sysroot, is_gpu, NULL, p.gpus, VFAB_PCI_MAX_GPUS);
+		l->ngpus = vfab_pci_host_gpus(sysroot, p.gpus, VFAB_PCI_MAX_GPUS);
 	}
 	for (uint32_t i = 0; i < nh; i++) {
 		if (placed[order[i]] >= 0 && (uint32_t)placed[order[i]] >= l->ngpus) {

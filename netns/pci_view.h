@@ -106,6 +106,14 @@ struct vfab_pci_layout {
 int vfab_pci_plan(const struct vfab_region *r, uint32_t node, const int *gpu_of,
 		  const char *sysroot, struct vfab_pci_layout *l);
 
+/*
+ * The host's NVIDIA GPUs (display controllers, class 0x03xxxx, under
+ * sysroot/bus/pci/devices) in PCI order, at most `max`: the numbering of
+ * hcas[].gpu, and the order gpu_plan.h matches the driver's GPUs against.
+ * Returns how many.
+ */
+uint32_t vfab_pci_host_gpus(const char *sysroot, struct vfab_pci_host_fn *out, uint32_t max);
+
 /* "0001:02:00.0" */
 void vfab_pci_addr_text(const struct vfab_pci_addr *a, char buf[16]);
 

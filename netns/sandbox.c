@@ -21,6 +21,7 @@
 #include "netns/netdev_device.h"
 #include "netns/node_bin.h"
 #include "netns/node_cpus.h"
+#include "netns/node_gpus.h"
 #include "netns/node_identity.h"
 #include "netns/node_spawn.h"
 #include "netns/node_sshd.h"
@@ -153,12 +154,48 @@ static int node_ldconfig(const struct vfab_sandbox *sb, const char *id, const ch
 }
 
 /*
+ * hcas[].gpu K of a node with GPUs of its own names its K-th GPU (cuda:K in
+ * the node), as the same YAML block would on every server of a DGX cluster;
+ * the PCI view wants the host GPU's PCI index. Other nodes see every host
+ * GPU: K is that index already. VFAB_PCI_NO_GPU (said) when the node has
+ * no GPU K or it has no PCI function.
+ */
+static int host_pci_gpu(const struct vfab_sandbox *sb, uint32_t cfg_index, const char *node,
+			const char *hca, uint32_t k)
+{
+	const struct vfab_gpu_plan *p = sb->gpus;
+	char text[256];
+	int h;
+
+	if (!p || cfg_index >= p->nnodes || p->node[cfg_index].all)
+		return (int)k;
+	h = vfab_gpu_plan_node_gpu(p, cfg_index, k);
+	if (h >= 0 && p->host.gpu[h].pci_index >= 0)
+		return p->host.gpu[h].pci_index;
+	if (sb->note) {
+		if (h < 0)
+			snprintf(text, sizeof(text),
+				 "node %s: %s: gpu %u: the node has %u GPU(s) of its own "
+				 "(nodes[].gpus); the HCA gets a root port of its own",
+				 node, hca, k, p->node[cfg_index].n);
+		else
+			snprintf(
+			    text, sizeof(text),
+			    "node %s: %s: gpu %u: host GPU %d has no PCI function in /sys; the "
+			    "HCA gets a root port of its own",
+			    node, hca, k, h);
+		sb->note(text);
+	}
+	return VFAB_PCI_NO_GPU;
+}
+
+/*
  * The node's PCI layout (pci_view.h) against the host's /sys, with each
  * HCA's hcas[].gpu; a GPU the host lacks is said, not fatal (a config
  * written for a GPU server still comes up on a laptop).
  */
 static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct vfab_cfg_node *cn,
-		    struct vfab_pci_layout *l)
+		    uint32_t cfg_index, struct vfab_pci_layout *l)
 {
 	const struct vfab_node *rn = &sb->region->nodes[node];
 	int gpu_of[sizeof(rn->hcas) / sizeof(rn->hcas[0])], ret;
@@ -169,7 +206,8 @@ static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct v
 		gpu_of[i] = VFAB_PCI_NO_GPU;
 		for (uint32_t k = 0; k < cn->nhcas; k++)
 			if (cn->hcas[k].has_gpu && strcmp(cn->hcas[k].name, name) == 0)
-				gpu_of[i] = (int)cn->hcas[k].gpu;
+				gpu_of[i] =
+				    host_pci_gpu(sb, cfg_index, rn->id, name, cn->hcas[k].gpu);
 	}
 	ret = vfab_pci_plan(sb->region, node, gpu_of, VFAB_HOST_SYSFS, l);
 	for (uint32_t m = 0; ret == 0 && sb->note && m < l->nmissing; m++) {
@@ -186,10 +224,11 @@ static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct v
 }
 
 static int write_views(const struct vfab_sandbox *sb, uint32_t node, const struct vfab_cfg_node *cn,
-		       const char *nd, struct vfab_pci_layout *l, char *err, size_t errlen)
+		       uint32_t cfg_index, const char *nd, struct vfab_pci_layout *l, char *err,
+		       size_t errlen)
 {
 	const char *id = sb->region->nodes[node].id;
-	int ret = plan_pci(sb, node, cn, l);
+	int ret = plan_pci(sb, node, cn, cfg_index, l);
 
 	if (ret)
 		return vfab_fail(err, errlen, ret, "plan the PCI view of node %s", id);
@@ -224,9 +263,13 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	ret = vfab_mkdir_p(nd, 0755);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "mkdir %s", nd);
-	ret = write_views(sb, node, cn, nd, &pci, err, errlen);
+	ret = write_views(sb, node, cn, cfg_index, nd, &pci, err, errlen);
 	if (ret)
 		return ret;
+	/* Before the holder: it reads the list when it sets up the node's /dev. */
+	ret = sb->gpus ? vfab_node_gpus_write(sb->rundir, rn->id, sb->gpus, cfg_index) : 0;
+	if (ret)
+		return vfab_fail(err, errlen, ret, "write the GPU list of node %s", rn->id);
 	if (vfab_pathf(path, sizeof(path), "%s/etc-upper", nd))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "run dir path too long");
 	ret = write_etc_view(sb, cfg_index, path);

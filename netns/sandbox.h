@@ -13,6 +13,7 @@
 #include "base/paths.h"
 #include "config/config.h"
 #include "fabric/region.h"
+#include "netns/gpu_plan.h"
 
 /* In the run dir: this fabric made the host's empty /dev/infiniband mount point. */
 #define VFAB_DEVIB_MARKER "dev-infiniband-created"
@@ -28,6 +29,8 @@ struct vfab_sandbox {
 	const char *const *libdirs; /* absolute; the nodes' ld.so.cache covers them */
 	unsigned nlibdirs;
 	int ssh; /* an sshd per node (node_sshd.h) */
+	/* Each node's host GPUs (gpu_plan.h); NULL: every node sees every host GPU. */
+	const struct vfab_gpu_plan *gpus;
 	/* Says something `up` should tell the user but that is no failure; may be NULL. */
 	void (*note)(const char *text);
 };
@@ -47,7 +50,7 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 
 /*
  * One node (index into the region's nodes[]): writes its sysfs, /dev and
- * /etc views, starts its holder, publishes its namespace and builds its
+ * /etc views and its GPU list, starts its holder, publishes its namespace and builds its
  * network. The holder pid goes into the region too. Then, inside the node,
  * ldconfig when there are libdirs and sshd with `ssh`.
  */

@@ -18,6 +18,7 @@
 #include "netns/launch_files.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
+#include "tools/up_gpus.h"
 
 #define VFABD_READY_TIMEOUT_MS 10000
 #define MAX_LIBDIRS 16
@@ -160,7 +161,8 @@ static void print_note(const char *text)
 }
 
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
-			  const struct up_opts *o, struct vfab_region *r, pid_t vfabd, long long ms)
+			  const struct up_opts *o, const struct vfab_gpu_plan *gpus,
+			  struct vfab_region *r, pid_t vfabd, long long ms)
 {
 	const char *fopt = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "";
 	const char *fname = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "";
@@ -195,6 +197,7 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		}
 		printf("\n");
 	}
+	vfab_up_gpus_print(stdout, cfg, gpus);
 	for (unsigned i = 0; i < o->nlibdirs; i++)
 		printf("  libdir %s (in every node's ld.so.cache)\n", o->libdirs[i]);
 	printf("  launchers: %s/" VFAB_HOSTFILE ", %s/" VFAB_HOSTS_LIST "; vfab%s%s run -- CMD\n",
@@ -219,8 +222,8 @@ static int interrupted(void)
 }
 
 static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, const char *path,
-		    const struct up_opts *o, pid_t *vfabd, struct vfab_region **region, char *err,
-		    size_t errlen)
+		    const struct up_opts *o, const struct vfab_gpu_plan *gpus, pid_t *vfabd,
+		    struct vfab_region **region, char *err, size_t errlen)
 {
 	char libdir[PATH_MAX], preload[PATH_MAX], rpath[256];
 	struct vfab_sandbox sb;
@@ -259,6 +262,7 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 				   .libdirs = o->libdirs,
 				   .nlibdirs = o->nlibdirs,
 				   .ssh = o->ssh,
+				   .gpus = gpus,
 				   .note = print_note};
 	ret = vfab_sandbox_prepare(&sb, err, errlen);
 	for (uint32_t i = 0; ret == 0 && i < (*region)->nnodes; i++) {
@@ -279,6 +283,7 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 					     {"ssh", no_argument, NULL, 's'},
 					     {NULL, 0, NULL, 0}};
 	static struct up_opts o;
+	static struct vfab_gpu_plan gpus; /* ~20 KiB */
 	char err[4096] = "", cfgpath[PATH_MAX];
 	const char *path = NULL;
 	struct vfab_region *region = NULL;
@@ -344,9 +349,13 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &old);
 
-	ret = bring_up(cli, &cfg, path, &o, &vfabd, &region, err, sizeof(err));
+	ret = vfab_up_gpus_plan(&cfg, &gpus);
+	if (ret)
+		snprintf(err, sizeof(err), "plan the nodes' GPUs (nodes[].gpus)");
+	else
+		ret = bring_up(cli, &cfg, path, &o, &gpus, &vfabd, &region, err, sizeof(err));
 	if (ret == 0)
-		print_summary(cli, &cfg, &o, region, vfabd, vfab_now_ms() - t0);
+		print_summary(cli, &cfg, &o, &gpus, region, vfabd, vfab_now_ms() - t0);
 	if (region)
 		vfab_region_close(region);
 	if (ret) {

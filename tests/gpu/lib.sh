@@ -13,8 +13,10 @@ torchrun=$(command -v torchrun || echo "python3 -m torch.distributed.run")
 # rdma-core (system or carried .debs) and the vfab build.
 . "$repo/tests/gpu/env.sh"
 
-nccl_env=(PYTHONUNBUFFERED=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0 VFAB_GPU=0
-	CUDA_VISIBLE_DEVICES=0)
+# No CUDA_VISIBLE_DEVICES: each rank takes cuda:LOCAL_RANK of its node. A node that
+# lists gpus sees only its own (nodes[].gpus; on a one-GPU machine they all share
+# GPU 0), a node without a list every host GPU (cuda:0 = host GPU 0 in each).
+nccl_env=(PYTHONUNBUFFERED=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0)
 
 # run_job NAME NNODES EXTRA_ENV... -- ARGS: torchrun in every node via vfab run
 run_job() {
@@ -46,6 +48,14 @@ prove_ib() {
 	fi
 	grep -E 'NET/IB ?: Using|Using network|nNodes|via NET' "$log" | sort -u | head -20 >>"$summary"
 	return $ok
+}
+
+# check_visible NNODES WANT: torch in each node counts WANT CUDA devices.
+check_visible() {
+	local nn=$1 want=$2 log="$out/visible_${1}n.log"
+	"$vfab" --fabric "$fabric" run -- python3 -c \
+		'import torch; print("cuda_devices", torch.cuda.device_count())' >"$log" 2>&1 || true
+	[ "$(grep -c "cuda_devices $want\$" "$log")" = "$nn" ]
 }
 
 peak() { sed -n 's/.*SWEEP peak_busbw_GBps=\([0-9.]*\).*/\1/p' "$1" | tail -1; }

@@ -124,7 +124,8 @@ def main():
     gpu = int(os.environ.get("VFAB_GPU", str(local)))
     torch.cuda.set_device(gpu)
     dev = torch.device("cuda", gpu)
-    log(f"rank {rank}/{world} host {os.uname().nodename} gpu {gpu} nccl {torch.cuda.nccl.version()}")
+    log(f"rank {rank}/{world} host {os.uname().nodename} gpu {gpu} of {torch.cuda.device_count()} visible"
+        f" nccl {torch.cuda.nccl.version()}")
 
     ok = True
     if not args.skip_correctness:

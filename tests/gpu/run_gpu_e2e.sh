@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # NCCL end-to-end over vfab on a GPU machine: unmodified torchrun/NCCL in 2
-# and then 4 virtual nodes that all share GPU 0, talking through NCCL's IB
-# transport over emulated RoCE HCAs.
+# and then 4 virtual nodes, talking through NCCL's IB transport over emulated
+# RoCE HCAs. Each node lists one GPU (nodes[].gpus): node i gets host GPU
+# i mod #GPUs and sees only it (on a one-GPU machine they all share GPU 0);
+# every rank uses cuda:LOCAL_RANK, no CUDA_VISIBLE_DEVICES.
 #
 # Usage (as root, from the repo root):
 #   tests/gpu/run_gpu_e2e.sh [--out DIR] [--max-bytes N] [--quick]
@@ -26,7 +28,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--max-bytes) max_bytes=$2; shift 2 ;;
 	--quick) quick=1; max_bytes=$((64 << 20)); shift ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -52,8 +54,14 @@ print("version: 1\ncluster:\n  name: gpu\nnodes:")
 for i in range(n):
     print(f"  - id: node{i}\n    host: 127.0.0.1\n    ranks: [{i}]\n    gpus:\n      - profile: h100")
 EOF
-	"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$cfg"
-	say "## $nn nodes ($nodes), all on GPU 0"
+	"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$cfg" | tee "$out/up_${nn}n.log"
+	say "## $nn nodes ($nodes), one GPU each"
+	grep ' gpus: ' "$out/up_${nn}n.log" >>"$summary" || true
+	if check_visible "$nn" 1; then
+		say "every node sees exactly one CUDA device (its own)"
+	else
+		say "GPU visibility per node: FAIL (see visible_${nn}n.log)"; fail=1
+	fi
 	if run_job "ib_${nn}n" "$nn" -- --max-bytes "$max_bytes"; then
 		say "correctness + sweep over NET/IB: PASS"
 	else
