@@ -23,6 +23,59 @@ static uint32_t round_pow2(uint32_t v)
 	return c;
 }
 
+/*
+ * The inline capacity a ConnectX reports through libmlx5 (mlx5_calc_sq_size):
+ * the send WQE that the SGE count or the inline data asked for makes, in
+ * 64-byte basic blocks, less the overhead of the largest operation the QP
+ * may post (RC without IBV_QP_INIT_ATTR_SEND_OPS_FLAGS counts memory-window
+ * binds: 192 bytes; RDMA 32, atomics 48; UD adds its datagram segment) and
+ * the inline header. Programs post inline sends up to the reported size
+ * without asking for any (rdma_xclient -c r: 16 bytes).
+ */
+#define WQE_BB_BYTES 64
+#define WQE_SEG_BYTES 16
+#define WQE_INLINE_HDR_BYTES 4
+#define WQE_CTRL_BYTES 16
+#define WQE_RDMA_BYTES (WQE_CTRL_BYTES + 16)
+#define WQE_ATOMIC_BYTES (WQE_CTRL_BYTES + 32)
+#define WQE_UMR_BYTES (WQE_CTRL_BYTES + 48 + 64 + 64)
+#define WQE_DATAGRAM_BYTES 48
+
+static uint32_t wqe_overhead(enum ibv_qp_type type, bool ops_given, uint64_t ops)
+{
+	uint32_t size = WQE_CTRL_BYTES;
+
+	if (type == IBV_QPT_UD)
+		return size + WQE_DATAGRAM_BYTES;
+	if (!ops_given)
+		return WQE_UMR_BYTES; /* libmlx5's default RC ops include BIND_MW */
+	if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		   IBV_QP_EX_WITH_RDMA_READ))
+		size = WQE_RDMA_BYTES;
+	if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
+		size = WQE_ATOMIC_BYTES;
+	return size;
+}
+
+static uint32_t inline_cap(const struct ibv_qp_init_attr_ex *a)
+{
+	bool given = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	uint32_t overhead = wqe_overhead(a->qp_type, given, a->send_ops_flags);
+	uint32_t size = overhead + a->cap.max_send_sge * WQE_SEG_BYTES, cap;
+
+	if (a->cap.max_inline_data) {
+		uint32_t inl =
+		    overhead + (WQE_INLINE_HDR_BYTES + a->cap.max_inline_data + WQE_SEG_BYTES - 1) /
+				   WQE_SEG_BYTES * WQE_SEG_BYTES;
+
+		if (inl > size)
+			size = inl;
+	}
+	size = (size + WQE_BB_BYTES - 1) / WQE_BB_BYTES * WQE_BB_BYTES;
+	cap = size - overhead - WQE_INLINE_HDR_BYTES;
+	return cap < VFAB_MAX_INLINE ? cap : VFAB_MAX_INLINE;
+}
+
 static int check_caps(const struct ibv_qp_cap *cap, bool srq)
 {
 	if (cap->max_send_wr > VFAB_MAX_QP_WR || cap->max_send_sge > VFAB_MAX_SGE ||
@@ -131,7 +184,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	/* Queue depths round up to powers of two, as the HCA's rings do. */
 	qp->cap.max_send_wr = round_pow2(a->cap.max_send_wr);
 	qp->cap.max_send_sge = a->cap.max_send_sge;
-	qp->cap.max_inline_data = a->cap.max_inline_data;
+	qp->cap.max_inline_data = inline_cap(a);
 	if (!qp->srq) {
 		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr);
 		qp->cap.max_recv_sge = a->cap.max_recv_sge;

@@ -308,6 +308,39 @@ void test_bad_post(void)
 	side_close(&a);
 }
 
+/* The inline room libmlx5 gives a QP: what its WQE leaves (default RC ops count MW binds). */
+static void test_inline_cap(void)
+{
+	static const struct {
+		enum ibv_qp_type type;
+		uint32_t sge, want, got;
+	} cases[] = {{IBV_QPT_RC, 1, 0, 60}, {IBV_QPT_RC, 1, 64, 124}, {IBV_QPT_UD, 1, 0, 60}};
+	struct side s;
+
+	side_open(&s, ALL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ibv_qp_init_attr a = {.send_cq = s.cq,
+					     .recv_cq = s.cq,
+					     .cap = {.max_send_wr = 8,
+						     .max_recv_wr = 8,
+						     .max_send_sge = cases[i].sge,
+						     .max_recv_sge = 1,
+						     .max_inline_data = cases[i].want},
+					     .qp_type = cases[i].type};
+		struct ibv_qp *qp = ibv_create_qp(s.pd, &a);
+
+		check(qp && a.cap.max_inline_data == cases[i].got,
+		      "max_inline_data reported as a ConnectX's (RC 1 SGE: 60, asked 64: 124, UD: "
+		      "60)",
+		      "%s, %u SGE, asked %u: got %u, want %u",
+		      cases[i].type == IBV_QPT_UD ? "UD" : "RC", cases[i].sge, cases[i].want,
+		      qp ? a.cap.max_inline_data : 0, cases[i].got);
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+	side_close(&s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *want = NULL;
@@ -355,6 +388,7 @@ int main(int argc, char **argv)
 
 	printf("# %s, GID index %d\n", ibv_get_device_name(dev), gid_index);
 	test_bad_post();
+	test_inline_cap();
 	test_empty_gid();
 	test_loc_prot();
 	test_rem_access();
