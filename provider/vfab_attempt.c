@@ -107,12 +107,33 @@ uint32_t vfab_packets(uint64_t len, uint32_t mtu)
 }
 
 /*
+ * UC: no ACK ever comes back, so a WR is complete once its message is on
+ * its way, whatever becomes of it (lost, dropped by the responder, no
+ * receive posted); its PSNs are spent either way. It completes when the
+ * message is delivered (ack_ns) or at once where nothing is delivered.
+ */
+static enum vfab_stage uc_sent(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
+{
+	qp->req.psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
+	w->stage = VFAB_ST_ACKED;
+	w->due_ns = w->ack_ns > now ? w->ack_ns : now;
+	return VFAB_ST_ACKED;
+}
+
+static bool is_uc(const struct vfab_qp *qp)
+{
+	return qp->vqp.qp.qp_type == IBV_QPT_UC;
+}
+
+/*
  * Nothing came back: the ACK timer runs; the send queue retries or gives up
  * (and counts the expiry, local_ack_timeout_err).
  */
 static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struct vfab_swqe *w,
 						       uint64_t now)
 {
+	if (is_uc(qp))
+		return uc_sent(qp, w, now);
 	if (!now)
 		now = vfab_mono_ns();
 	qp->req.psn = w->psn; /* go back to this WR */
@@ -134,8 +155,13 @@ static __attribute__((cold)) enum vfab_stage lost(struct vfab_qp *qp, struct vfa
 						  uint64_t now, const struct fabric_booking *b)
 {
 	struct vfab_region *r = qp->ctx->r;
-	uint32_t k = fabric_lost_packet(&qp->req.rng, w->npkts);
+	uint32_t k;
 
+	if (is_uc(qp)) {
+		w->ack_ns = 0;
+		return uc_sent(qp, w, now);
+	}
+	k = fabric_lost_packet(&qp->req.rng, w->npkts);
 	qp->req.psn = w->psn;
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	if (k + 1 < w->npkts) {
@@ -172,7 +198,9 @@ static void rc_book(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t len, uint6
 	}
 	fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &req);
 	w->due_ns = req.deliver_ns;
-	w->ack_ns = req.deliver_ns + fabric_path_latency_ns(r, &qp->req.dest.rev);
+	/* UC has no ACK to wait for: it completes as its message is delivered. */
+	w->ack_ns = is_uc(qp) ? req.deliver_ns
+			      : req.deliver_ns + fabric_path_latency_ns(r, &qp->req.dest.rev);
 }
 
 /*
@@ -193,6 +221,12 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);
+	if (is_uc(qp)) {
+		if (res.kind == VFAB_RESP_ACK)
+			vfab_count_ports(m.r, m.src_hca, m.src_port, m.dst_hca, m.dst_port, len,
+					 w->npkts);
+		return uc_sent(qp, w, now);
+	}
 
 	switch (res.kind) {
 	case VFAB_RESP_ACK:

@@ -92,6 +92,8 @@ static uint64_t supported_send_ops(enum ibv_qp_type type)
 
 	if (type == IBV_QPT_UD)
 		return ud;
+	if (type == IBV_QPT_UC)
+		return ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	return ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 	       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
@@ -110,7 +112,7 @@ static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_at
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
 	    (a->qp_type != IBV_QPT_UD || a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD)
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~supported_send_ops(a->qp_type)))

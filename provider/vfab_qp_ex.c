@@ -233,10 +233,12 @@ void vfab_qp_ex_init(struct vfab_qp *qp)
 	x->wr_set_sge_list = wr_set_sge_list;
 	x->wr_set_inline_data = wr_set_inline_data;
 	x->wr_set_inline_data_list = wr_set_inline_data_list;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return;
 	x->wr_rdma_write = wr_rdma_write;
 	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+		return;
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;

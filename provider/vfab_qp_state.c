@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The QP state transition table for RC and UD (see vfab_qp_state.h). */
+/* The QP state transition table for RC, UC and UD (see vfab_qp_state.h). */
 #include "provider/vfab_qp_state.h"
 
 #include <errno.h>
@@ -18,12 +18,17 @@
 #define RC_SQD_SQD                                                                                 \
 	(IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |          \
 	 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PKEY_INDEX | RC_PATH)
+/* UC: RC without the ACK machinery (timers, retries, RNR, RDMA READ and atomics). */
+#define UC_PATH (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE)
+#define UC_INIT RC_INIT
+#define UC_RTR (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)
+#define UC_SQD_SQD (IBV_QP_PKEY_INDEX | IBV_QP_AV | UC_PATH)
 #define NONE 0xffffffffu /* the transition does not exist for this type */
 
-/* One row per transition: required and optional attributes for RC and UD. */
+/* One row per transition: required and optional attributes for RC, UC and UD. */
 struct rule {
 	enum ibv_qp_state cur, next;
-	uint32_t rc_req, rc_opt, ud_req, ud_opt;
+	uint32_t rc_req, rc_opt, uc_req, uc_opt, ud_req, ud_opt;
 };
 
 /*
@@ -31,18 +36,28 @@ struct rule {
  * SQE exists only for unreliable services, so RC never reaches or leaves it.
  */
 static const struct rule rules[] = {
-    {IBV_QPS_RESET, IBV_QPS_INIT, RC_INIT, 0, UD_INIT, 0},
-    {IBV_QPS_INIT, IBV_QPS_INIT, 0, RC_INIT, 0, UD_INIT},
+    {IBV_QPS_RESET, IBV_QPS_INIT, RC_INIT, 0, UC_INIT, 0, UD_INIT, 0},
+    {IBV_QPS_INIT, IBV_QPS_INIT, 0, RC_INIT, 0, UC_INIT, 0, UD_INIT},
     {IBV_QPS_INIT, IBV_QPS_RTR, RC_RTR, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
-     0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+     UC_RTR, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX, 0,
+     IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
     {IBV_QPS_RTR, IBV_QPS_RTS, RC_RTS, IBV_QP_CUR_STATE | RC_PATH, IBV_QP_SQ_PSN,
+     IBV_QP_CUR_STATE | UC_PATH, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | UC_PATH, 0,
      IBV_QP_CUR_STATE | IBV_QP_QKEY},
-    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
-    {IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
-    {IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
-    {IBV_QPS_SQD, IBV_QPS_SQD, 0, RC_SQD_SQD, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
-    {IBV_QPS_SQE, IBV_QPS_RTS, NONE, NONE, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY, 0,
+     IBV_QP_EN_SQD_ASYNC_NOTIFY},
+    {IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH, 0, IBV_QP_CUR_STATE | UC_PATH, 0,
+     IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {IBV_QPS_SQD, IBV_QPS_SQD, 0, RC_SQD_SQD, 0, UC_SQD_SQD, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+    {IBV_QPS_SQE, IBV_QPS_RTS, NONE, NONE, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS, 0,
+     IBV_QP_CUR_STATE | IBV_QP_QKEY},
 };
+
+static bool known_type(enum ibv_qp_type type)
+{
+	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+}
 
 static bool known_state(enum ibv_qp_state s)
 {
@@ -56,7 +71,7 @@ static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_sta
 	size_t i;
 
 	*req = *opt = 0;
-	if ((type != IBV_QPT_RC && type != IBV_QPT_UD) || !known_state(cur) || !known_state(next))
+	if (!known_type(type) || !known_state(cur) || !known_state(next))
 		return false;
 	if (type == IBV_QPT_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
 		return false;
@@ -67,8 +82,8 @@ static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_sta
 
 		if (r->cur != cur || r->next != next)
 			continue;
-		*req = type == IBV_QPT_RC ? r->rc_req : r->ud_req;
-		*opt = type == IBV_QPT_RC ? r->rc_opt : r->ud_opt;
+		*req = type == IBV_QPT_RC ? r->rc_req : type == IBV_QPT_UC ? r->uc_req : r->ud_req;
+		*opt = type == IBV_QPT_RC ? r->rc_opt : type == IBV_QPT_UC ? r->uc_opt : r->ud_opt;
 		if (*req == NONE) {
 			*req = *opt = 0;
 			return false;
@@ -99,7 +114,7 @@ int vfab_qp_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 {
 	uint32_t req, opt;
 
-	if (type != IBV_QPT_RC && type != IBV_QPT_UD)
+	if (!known_type(type))
 		return -EOPNOTSUPP;
 	/* The current state may only be asserted where the QP is operational. */
 	if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&

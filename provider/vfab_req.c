@@ -22,7 +22,7 @@ static bool is_atomic(uint32_t op)
 /* What post_send refuses outright rather than completing with an error. */
 int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t ahead)
 {
-	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD, uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
 		return EINVAL;
@@ -32,10 +32,13 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 		break;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (ud)
+			return EINVAL;
+		break;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (ud)
+		if (ud || uc) /* an unreliable connection carries no responses */
 			return EINVAL;
 		break;
 	default:

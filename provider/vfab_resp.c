@@ -23,10 +23,18 @@ static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status 
 	res->status = status;
 }
 
-/* A remote access violation: the responder QP breaks, the requester hears why. */
+/*
+ * A remote access violation: the responder QP breaks, the requester hears
+ * why. An unreliable connection sends no NAK and keeps its QP: the message
+ * is dropped, as rxe's responder drops it for UC.
+ */
 static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ibv_wc_status st,
 					       struct vfab_resp *res)
 {
+	if (m->qp_type == IBV_QPT_UC) {
+		res->kind = VFAB_RESP_NO_ANSWER;
+		return;
+	}
 	nak(res, st);
 	vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_ACCESS_ERR);
 }
@@ -226,6 +234,15 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 	if (vfab_resp_check_state(m) != VFAB_RESP_PASS)
 		goto out;
 	kind = vfab_resp_check_psn(m, &dup);
+	/*
+	 * UC retransmits nothing: a PSN off the expected one means messages
+	 * were lost, and the responder takes up the new message where it is.
+	 */
+	if (m->qp_type == IBV_QPT_UC && (kind != VFAB_RESP_PASS || dup)) {
+		vfab_count_event(&vfab_resp_dst_port(m)->cnt.out_of_sequence, 1);
+		kind = VFAB_RESP_PASS;
+		dup = false;
+	}
 	if (kind != VFAB_RESP_PASS || dup) {
 		resp_psn_mismatch(m, kind, dup, res);
 		goto out;

@@ -18,6 +18,7 @@ struct vfab_msg {
 	int32_t self_pid;
 	/* Requester: its port, QP, and the gathered local segments. */
 	uint32_t src_hca, src_port, src_qpn, src_qkey;
+	uint8_t qp_type;       /* the requester's: RC or UC meet only their own kind */
 	uint32_t copy_engines; /* of the requester's context: its HCA's DMA engines */
 	struct iovec *liov;    /* consumed by vfab_resp_rc_chain */
 	unsigned int nliov;
@@ -56,6 +57,7 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 	m->copy_engines = ctx->copy_engines;
 	m->src_port = qp->s->port;
 	m->src_qpn = qp->qpn;
+	m->qp_type = (uint8_t)qp->vqp.qp.qp_type;
 	m->liov = iov;
 	m->nliov = n;
 	m->len = len;

@@ -25,16 +25,16 @@ static bool back_path_ok(const struct vfab_msg *m)
 }
 
 /*
- * Rule: the destination is an RC QP in a receiving state on the port the
- * message reached, connected back to the requester. Anything else never
- * answers (destination lock held).
+ * Rule: the destination is a QP of the requester's transport (RC or UC) in
+ * a receiving state on the port the message reached, connected back to the
+ * requester. Anything else never answers (destination lock held).
  */
 enum vfab_resp_kind vfab_resp_check_state(const struct vfab_msg *m)
 {
 	struct vfab_qp_slot *d = m->d;
 
 	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || d->qp_type != IBV_QPT_RC ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || d->qp_type != m->qp_type ||
 	    d->port != m->dst_port || !back_path_ok(m))
 		return VFAB_RESP_NO_ANSWER;
 	return VFAB_RESP_PASS;

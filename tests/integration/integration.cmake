@@ -37,6 +37,8 @@ vfab_integration_test(int_ud_pingpong 120
   ${_vfab_it}/pingpong.sh 18533 ibv_ud_pingpong -d mlx5_0 -g 3)
 vfab_integration_test(int_srq_pingpong 120
   ${_vfab_it}/pingpong.sh 18534 ibv_srq_pingpong -d mlx5_0 -g 3)
+vfab_integration_test(int_uc_pingpong 120
+  ${_vfab_it}/pingpong.sh 18535 ibv_uc_pingpong -d mlx5_0 -g 3)
 # UD completions as middleware reads them (wc.sl = RoCE L3 type, the GRH area).
 vfab_integration_test(int_ud_grh 180 ${_vfab_it}/ud_grh.sh)
 
@@ -45,6 +47,13 @@ set(_vfab_port 18521)
 foreach(_tool write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat)
   vfab_integration_test(int_ib_${_tool} 240
     ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -n 2000)
+  math(EXPR _vfab_port "${_vfab_port} + 1")
+endforeach()
+# The unreliable connection (UC): the tools that have it.
+set(_vfab_port 18541)
+foreach(_tool write_bw write_lat send_bw send_lat)
+  vfab_integration_test(int_ib_${_tool}_uc 240
+    ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -c UC -n 2000)
   math(EXPR _vfab_port "${_vfab_port} + 1")
 endforeach()
 

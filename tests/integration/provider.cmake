@@ -8,6 +8,7 @@ target_link_libraries(abi_layout_probe PRIVATE vfab_fabric ${IBVERBS_LIB} ${CMAK
 add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_data.c ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_peer.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_chain.c ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_port.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_uc.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})
 
