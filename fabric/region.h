@@ -217,7 +217,12 @@ struct vfab_node {
 	uint32_t in_use;
 	uint32_t index;
 	char id[VFAB_NAME_MAX];
-	_Atomic int32_t holder_pid; /* process keeping the namespaces alive */
+	/*
+	 * Unused. The holder's pid lives in nodes/<id>/holder.pid of the run
+	 * dir, written by root: a pid in this region, which every user can
+	 * write, must never be signalled.
+	 */
+	int32_t reserved;
 	uint32_t nhcas;
 	uint32_t hcas[8];  /* indices into hcas[] */
 	uint32_t ipv4;	   /* first address of eth0, network byte order */
