@@ -3,7 +3,7 @@
 # fixture's so that runs beside someone else's stay apart.
 add_executable(region_scribble ${CMAKE_CURRENT_LIST_DIR}/region_scribble.c)
 target_link_libraries(region_scribble PRIVATE vfab_fabric)
-add_test(NAME int_hostile COMMAND ${CMAKE_CURRENT_LIST_DIR}/hostile.sh)
+add_test(NAME int_hostile COMMAND ${CMAKE_CURRENT_LIST_DIR}/hostile.sh 18617)
 set_tests_properties(int_hostile PROPERTIES
   LABELS integration RUN_SERIAL TRUE TIMEOUT 300 SKIP_RETURN_CODE 77
   ENVIRONMENT "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC=${VFAB_IT_FABRIC}-hostile")

@@ -12,12 +12,17 @@
  *          (run it with "restore OLD_RUNDIR OLD_ID OLD_NAME" then).
  *   restore RUNDIR ID NAME  writes them back.
  *   count  adds WORDS to port_xmit_data of node0's first HCA, port 1.
+ *   arm PID ID1 ID2 MS  for MS milliseconds, points the completion channel of
+ *          every CQ in use at FIFO name PID.ID1 or PID.ID2 (alternately) and
+ *          arms it, so that whoever completes into those CQs writes the
+ *          CQ's cookie to that name.
  * Exit 0, or 1 with a message.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fabric/region.h"
 
@@ -40,7 +45,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || vfab_region_open(argv[1], &r)) {
 		fprintf(stderr, "usage: region_scribble REGION names STAGE | restore RUNDIR ID NAME"
-				" | count WORDS (region must map)\n");
+				" | count WORDS | arm PID ID1 ID2 MS (region must map)\n");
 		return 1;
 	}
 	if (!strcmp(argv[2], "names") && argc == 4) {
@@ -61,6 +66,27 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[2], "count") && argc == 4) {
 		atomic_fetch_add(&r->hcas[r->nodes[0].hcas[0]].ports[0].cnt.xmit_data_words,
 				 strtoull(argv[3], NULL, 10));
+		rc = 0;
+	} else if (!strcmp(argv[2], "arm") && argc == 7) {
+		int32_t pid = (int32_t)atoi(argv[3]);
+		uint32_t ids[2] = {(uint32_t)atoi(argv[4]), (uint32_t)atoi(argv[5])};
+		const struct timespec tick = {0, 200000};
+		long rounds = atol(argv[6]) * 5, armed = 0;
+
+		for (long k = 0; k < rounds; k++) {
+			for (uint32_t i = 0; i < VFAB_MAX_CQS; i++) {
+				struct vfab_cq_slot *c = &r->cqs[i];
+
+				if (atomic_load(&c->state) != VFAB_SLOT_USED)
+					continue;
+				c->chan_pid = pid;
+				c->chan_id = ids[(k + i) & 1];
+				atomic_store(&c->armed, 1);
+				armed++;
+			}
+			nanosleep(&tick, NULL);
+		}
+		printf("%ld\n", armed);
 		rc = 0;
 	} else {
 		fprintf(stderr, "region_scribble: unknown request %s\n", argv[2]);
