@@ -16,10 +16,17 @@
  * (region_map.h), never the region's own pool_off/pool_size: a corrupt pool
  * costs its users memory or a failed allocation, and nobody writes outside
  * the pool.
+ *
+ * The region file is sparse and lives in /dev/shm: a page /dev/shm has no
+ * room for kills whoever touches it with SIGBUS. So every page is reserved
+ * in the file (posix_fallocate) before the allocator or a block's user
+ * touches it: a block before it is handed out, a free block's header before
+ * it is written; what cannot be reserved is a clean -ENOMEM.
  */
 #include "fabric/region.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -36,6 +43,7 @@ struct pool_free_hdr {
 struct pool_bounds {
 	uint64_t start, bytes;
 	uint32_t max_order; /* largest order a block of this pool can have */
+	int fd;		    /* the region file, for reservations; -1: none */
 };
 
 #define FREE_TAG 0x76666162706f6f6cull /* "vfabpool" */
@@ -64,10 +72,24 @@ static int bounds_of(const struct vfab_region *r, struct pool_bounds *b)
 		return -ENOMEM;
 	b->start = VFAB_POOL_OFF;
 	b->bytes = m.bytes - VFAB_POOL_OFF;
+	b->fd = m.fd;
 	b->max_order = VFAB_POOL_MIN_ORDER;
 	while (b->max_order + 1 < VFAB_POOL_CLASSES && (2ull << b->max_order) <= b->bytes)
 		b->max_order++;
 	return 0;
+}
+
+/* Reserves [off, off + len) of the region file (whole pages); -ENOMEM when /dev/shm is full. */
+static int reserve(const struct pool_bounds *b, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	if (b->fd < 0)
+		return 0;
+	do
+		rc = posix_fallocate(b->fd, (off_t)off, (off_t)len);
+	while (rc == EINTR);
+	return rc ? -ENOMEM : 0;
 }
 
 /* Is [off, off + 2^order) a block of the pool (inside, aligned to its size)? */
@@ -156,24 +178,28 @@ static void give_back(struct vfab_region *r, uint64_t off, uint32_t order)
 		madvise(vfab_at(r, off + 4096), size - 4096, MADV_REMOVE);
 }
 
-void vfab_pool_init(struct vfab_region *r)
+int vfab_pool_init(struct vfab_region *r)
 {
 	struct pool_bounds b;
 	uint64_t off;
 
 	memset(r->pool_free, 0, sizeof(r->pool_free));
 	if (bounds_of(r, &b))
-		return;
+		return -EINVAL;
 	/*
 	 * The largest aligned blocks that fit, largest first: each one starts
 	 * where the bigger ones before it ended, so it is aligned to its size.
 	 */
 	off = b.start;
-	for (uint32_t k = b.max_order + 1; k-- > VFAB_POOL_MIN_ORDER;)
-		if (off - b.start + (1ull << k) <= b.bytes) {
-			push_free(r, &b, off, k);
-			off += 1ull << k;
-		}
+	for (uint32_t k = b.max_order + 1; k-- > VFAB_POOL_MIN_ORDER;) {
+		if (off - b.start + (1ull << k) > b.bytes)
+			continue;
+		if (reserve(&b, off, sizeof(struct pool_free_hdr)))
+			return -ENOSPC;
+		push_free(r, &b, off, k);
+		off += 1ull << k;
+	}
+	return 0;
 }
 
 int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
@@ -198,12 +224,26 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 		vfab_unlock(&r->lock);
 		return -ENOMEM;
 	}
-	/* Split down to the order asked for; the upper halves go on their lists. */
+	/*
+	 * Split down to the order asked for; the upper halves go on their
+	 * lists. Their headers may lie in pages a free block gave back: those
+	 * are reserved first, and the block goes back whole if one cannot be.
+	 */
+	for (uint32_t i = j; i > k; i--)
+		if (reserve(&b, off + (1ull << (i - 1)), sizeof(struct pool_free_hdr))) {
+			push_free(r, &b, off, j);
+			vfab_unlock(&r->lock);
+			return -ENOMEM;
+		}
 	while (j > k) {
 		j--;
 		push_free(r, &b, off + (1ull << j), j);
 	}
 	vfab_unlock(&r->lock);
+	if (reserve(&b, off, 1ull << k)) {
+		vfab_pool_free(r, off, 1ull << k);
+		return -ENOMEM;
+	}
 	memset(vfab_at(r, off), 0, 1ull << k);
 	return (int64_t)off;
 }

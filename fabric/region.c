@@ -48,17 +48,27 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 		rc = -errno;
 		goto fail;
 	}
+	/*
+	 * The file is sparse, and a page of it that /dev/shm has no room for
+	 * kills whoever touches it with SIGBUS. The header (every slot, which
+	 * any process may write) is reserved now; the pool block by block as
+	 * it is handed out (pool.c). A full /dev/shm is then -ENOSPC here.
+	 */
+	rc = posix_fallocate(fd, 0, (off_t)VFAB_POOL_OFF);
+	if (rc) {
+		rc = -rc;
+		goto fail;
+	}
 	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r == MAP_FAILED) {
 		rc = -errno;
 		goto fail;
 	}
-	rc = vfab_region_map_add(r, size, -1);
+	rc = vfab_region_map_add(r, size, fd);
 	if (rc) {
 		munmap(r, size);
 		goto fail;
 	}
-	close(fd);
 
 	r->version = VFAB_REGION_VERSION;
 	r->hdr_size = sizeof(*r);
@@ -75,7 +85,12 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 		vfab_mutex_init_shared(&r->qps[i].lock);
 	r->pool_off = VFAB_POOL_OFF;
 	r->pool_size = pool_bytes;
-	vfab_pool_init(r);
+	rc = vfab_pool_init(r);
+	if (rc) {
+		vfab_region_close(r);
+		unlink(path);
+		return rc;
+	}
 	r->next_ctx_id = 1;
 	atomic_thread_fence(memory_order_release);
 	r->magic = VFAB_REGION_MAGIC;
@@ -91,7 +106,7 @@ int vfab_region_open(const char *path, struct vfab_region **out)
 {
 	struct vfab_region *r;
 	struct stat st;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = open(path, O_RDWR | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return -errno;
@@ -100,18 +115,20 @@ int vfab_region_open(const char *path, struct vfab_region **out)
 		return -EPROTO;
 	}
 	r = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r == MAP_FAILED)
-		return -errno;
-	if (r->magic != VFAB_REGION_MAGIC || r->version != VFAB_REGION_VERSION ||
-	    r->hdr_size != sizeof(*r) || r->total_size != (uint64_t)st.st_size ||
-	    (uint64_t)st.st_size <= VFAB_POOL_OFF) {
-		munmap(r, (size_t)st.st_size);
-		return -EPROTO;
+	if (r == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
 	}
-	if (vfab_region_map_add(r, (uint64_t)st.st_size, -1)) {
+	rc = -EPROTO;
+	if (r->magic == VFAB_REGION_MAGIC && r->version == VFAB_REGION_VERSION &&
+	    r->hdr_size == sizeof(*r) && r->total_size == (uint64_t)st.st_size &&
+	    (uint64_t)st.st_size > VFAB_POOL_OFF)
+		rc = vfab_region_map_add(r, (uint64_t)st.st_size, fd); /* keeps fd: pool.c */
+	if (rc) {
 		munmap(r, (size_t)st.st_size);
-		return -ENOSPC;
+		close(fd);
+		return rc;
 	}
 	*out = r;
 	return 0;
@@ -122,8 +139,11 @@ void vfab_region_close(struct vfab_region *r)
 	struct vfab_region_map m;
 
 	/* The size this process mapped: the region's total_size is anyone's to rewrite. */
-	if (r && vfab_region_map_remove(r, &m) == 0)
+	if (r && vfab_region_map_remove(r, &m) == 0) {
 		munmap(r, m.bytes);
+		if (m.fd >= 0)
+			close(m.fd);
+	}
 }
 
 int vfab_region_unlink(const char *fabric)

@@ -54,8 +54,10 @@
  * fabric. Its size is fixed when vfabd creates the region, from the config:
  * fabric.ring_pool_mib when given, else VFAB_POOL_BYTES_PER_HCA for each HCA
  * the nodes list, at least VFAB_POOL_BYTES_MIN (vfab_pool_bytes). The file
- * is sparse: only touched pages cost memory, so the size is a ceiling on
- * what the fabric's rings may take, not a reservation.
+ * is sparse: the header is reserved (posix_fallocate) when the region is
+ * made, the pool block by block as it is handed out (pool.c), so the size
+ * is a ceiling on what the fabric's rings may take, not a reservation, and
+ * a /dev/shm too full for either gives -ENOSPC / -ENOMEM, never SIGBUS.
  */
 #define VFAB_POOL_BYTES_PER_HCA (512ull << 20)
 #define VFAB_POOL_BYTES_MIN (1ull << 30)
@@ -546,9 +548,13 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
  * an override) and VFAB_POOL_BYTES_MAX.
  */
 uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib);
-/* The creator's first layout of an empty pool (vfab_region_create). */
-void vfab_pool_init(struct vfab_region *r);
-/* A zeroed block of at least `bytes`: its region offset, or -ENOMEM. */
+/* The creator's first layout of an empty pool (vfab_region_create); -ENOSPC: /dev/shm full. */
+int vfab_pool_init(struct vfab_region *r);
+/*
+ * A zeroed block of at least `bytes`, its pages reserved in the region file
+ * (a full /dev/shm is -ENOMEM here, never a SIGBUS later): its region
+ * offset, or -ENOMEM.
+ */
 int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes);
 /* Gives back a block vfab_pool_alloc returned for `bytes`; anything else is ignored. */
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);

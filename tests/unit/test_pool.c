@@ -4,7 +4,9 @@
  * rings of every size until a clean ENOMEM and dies leaves, once reaped, a
  * pool that serves every size again (issue 27 High #4); buddies split and
  * merge; a pool size that is no power of two; offsets and lists forged in
- * the region never make the allocator write outside the pool.
+ * the region never make the allocator write outside the pool; a /dev/shm
+ * too small for the region or its rings gives clean errors, never SIGBUS
+ * (issue 27 Medium #5).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,7 +14,9 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -210,6 +214,66 @@ static void test_forged_pool(void **state)
 	assert_memory_equal(r->fabric, name, sizeof(name));
 }
 
+/*
+ * In a child with a mount namespace of its own and a tmpfs of `mib` MiB on
+ * /dev/shm; exit 77 when that cannot be made (not root).
+ */
+static bool small_shm(unsigned mib)
+{
+	char opts[32];
+
+	snprintf(opts, sizeof(opts), "size=%um", mib);
+	return unshare(CLONE_NEWNS) == 0 &&
+	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	       mount("tmpfs", "/dev/shm", "tmpfs", 0, opts) == 0;
+}
+
+static void shm_full_child(void)
+{
+	struct vfab_owner o = {.pid = getpid(), .ctx_id = 1, .hca = VFAB_MAX_HCAS};
+	struct vfab_region *r;
+	int n = 0, cq;
+	int64_t off;
+
+	if (!small_shm(4))
+		_exit(77);
+	/* No room for the header: the region is not made, and nothing is left. */
+	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r) != -ENOSPC ||
+	    access("/dev/shm/vfab-unit-pool-full", F_OK) == 0)
+		_exit(1);
+	if (umount("/dev/shm") || !small_shm((unsigned)(VFAB_POOL_OFF >> 20) + 3))
+		_exit(77);
+	/* The header fits; the pool of 64 MiB does not, 3 MiB of it does. */
+	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r))
+		_exit(2);
+	if (vfab_pool_alloc(r, 8u << 20) != -ENOMEM)
+		_exit(3);
+	while ((off = vfab_pool_alloc(r, 256u << 10)) > 0)
+		n++;
+	if (off != -ENOMEM || n < 4)
+		_exit(4);
+	while ((cq = vfab_cq_alloc(r, &o, 64)) >= 0)
+		n++;
+	_exit(cq == -ENOMEM ? 0 : 5);
+}
+
+static void test_shm_full(void **state)
+{
+	int status;
+	pid_t child;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		shm_full_child();
+	assert_int_equal(waitpid(child, &status, 0), child);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		skip();			   /* no mount namespace of our own */
+	assert_false(WIFSIGNALED(status)); /* SIGBUS is what a sparse file gave */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +281,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_split_merge, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_uneven_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_pool, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shm_full, setup, teardown),
 	};
 
 	atexit(cleanup_small);
