@@ -227,6 +227,19 @@ static void test_shape(void **state)
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
 	assert_true(fx_request("SHAPE node0/mlx5_0", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	/* Decimal numbers only (issue 27 #7): strtod would read 0x10 as 16 Gb/s. */
+	const char *const bad[] = {"bw=0x10", "bw=inf", "lat=nan", "bw= 5", "loss=-0", "bw=1e400"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "SHAPE node0/mlx5_0 %s", bad[i]);
+		assert_true(fx_request(line, reply, sizeof(reply)) > 0);
+		assert_memory_equal(reply, "ERR EINVAL ", 11);
+	}
+	assert_int_equal(r->links[up].rate_bps, 0);
+	assert_true(fx_request("SHAPE node0/mlx5_0 bw=2.5e1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
 	vfab_region_close(r);
 }
 
