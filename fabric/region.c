@@ -523,12 +523,13 @@ int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, ui
 {
 	uint32_t h, p, g;
 
-	for (h = 0; h < r->nhcas; h++) {
+	/* Counts are any user's to write: bounded by the tables, as every reader of the region. */
+	for (h = 0; h < r->nhcas && h < VFAB_MAX_HCAS; h++) {
 		struct vfab_hca *hc = &r->hcas[h];
 
 		if (!hc->in_use)
 			continue;
-		for (p = 0; p < hc->nports; p++) {
+		for (p = 0; p < hc->nports && p < VFAB_MAX_PORTS; p++) {
 			struct vfab_port *pt = &hc->ports[p];
 
 			for (g = 0; g < pt->ngids && g < VFAB_PORT_GIDS; g++) {
