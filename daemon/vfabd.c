@@ -275,7 +275,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	int rc;
 
 	vfabd_log("fabric %s ready: %u node(s), %u HCA(s), %u link(s); socket %s/%s", o->fabric,
-		  d->r->nnodes, d->r->nhcas, d->r->nlinks, o->rundir, VFAB_CTL_SOCK);
+		  d->t->nnodes, d->t->nhcas, d->t->nlinks, o->rundir, VFAB_CTL_SOCK);
 	rc = vfabd_serve(d);
 	if (rc)
 		vfabd_log("event loop failed: %s", strerror(-rc));
