@@ -146,12 +146,17 @@ int vfab_copy_file(const char *src, const char *dst, mode_t mode)
 
 int vfab_read_pid_file(const char *path, pid_t *pid)
 {
-	char buf[32], *end;
+	char buf[32];
 	ssize_t n = vfab_read_file(path, buf, sizeof(buf));
+
+	return n < 0 ? (int)n : vfab_parse_pid_file(buf, pid);
+}
+
+int vfab_parse_pid_file(const char *buf, pid_t *pid)
+{
+	char *end;
 	long v;
 
-	if (n < 0)
-		return (int)n;
 	errno = 0;
 	v = strtol(buf, &end, 10);
 	if (errno || end == buf || v <= 0 || (*end && *end != '\n'))

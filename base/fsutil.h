@@ -33,6 +33,8 @@ int vfab_copy_file(const char *src, const char *dst, mode_t mode);
 
 /* A pid file holds a decimal pid and a newline; it is replaced atomically. */
 int vfab_read_pid_file(const char *path, pid_t *pid);
+/* The pid of a pid file's text (NUL-terminated); -EINVAL when it holds none. */
+int vfab_parse_pid_file(const char *text, pid_t *pid);
 int vfab_write_pid_file(const char *path, pid_t pid);
 
 /* rm -rf without crossing mount points or following symlinks; a missing path is fine. */

@@ -34,6 +34,11 @@ int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffi
 	return vfab_pathf(buf, len, VFAB_NETNS_DIR "/vfab-%s-%s", fabric, suffix);
 }
 
+int vfab_run_config_path(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/config.yaml", rundir);
+}
+
 int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/" VFAB_CTL_SOCK, rundir);
@@ -44,14 +49,30 @@ int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir)
 	return vfab_pathf(buf, len, "%s/" VFAB_VFABD_PID_FILE, rundir);
 }
 
+int vfab_node_rel_dir(char *buf, size_t len, const char *node)
+{
+	return vfab_pathf(buf, len, "nodes/%s", node);
+}
+
 int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node)
 {
-	return vfab_pathf(buf, len, "%s/nodes/%s", rundir, node);
+	char rel[VFAB_PATH_REL_MAX];
+	int rc = vfab_node_rel_dir(rel, sizeof(rel), node);
+
+	return rc ? rc : vfab_pathf(buf, len, "%s/%s", rundir, rel);
+}
+
+int vfab_holder_pid_rel(char *buf, size_t len, const char *node)
+{
+	return vfab_pathf(buf, len, "nodes/%s/" VFAB_HOLDER_PID_FILE, node);
 }
 
 int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node)
 {
-	return vfab_pathf(buf, len, "%s/nodes/%s/" VFAB_HOLDER_PID_FILE, rundir, node);
+	char rel[VFAB_PATH_REL_MAX];
+	int rc = vfab_holder_pid_rel(rel, sizeof(rel), node);
+
+	return rc ? rc : vfab_pathf(buf, len, "%s/%s", rundir, rel);
 }
 
 int vfab_node_gpus_path(char *buf, size_t len, const char *rundir, const char *node)

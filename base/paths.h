@@ -18,6 +18,8 @@
 #define VFAB_CTL_SOCK "vfabd.sock"	  /* in the run dir */
 #define VFAB_VFABD_PID_FILE "vfabd.pid"	  /* in the run dir */
 #define VFAB_HOLDER_PID_FILE "holder.pid" /* in the run dir's nodes/<node>/ */
+/* Room for a path below a run dir built from names of the config (ids are <= 64 bytes). */
+#define VFAB_PATH_REL_MAX 512
 /* The host's sysfs: what the nodes' PCI views copy and extend (netns/pci_view.h). */
 #define VFAB_HOST_SYSFS "/sys"
 /* The provider in the lib dir next to bin/vfab; nodes' libibverbs.d names "libvfab". */
@@ -35,17 +37,29 @@ int vfab_run_dir(char *buf, size_t len, const char *fabric);
 /* A published network namespace: /run/netns/vfab-<fabric>-<suffix> (a node id or "fab"). */
 int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix);
 
+/*
+ * The config a fabric was brought up with, copied by `vfab up` (root):
+ * <rundir>/config.yaml. vfabd and the CLI build their own topology from it.
+ */
+int vfab_run_config_path(char *buf, size_t len, const char *rundir);
+
 /* vfabd's control socket: <rundir>/vfabd.sock. */
 int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir);
 
 /* vfabd's pid file: <rundir>/vfabd.pid. */
 int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir);
 
-/* A node's directory: <rundir>/nodes/<node>. */
+/*
+ * A node's directory: <rundir>/nodes/<node>; the _rel form is the same below
+ * the run dir ("nodes/<node>"), for root processes that open it with
+ * base/beneath.h from a descriptor of the run dir.
+ */
 int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node);
+int vfab_node_rel_dir(char *buf, size_t len, const char *node);
 
-/* A node's holder pid file: <rundir>/nodes/<node>/holder.pid. */
+/* A node's holder pid file: <rundir>/nodes/<node>/holder.pid (_rel: below the run dir). */
 int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node);
+int vfab_holder_pid_rel(char *buf, size_t len, const char *node);
 
 /*
  * A node's own GPUs: <rundir>/nodes/<node>/gpus, written by `vfab up` for a

@@ -280,6 +280,11 @@ int vfab_config_load_string(const char *yaml, const char *display_name, struct v
 	p.ctx.errlen = errlen;
 	if (err && errlen)
 		err[0] = '\0';
+	rc = cfg_check_depth(&p.ctx, yaml, strlen(yaml));
+	if (rc) {
+		vfab_config_free(cfg);
+		return rc;
+	}
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));

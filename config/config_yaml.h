@@ -12,6 +12,8 @@
 #include <yaml.h>
 
 #define CFG_PATH_MAX 128
+/* Deepest nesting of mappings and sequences a config may have (the schema needs 6). */
+#define CFG_MAX_DEPTH 32
 
 struct cfg_ctx {
 	yaml_document_t doc;
@@ -44,6 +46,14 @@ static inline uint32_t cfg_line(const yaml_node_t *n)
 }
 
 yaml_node_t *cfg_node(struct cfg_ctx *c, int id);
+
+/*
+ * config_depth.c: fails (cfg_fail_line: file, line, field) on the first
+ * mapping or sequence nested deeper than CFG_MAX_DEPTH, before libyaml
+ * builds the document, whose cost grows with the square of the depth.
+ * 0 also for a syntax error, which the loader then reports.
+ */
+int cfg_check_depth(struct cfg_ctx *c, const char *yaml, size_t len);
 /* Empty value, "~" or "null" (plain): treated as "not given". */
 bool cfg_is_null(const yaml_node_t *n);
 

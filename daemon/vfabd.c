@@ -16,6 +16,7 @@
 #include "fabric/topology.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -172,8 +173,14 @@ static int load_config(const struct opts *o, struct vfab_config *cfg)
 	return rc;
 }
 
-/* Region and topology; on failure nothing is left behind. */
-static int create_region(struct opts *o, const struct vfab_config *cfg, struct vfab_region **r)
+/*
+ * Region and topology; on failure nothing is left behind. The topology is
+ * filled into vfabd's private copy *t first and copied into the region from
+ * there: vfabd never reads back a name or index another user may have
+ * written meanwhile (fabric/topology.h).
+ */
+static int create_region(struct opts *o, const struct vfab_config *cfg, struct vfab_region **r,
+			 struct vfab_region **t)
 {
 	char path[256], abs[PATH_MAX];
 	uint32_t nhcas = 0;
@@ -195,19 +202,26 @@ static int create_region(struct opts *o, const struct vfab_config *cfg, struct v
 	/* The region records the run dir for the provider: make it absolute. */
 	if (realpath(o->rundir, abs) && strlen(abs) <= RUNDIR_MAX)
 		snprintf(o->rundir, sizeof(o->rundir), "%s", abs);
+	rc = vfab_topology_private(o->fabric, o->rundir, cfg, t);
+	if (rc) {
+		fprintf(stderr, "vfabd: the config does not fit the region: %s\n", strerror(-rc));
+		return rc;
+	}
 	for (uint32_t i = 0; i < cfg->nnodes; i++)
 		nhcas += cfg->nodes[i].nhcas;
 	rc = vfab_region_create_pool(o->fabric, o->rundir,
 				     vfab_pool_bytes(nhcas, cfg->ring_pool_mib), r);
 	if (rc) {
 		fprintf(stderr, "vfabd: cannot create %s: %s\n", path, strerror(-rc));
+		vfab_topology_private_free(*t);
 		return rc;
 	}
-	rc = vfab_topology_fill(*r, cfg);
+	rc = vfab_topology_publish(*r, *t);
 	if (rc) {
-		fprintf(stderr, "vfabd: the config does not fit the region: %s\n", strerror(-rc));
+		fprintf(stderr, "vfabd: cannot fill %s: %s\n", path, strerror(-rc));
 		vfab_region_close(*r);
 		vfab_region_unlink(o->fabric);
+		vfab_topology_private_free(*t);
 	}
 	return rc;
 }
@@ -218,7 +232,14 @@ static int setup(const struct opts *o, struct vfabd *d)
 	int rc;
 
 	d->srv.listen_fd = d->srv.signal_fd = d->srv.timer_fd = -1;
-	rc = vfabd_counters_init(d);
+	/*
+	 * Every file vfabd touches below the run dir is opened from this
+	 * descriptor without following links (base/beneath.h).
+	 */
+	d->rundir_fd = open(o->rundir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rc = d->rundir_fd < 0 ? -errno : 0;
+	if (rc >= 0)
+		rc = vfabd_counters_init(d);
 	if (rc >= 0)
 		rc = d->srv.signal_fd = signal_fd();
 	if (rc >= 0) {
@@ -242,6 +263,8 @@ static int setup(const struct opts *o, struct vfabd *d)
 		close(d->srv.signal_fd);
 	if (d->srv.timer_fd >= 0)
 		close(d->srv.timer_fd);
+	if (d->rundir_fd >= 0)
+		close(d->rundir_fd);
 	vfabd_counters_free(d);
 	remove_run_files(o->rundir);
 	return rc;
@@ -252,7 +275,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	int rc;
 
 	vfabd_log("fabric %s ready: %u node(s), %u HCA(s), %u link(s); socket %s/%s", o->fabric,
-		  d->r->nnodes, d->r->nhcas, d->r->nlinks, o->rundir, VFAB_CTL_SOCK);
+		  d->t->nnodes, d->t->nhcas, d->t->nlinks, o->rundir, VFAB_CTL_SOCK);
 	rc = vfabd_serve(d);
 	if (rc)
 		vfabd_log("event loop failed: %s", strerror(-rc));
@@ -266,6 +289,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	remove_run_files(o->rundir);
 	close(d->srv.signal_fd);
 	close(d->srv.timer_fd);
+	close(d->rundir_fd);
 	vfabd_log("stopped (the region stays until 'vfab down')");
 	return rc;
 }
@@ -273,7 +297,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 int main(int argc, char **argv)
 {
 	struct vfab_config cfg;
-	struct vfab_region *r;
+	struct vfab_region *r, *t;
 	struct opts o = {0};
 	struct vfabd d = {0};
 	int rc;
@@ -282,19 +306,22 @@ int main(int argc, char **argv)
 		return 2;
 	if (load_config(&o, &cfg))
 		return 2;
-	rc = create_region(&o, &cfg, &r);
+	rc = create_region(&o, &cfg, &r, &t);
 	vfab_config_free(&cfg);
 	if (rc)
 		return 1;
 	d.r = r;
+	d.t = t;
 	d.fabric = o.fabric;
 	if (setup(&o, &d)) {
 		/* Nobody was told about this fabric yet: leave nothing behind. */
 		vfab_region_close(r);
 		vfab_region_unlink(o.fabric);
+		vfab_topology_private_free(t);
 		return 1;
 	}
 	rc = serve(&o, &d);
 	vfab_region_close(r);
+	vfab_topology_private_free(t);
 	return rc ? 1 : 0;
 }

@@ -16,7 +16,20 @@
 #include "vfabd_server.h"
 
 struct vfabd {
+	/*
+	 * The shared region: the state processes and vfabd share (port state,
+	 * counters, GID tables, link parameters, object slots). Every local
+	 * user can write it, so vfabd reads from it only values it stores,
+	 * prints or compares: never a name, path, index or pid it acts on.
+	 */
 	struct vfab_region *r;
+	/*
+	 * vfabd's own topology, filled from the config it parsed
+	 * (vfab_topology_private) and copied into r once: every name, path,
+	 * table index and count vfabd acts on. Nobody else can write it.
+	 */
+	const struct vfab_region *t;
+	int rundir_fd; /* O_PATH descriptor of the run dir: files below it via base/beneath.h */
 	const char *fabric;
 	struct vfabd_server srv;	/* vfabd_server.c: fds, connections */
 	struct vfabd_faultlog log;	/* vfabd_faultlog.c */

@@ -153,8 +153,11 @@ static size_t wanted(const struct aw_node *n, const struct vfabd_rtnl_dump *d,
 static void sync_port(struct vfabd *d, struct aw_node *n, const struct vfabd_rtnl_dump *dump,
 		      uint32_t hca, uint32_t port)
 {
-	struct vfab_hca *h = &d->r->hcas[hca];
-	struct vfab_port *p = &h->ports[port - 1];
+	/* Netdev, VLAN and MAC from vfabd's own topology; the current table from the region. */
+	const struct vfab_hca *h = &d->t->hcas[hca];
+	const struct vfab_port *p = &h->ports[port - 1];
+	const struct vfab_port *cur = &d->r->hcas[hca].ports[port - 1];
+	uint32_t ncur = __atomic_load_n(&cur->ngids, __ATOMIC_ACQUIRE);
 	int *ifindex = &d->aw->ifindex[hca][port - 1];
 	struct vfab_gid_addr want[VFABD_RTNL_ADDRS];
 	struct vfab_gid table[VFAB_PORT_GIDS];
@@ -189,13 +192,12 @@ static void sync_port(struct vfabd *d, struct aw_node *n, const struct vfabd_rtn
 		devs.vlan_ifindex = l ? l->ifindex : 0;
 		nwant = wanted(n, dump, &devs, want);
 	}
-	len =
-	    vfabd_gid_slots(p->mac, p->gids, p->ngids < VFAB_PORT_GIDS ? p->ngids : VFAB_PORT_GIDS,
-			    want, nwant, table, &dropped);
+	len = vfabd_gid_slots(p->mac, cur->gids, ncur < VFAB_PORT_GIDS ? ncur : VFAB_PORT_GIDS,
+			      want, nwant, table, &dropped);
 	if (dropped)
 		vfabd_log("%s/%s port %u: %zu address(es) of %s left out of the GID table: only "
 			  "%d entries per port",
-			  d->r->nodes[h->node].id, h->name, port, dropped, p->netdev,
+			  d->t->nodes[h->node].id, h->name, port, dropped, p->netdev,
 			  VFAB_PORT_GIDS);
 	vfabd_gid_publish(d, hca, port, table, (uint32_t)len);
 }
@@ -203,7 +205,7 @@ static void sync_port(struct vfabd *d, struct aw_node *n, const struct vfabd_rtn
 static void sync_node(struct vfabd *d, uint32_t node)
 {
 	struct aw_node *n = &d->aw->nodes[node];
-	const struct vfab_node *rn = &d->r->nodes[node];
+	const struct vfab_node *rn = &d->t->nodes[node];
 	struct vfabd_rtnl_dump *dump = malloc(sizeof(*dump));
 	int rc = dump ? vfabd_rtnl_dump(n->dump_fd, &n->seq, dump) : -ENOMEM;
 
@@ -222,10 +224,10 @@ static void sync_node(struct vfabd *d, uint32_t node)
 		 * A shared HCA's port netdev is the host's PF, in no node, and its
 		 * table is every pod's: it is not followed (docs/DESIGN.md).
 		 */
-		if (hca >= d->r->nhcas || hca >= VFAB_MAX_HCAS || d->r->hcas[hca].shared)
+		if (hca >= d->t->nhcas || hca >= VFAB_MAX_HCAS || d->t->hcas[hca].shared)
 			continue;
-		for (uint32_t p = 1; p <= d->r->hcas[hca].nports && p <= VFAB_MAX_PORTS; p++)
-			if (d->r->hcas[hca].ports[p - 1].netdev[0])
+		for (uint32_t p = 1; p <= d->t->hcas[hca].nports && p <= VFAB_MAX_PORTS; p++)
+			if (d->t->hcas[hca].ports[p - 1].netdev[0])
 				sync_port(d, n, dump, hca, p);
 	}
 	n->nadded = 0;
@@ -235,7 +237,7 @@ static void sync_node(struct vfabd *d, uint32_t node)
 static void attach(struct vfabd *d, uint32_t node)
 {
 	struct aw_node *n = &d->aw->nodes[node];
-	const char *id = d->r->nodes[node].id;
+	const char *id = d->t->nodes[node].id;
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = node};
 	int nsfd = vfab_netns_open(d->fabric, id), rc;
 
@@ -271,8 +273,8 @@ static bool attach_waiting(struct vfabd *d)
 {
 	bool waiting = false;
 
-	for (uint32_t i = 0; i < d->r->nnodes && i < VFAB_MAX_NODES; i++) {
-		if (!d->r->nodes[i].in_use || d->aw->nodes[i].state != AW_WAITING)
+	for (uint32_t i = 0; i < d->t->nnodes && i < VFAB_MAX_NODES; i++) {
+		if (!d->t->nodes[i].in_use || d->aw->nodes[i].state != AW_WAITING)
 			continue;
 		attach(d, i);
 		waiting |= d->aw->nodes[i].state == AW_WAITING;
@@ -317,7 +319,7 @@ void vfabd_addrwatch_tick(struct vfabd *d)
 	if (!d->aw)
 		return;
 	attach_waiting(d);
-	for (uint32_t i = 0; i < d->r->nnodes && i < VFAB_MAX_NODES; i++)
+	for (uint32_t i = 0; i < d->t->nnodes && i < VFAB_MAX_NODES; i++)
 		if (d->aw->nodes[i].state == AW_ATTACHED && d->aw->nodes[i].pending)
 			sync_node(d, i);
 }

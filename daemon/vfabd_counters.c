@@ -6,7 +6,10 @@
  * files whose value changed are replaced. The cache starts at zero because
  * the views are written from a region whose counters are still zero (no
  * process can open an HCA before its node exists); an idle fabric costs no
- * file-system writes at all.
+ * file-system writes at all. The values come from the region (any user may
+ * change them: they are only printed); the files they go to are named by
+ * vfabd's own topology (d->t) and opened below the run dir without
+ * following links.
  */
 
 #include "vfabd_counters.h"
@@ -62,8 +65,9 @@ static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 		if (vfab_sysfs_counter_is_hw(i) != hw || v[i] == cache->v[i])
 			continue;
 		if (*dir == -1) {
-			*dir =
-			    vfab_sysfs_port_open(d->r, hca, port, hw ? "hw_counters" : "counters");
+			*dir = vfab_sysfs_port_open(
+			    d->rundir_fd, d->t->nodes[d->t->hcas[hca].node].id,
+			    d->t->hcas[hca].name, port, hw ? "hw_counters" : "counters");
 			if (*dir < 0) {
 				if (*dir != -ENOENT)
 					vfabd_log("counters of HCA %u port %u: %s", hca, port,
@@ -87,10 +91,11 @@ void vfabd_counters_tick(struct vfabd *d)
 {
 	if (!d->counters.cache)
 		return;
-	for (uint32_t h = 0; h < d->r->nhcas && h < VFAB_MAX_HCAS; h++) {
-		if (!d->r->hcas[h].in_use)
+	/* Which ports exist is vfabd's own topology's to say, not the region's. */
+	for (uint32_t h = 0; h < d->t->nhcas && h < VFAB_MAX_HCAS; h++) {
+		if (!d->t->hcas[h].in_use)
 			continue;
-		for (uint32_t p = 1; p <= d->r->hcas[h].nports && p <= VFAB_MAX_PORTS; p++)
+		for (uint32_t p = 1; p <= d->t->hcas[h].nports && p <= VFAB_MAX_PORTS; p++)
 			update_port(d, h, p);
 	}
 }

@@ -29,6 +29,7 @@
 #include "vfabd_conn.h"
 #include "vfabd_log.h"
 
+/* r: vfabd's own topology, whose rundir nobody else can rewrite. */
 static bool fifo_path_ok(const struct vfab_region *r, const char *path)
 {
 	size_t n = strlen(r->rundir);

@@ -85,7 +85,7 @@ static void resume_node(struct vfabd *d, uint32_t node, const char *why)
 	free(p->procs);
 	*p = (struct vfabd_pause){0};
 	snprintf(detail, sizeof(detail), "%d process(es) continued (%s)", n, why);
-	vfabd_event_add(&d->log, "resume", d->r->nodes[node].id, "", detail);
+	vfabd_event_add(&d->log, "resume", d->t->nodes[node].id, "", detail);
 }
 
 static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
@@ -97,7 +97,7 @@ static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
 
 	free(done);
 	if (n < 0) {
-		vfabd_reply_err(c, n, "node %s: %s", d->r->nodes[node].id,
+		vfabd_reply_err(c, n, "node %s: %s", d->t->nodes[node].id,
 				n == -ESRCH ? "it has no network namespace (not built?)"
 					    : strerror(-n));
 		return;
@@ -108,8 +108,8 @@ static void fault_kill(struct vfabd *d, struct vfabd_conn *c, uint32_t node)
 		d->faults.pauses[node] = (struct vfabd_pause){0};
 	}
 	snprintf(detail, sizeof(detail), "%d process(es) killed", n);
-	vfabd_event_add(&d->log, "kill", d->r->nodes[node].id, "", detail);
-	vfabd_replyf(c, "OK %s: %s", d->r->nodes[node].id, detail);
+	vfabd_event_add(&d->log, "kill", d->t->nodes[node].id, "", detail);
+	vfabd_replyf(c, "OK %s: %s", d->t->nodes[node].id, detail);
 }
 
 static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, const char *secs)
@@ -126,7 +126,7 @@ static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, co
 	}
 	n = signal_node(d, node, SIGSTOP, STOP_ROUNDS, &p->procs, &p->nprocs);
 	if (n < 0) {
-		vfabd_reply_err(c, n, "node %s: %s", d->r->nodes[node].id,
+		vfabd_reply_err(c, n, "node %s: %s", d->t->nodes[node].id,
 				n == -ESRCH ? "it has no network namespace (not built?)"
 					    : strerror(-n));
 		return;
@@ -137,8 +137,8 @@ static void fault_pause(struct vfabd *d, struct vfabd_conn *c, uint32_t node, co
 		snprintf(params, sizeof(params), "%.6g", s);
 	snprintf(detail, sizeof(detail), "%d process(es) stopped, %s", n,
 		 secs ? "resumed after the time" : "until FAULT resume");
-	vfabd_event_add(&d->log, "pause", d->r->nodes[node].id, params, detail);
-	vfabd_replyf(c, "OK %s: %s", d->r->nodes[node].id, detail);
+	vfabd_event_add(&d->log, "pause", d->t->nodes[node].id, params, detail);
+	vfabd_replyf(c, "OK %s: %s", d->t->nodes[node].id, detail);
 }
 
 static void spike_end(struct vfabd *d, size_t i)
@@ -184,7 +184,7 @@ static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, cha
 				"usage: FAULT spike <link>|<node>/<hca>[/<port>] lat=<us> for=<s>");
 		return;
 	}
-	n = vfabd_parse_links(d->r, target, s.links, sizeof(s.links) / sizeof(s.links[0]),
+	n = vfabd_parse_links(d->t, target, s.links, sizeof(s.links) / sizeof(s.links[0]),
 			      &port_hca, &port_no);
 	if (n < 0) {
 		vfabd_reply_err(c, n, "no link or port '%s'", target);
@@ -234,7 +234,7 @@ void vfabd_req_fault(struct vfabd *d, struct vfabd_conn *c, char *args)
 				"spike <link>|<node>/<hca>[/<port>] lat=<us> for=<s>");
 		return;
 	}
-	node = vfabd_find_node(d->r, arg);
+	node = vfabd_find_node(d->t, arg);
 	if (node < 0) {
 		vfabd_reply_err(c, node, "no node '%s'", arg);
 		return;

@@ -81,9 +81,11 @@ static void region_update(struct vfab_port *p, const struct vfab_gid *t, uint32_
 static int view_update(struct vfabd *d, uint32_t hca, uint32_t port, const bool *changed,
 		       const struct vfab_gid *t)
 {
-	const char *netdev = d->r->hcas[hca].ports[port - 1].netdev;
+	const struct vfab_hca *h = &d->t->hcas[hca];
+	const char *netdev = h->ports[port - 1].netdev;
 	struct vfab_sysfs_gid_dirs dirs;
-	int rc = vfab_sysfs_gid_dirs_open(d->r, hca, port, &dirs);
+	int rc =
+	    vfab_sysfs_gid_dirs_open(d->rundir_fd, d->t->nodes[h->node].id, h->name, port, &dirs);
 
 	for (uint32_t i = 0; !rc && i < VFAB_PORT_GIDS; i++)
 		if (changed[i])
@@ -96,8 +98,8 @@ static int view_update(struct vfabd *d, uint32_t hca, uint32_t port, const bool 
 int vfabd_gid_publish(struct vfabd *d, uint32_t hca, uint32_t port, const struct vfab_gid *t,
 		      uint32_t len)
 {
-	struct vfab_hca *h = &d->r->hcas[hca];
-	struct vfab_port *p = &h->ports[port - 1];
+	const struct vfab_hca *h = &d->t->hcas[hca];
+	struct vfab_port *p = &d->r->hcas[hca].ports[port - 1];
 	bool changed[VFAB_PORT_GIDS] = {false};
 	int n = 0, rc, told;
 
@@ -117,11 +119,11 @@ int vfabd_gid_publish(struct vfabd *d, uint32_t hca, uint32_t port, const struct
 	region_update(p, t, len);
 	rc = view_update(d, hca, port, changed, t);
 	if (rc)
-		vfabd_log("%s/%s port %u: GID view not updated: %s", d->r->nodes[h->node].id,
+		vfabd_log("%s/%s port %u: GID view not updated: %s", d->t->nodes[h->node].id,
 			  h->name, port, strerror(-rc));
 	told = vfabd_raise_port_event(d, hca, port, IBV_EVENT_GID_CHANGE);
 	vfabd_log("%s/%s port %u (%s): GID table changed at %d index(es), now %u entries; "
 		  "%d context(s) notified",
-		  d->r->nodes[h->node].id, h->name, port, p->netdev, n, len, told);
+		  d->t->nodes[h->node].id, h->name, port, h->ports[port - 1].netdev, n, len, told);
 	return rc ? rc : n;
 }

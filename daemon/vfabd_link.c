@@ -40,11 +40,19 @@ void vfabd_link_set_latency(struct vfabd *d, uint32_t link, uint32_t base_ns)
 	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
 }
 
+/* The view's directory of a port, named by vfabd's own topology. */
+static int port_dir(struct vfabd *d, uint32_t hca, uint32_t port)
+{
+	const struct vfab_hca *h = &d->t->hcas[hca];
+
+	return vfab_sysfs_port_open(d->rundir_fd, d->t->nodes[h->node].id, h->name, port, "");
+}
+
 /* Rewrites state and phys_state in the view; a node without a view is fine. */
 static int view_port_state(struct vfabd *d, uint32_t hca, uint32_t port, bool up)
 {
 	uint32_t state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	int fd = vfab_sysfs_port_open(d->r, hca, port, ""), rc;
+	int fd = port_dir(d, hca, port), rc;
 
 	if (fd == -ENOENT)
 		return 0;
@@ -66,7 +74,7 @@ static int view_port_rate(struct vfabd *d, uint32_t hca, uint32_t port)
 	if (rc < 0)
 		return rc;
 	snprintf(line, sizeof(line), "%s\n", rate);
-	fd = vfab_sysfs_port_open(d->r, hca, port, "");
+	fd = port_dir(d, hca, port);
 	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
@@ -109,13 +117,13 @@ void vfabd_req_link(struct vfabd *d, struct vfabd_conn *c, char *args)
 		return;
 	}
 	up = strcmp(dir, "up") == 0;
-	rc = vfabd_parse_port(d->r, target, &hca, &port);
+	rc = vfabd_parse_port(d->t, target, &hca, &port);
 	if (rc) {
 		vfabd_reply_err(c, rc, "no port '%s' (want <node>/<hca>[/<port>])", target);
 		return;
 	}
 	first = port ? port : 1;
-	last = port ? port : d->r->hcas[hca].nports;
+	last = port ? port : d->t->hcas[hca].nports;
 	for (uint32_t p = first; p <= last && !rc; p++) {
 		bool ch;
 
@@ -211,7 +219,7 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 				bad ? bad : "", bad ? ": bad parameter; " : "");
 		return;
 	}
-	n = vfabd_parse_links(d->r, target, links, sizeof(links) / sizeof(links[0]), &port_hca,
+	n = vfabd_parse_links(d->t, target, links, sizeof(links) / sizeof(links[0]), &port_hca,
 			      &port_no);
 	if (n < 0) {
 		vfabd_reply_err(c, n, "no link or port '%s'", target);
@@ -231,7 +239,7 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
 	if (s.has_bw && s.bw > 0 && port_hca >= 0) {
 		first = port_no ? port_no : 1;
-		last = port_no ? port_no : d->r->hcas[port_hca].nports;
+		last = port_no ? port_no : d->t->hcas[port_hca].nports;
 		for (uint32_t p = first; p <= last && !rc; p++)
 			rc = shape_port(d, (uint32_t)port_hca, p, s.bw);
 	}

@@ -21,6 +21,7 @@
 
 #include "vfabd.h"
 
+#include "base/beneath.h"
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "base/proc.h"
@@ -35,18 +36,17 @@ bool vfabd_proc_same(const struct vfabd_proc *p)
 	       state != 'X';
 }
 
-static bool is_infrastructure(pid_t pid, const pid_t *holders, int nholders)
+static bool is_infrastructure(pid_t pid, pid_t holder)
 {
 	char comm[32];
 
-	for (int i = 0; i < nholders; i++)
-		if (pid == holders[i])
-			return true;
+	if (pid == holder)
+		return true;
 	return vfab_pid_comm(pid, comm, sizeof(comm)) == 0 && strcmp(comm, "sshd") == 0;
 }
 
 struct collect {
-	pid_t holders[2];
+	pid_t holder;
 	struct vfabd_proc *v;
 	size_t n, cap;
 };
@@ -58,7 +58,7 @@ static int collect_one(pid_t pid, void *arg)
 	unsigned long long start;
 	char state;
 
-	if (is_infrastructure(pid, c->holders, 2) || vfab_proc_stat(pid, &state, &start) ||
+	if (is_infrastructure(pid, c->holder) || vfab_proc_stat(pid, &state, &start) ||
 	    state == 'Z' || state == 'X')
 		return 0;
 	if (c->n == c->cap) {
@@ -74,17 +74,31 @@ static int collect_one(pid_t pid, void *arg)
 	return 0;
 }
 
+/*
+ * The node's holder, from its pid file below the run dir (written by `vfab
+ * up` as root), never from the region: a pid another user wrote there
+ * would make FAULT signal the processes of any namespace. 0 when unknown.
+ */
+static pid_t holder_of(const struct vfabd *d, const char *id)
+{
+	char rel[VFAB_PATH_REL_MAX], text[32];
+	pid_t pid = 0;
+
+	if (vfab_holder_pid_rel(rel, sizeof(rel), id) == 0 &&
+	    vfab_read_beneath(d->rundir_fd, rel, text, sizeof(text)) > 0 &&
+	    vfab_parse_pid_file(text, &pid) == 0)
+		return pid;
+	return 0;
+}
+
 int vfabd_node_procs(const struct vfabd *d, uint32_t node, struct vfabd_proc **out)
 {
-	const struct vfab_node *nd = &d->r->nodes[node];
-	struct collect c = {.holders = {atomic_load(&nd->holder_pid), 0}};
+	const struct vfab_node *nd = &d->t->nodes[node];
+	struct collect c = {.holder = holder_of(d, nd->id)};
 	struct vfab_ns_set ns = {0};
-	char path[PATH_MAX];
 	int rc;
 
-	vfab_ns_set_add_node(&ns, d->r->fabric, nd->id, c.holders[0]);
-	if (vfab_holder_pid_path(path, sizeof(path), d->r->rundir, nd->id) == 0)
-		vfab_read_pid_file(path, &c.holders[1]);
+	vfab_ns_set_add_node(&ns, d->fabric, nd->id, c.holder);
 	if (!ns.n)
 		return -ESRCH;
 	rc = vfab_ns_set_each_pid(&ns, collect_one, &c);

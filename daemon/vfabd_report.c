@@ -95,18 +95,18 @@ static void links(struct vjson_buf *b, const struct vfabd *d)
 	bool first = true;
 
 	vjson_text(b, ",\n\"links\":[");
-	for (uint32_t i = 0; i < d->r->nlinks && i < VFAB_MAX_LINKS; i++) {
-		const struct vfab_link *l = &d->r->links[i];
+	for (uint32_t i = 0; i < d->t->nlinks && i < VFAB_MAX_LINKS; i++) {
+		const struct vfab_link *own = &d->t->links[i], *l = &d->r->links[i];
 
-		if (!l->in_use)
+		if (!own->in_use)
 			continue;
 		vjson_printf(b, "%s\n{\"index\":%u,\"name\":", first ? "" : ",", i);
-		vjson_str(b, l->name);
+		vjson_str(b, own->name);
 		vjson_printf(b,
 			     ",\"kind\":\"%s\",\"rate_bps\":%llu,\"latency_ns\":%u,"
 			     "\"spike_ns\":%u,\"loss_ppm\":%u,\"bytes\":%llu,\"msgs\":%llu,"
 			     "\"queue_ns\":%llu,\"drops\":%llu}",
-			     link_kind(l->kind), (unsigned long long)LOAD(l->rate_bps),
+			     link_kind(own->kind), (unsigned long long)LOAD(l->rate_bps),
 			     LOAD(l->latency_ns), d->faults.spike_add_ns[i], LOAD(l->loss_ppm),
 			     (unsigned long long)atomic_load(&l->bytes),
 			     (unsigned long long)atomic_load(&l->msgs),
@@ -119,8 +119,9 @@ static void links(struct vjson_buf *b, const struct vfabd *d)
 
 static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_t p, bool first)
 {
-	const struct vfab_hca *hca = &d->r->hcas[h];
-	const struct vfab_port *pt = &hca->ports[p - 1];
+	/* Names and wiring from vfabd's own topology; state and counters from the region. */
+	const struct vfab_hca *hca = &d->t->hcas[h];
+	const struct vfab_port *own = &hca->ports[p - 1], *pt = &d->r->hcas[h].ports[p - 1];
 	uint64_t v[VFAB_NCOUNTERS];
 	uint32_t state = atomic_load(&pt->state);
 	char rate[64];
@@ -128,7 +129,7 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	if (vfab_topology_sysfs_rate(pt, rate, sizeof(rate)) < 0)
 		rate[0] = '\0';
 	vjson_text(b, first ? "\n{\"node\":" : ",\n{\"node\":");
-	vjson_str(b, d->r->nodes[hca->node].id);
+	vjson_str(b, d->t->nodes[hca->node].id);
 	vjson_text(b, ",\"hca\":");
 	vjson_str(b, hca->name);
 	vjson_printf(b, ",\"hca_index\":%u,\"port\":%u,\"state\":\"%s\",\"state_num\":%u,", h, p,
@@ -136,9 +137,9 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	vjson_printf(b, "\"speed_mbps\":%u,\"rate\":", LOAD(pt->speed_mbps));
 	vjson_str(b, rate);
 	vjson_text(b, ",\"netdev\":");
-	vjson_str(b, pt->netdev);
-	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", pt->link_up,
-		     pt->link_down);
+	vjson_str(b, own->netdev);
+	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", own->link_up,
+		     own->link_down);
 	vfab_sysfs_counter_values(pt, d->link.downed[h][p - 1], v);
 	for (int i = 0; i < VFAB_NCOUNTERS; i++)
 		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfab_sysfs_counter_names[i],
@@ -151,10 +152,10 @@ static void ports(struct vjson_buf *b, const struct vfabd *d)
 	bool first = true;
 
 	vjson_text(b, ",\n\"ports\":[");
-	for (uint32_t h = 0; h < d->r->nhcas && h < VFAB_MAX_HCAS; h++) {
-		if (!d->r->hcas[h].in_use || d->r->hcas[h].node >= VFAB_MAX_NODES)
+	for (uint32_t h = 0; h < d->t->nhcas && h < VFAB_MAX_HCAS; h++) {
+		if (!d->t->hcas[h].in_use || d->t->hcas[h].node >= VFAB_MAX_NODES)
 			continue;
-		for (uint32_t p = 1; p <= d->r->hcas[h].nports && p <= VFAB_MAX_PORTS; p++) {
+		for (uint32_t p = 1; p <= d->t->hcas[h].nports && p <= VFAB_MAX_PORTS; p++) {
 			port(b, d, h, p, first);
 			first = false;
 		}
@@ -174,9 +175,10 @@ static void qps(struct vjson_buf *b, const struct vfabd *d)
 		if (atomic_load_explicit(&q->state, memory_order_acquire) != VFAB_SLOT_USED ||
 		    q->hca >= VFAB_MAX_HCAS)
 			continue;
-		h = &d->r->hcas[q->hca];
+		/* The slot's HCA index is any user's to write: it only picks a name of ours. */
+		h = &d->t->hcas[q->hca];
 		vjson_printf(b, "%s\n{\"qpn\":%u,\"node\":", first ? "" : ",", q->qpn);
-		vjson_str(b, h->node < VFAB_MAX_NODES ? d->r->nodes[h->node].id : "");
+		vjson_str(b, h->in_use && h->node < VFAB_MAX_NODES ? d->t->nodes[h->node].id : "");
 		vjson_text(b, ",\"hca\":");
 		vjson_str(b, h->name);
 		vjson_printf(b,
@@ -217,12 +219,12 @@ static void paused(struct vjson_buf *b, const struct vfabd *d)
 	bool first = true;
 
 	vjson_text(b, ",\n\"paused\":[");
-	for (uint32_t i = 0; i < d->r->nnodes && i < VFAB_MAX_NODES; i++) {
+	for (uint32_t i = 0; i < d->t->nnodes && i < VFAB_MAX_NODES; i++) {
 		if (!d->faults.pauses[i].active)
 			continue;
 		if (!first)
 			vjson_text(b, ",");
-		vjson_str(b, d->r->nodes[i].id);
+		vjson_str(b, d->t->nodes[i].id);
 		first = false;
 	}
 	vjson_text(b, "]");

@@ -41,8 +41,8 @@ void vfabd_req_status(struct vfabd *d, struct vfabd_conn *c)
 	snprintf(line, sizeof(line),
 		 "{\"fabric\":\"%s\",\"nodes\":%u,\"hcas\":%u,\"qps\":%u,\"mrs\":%u,\"cqs\":%u,"
 		 "\"clients\":%u,\"pds\":%u,\"srqs\":%u,\"pid\":%d,\"ready\":%u}",
-		 d->fabric, r->nnodes, r->nhcas, qps, mrs, cqs, clients, pds, srqs, (int)getpid(),
-		 atomic_load(&r->ready));
+		 d->fabric, d->t->nnodes, d->t->nhcas, qps, mrs, cqs, clients, pds, srqs,
+		 (int)getpid(), atomic_load(&r->ready));
 	vfabd_reply(c, line);
 }
 
@@ -64,7 +64,7 @@ void vfabd_req_hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 		vfabd_reply_err(c, -EINVAL, "usage: HELLO <pid> [hca=<idx> async=<fifo path>]");
 		return;
 	}
-	rc = opts ? vfabd_hello_parse_opts(d->r, c, opts) : 0;
+	rc = opts ? vfabd_hello_parse_opts(d->t, c, opts) : 0;
 	if (rc) {
 		vfabd_reply_err(c, rc,
 				"usage: HELLO <pid> [hca=<idx> async=<rundir>/fifo/<name>]: %s",

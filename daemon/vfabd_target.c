@@ -104,6 +104,13 @@ int vfabd_parse_number(const char *value, double lo, double hi, double *out)
 	char *end;
 	double v;
 
+	/*
+	 * Decimal only, as the usage says (bw=25, lat=0.5, loss=1e-3): strtod
+	 * alone also takes hex ("0x10" is 16), "inf", "nan" and leading blanks.
+	 */
+	if (!((*value >= '0' && *value <= '9') || *value == '.') ||
+	    value[strspn(value, "0123456789.eE+-")] != '\0')
+		return -EINVAL;
 	errno = 0;
 	v = strtod(value, &end);
 	if (!*value || *end || errno || !isfinite(v) || v < lo || v > hi)

@@ -17,7 +17,7 @@ int vfabd_parse_port(const struct vfab_region *r, const char *s, uint32_t *hca, 
  */
 int vfabd_parse_links(const struct vfab_region *r, const char *s, uint32_t *links, size_t max,
 		      int32_t *port_hca, uint32_t *port_no);
-/* The value of a key=value parameter: a finite number in [lo, hi], else -EINVAL. */
+/* The value of a key=value parameter: a decimal number in [lo, hi] (no hex, inf, nan), else -EINVAL. */
 int vfabd_parse_number(const char *value, double lo, double hi, double *out);
 /* Node index by id; -ENOENT. */
 int vfabd_find_node(const struct vfab_region *r, const char *id);

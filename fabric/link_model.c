@@ -6,10 +6,14 @@
 #include <errno.h>
 #include <time.h>
 
+/*
+ * Every index and count of the region is any local user's to write: each is
+ * checked against the tables' sizes before it is followed (fuzz_region).
+ */
 static const struct vfab_hca *hca_at(const struct vfab_region *r, uint32_t hca, uint32_t port)
 {
 	if (hca >= r->nhcas || hca >= VFAB_MAX_HCAS || !r->hcas[hca].in_use || port < 1 ||
-	    port > r->hcas[hca].nports)
+	    port > r->hcas[hca].nports || port > VFAB_MAX_PORTS)
 		return NULL;
 	return &r->hcas[hca];
 }
@@ -27,7 +31,7 @@ int fabric_path_resolve(const struct vfab_region *r, uint32_t src_hca, uint32_t 
 	const struct vfab_port *sp, *dp;
 	uint32_t n = 0;
 
-	if (!sh || !dh || sh->node >= r->nnodes)
+	if (!sh || !dh || sh->node >= r->nnodes || sh->node >= VFAB_MAX_NODES)
 		return -EINVAL;
 	sp = &sh->ports[src_port - 1];
 	dp = &dh->ports[dst_port - 1];
@@ -37,7 +41,8 @@ int fabric_path_resolve(const struct vfab_region *r, uint32_t src_hca, uint32_t 
 		out->link[n++] = sp->link_up;
 		out->link[n++] = dp->link_down;
 	} else {
-		if (!r->spine.present || sp->segment >= r->nleaves || dp->segment >= r->nleaves)
+		if (!r->spine.present || sp->segment >= r->nleaves || dp->segment >= r->nleaves ||
+		    sp->segment >= VFAB_MAX_LEAVES || dp->segment >= VFAB_MAX_LEAVES)
 			return -EHOSTUNREACH;
 		out->link[n++] = sp->link_up;
 		out->link[n++] = r->leaves[sp->segment].uplink;

@@ -8,17 +8,19 @@
 #include <stdbool.h>
 #include <string.h>
 
+/* Counts and indices of the region are any user's to write: bounded by the tables too. */
 static const struct vfab_port *port_at(const struct vfab_region *r, uint32_t hca, uint32_t port)
 {
 	if (hca >= r->nhcas || hca >= VFAB_MAX_HCAS || !r->hcas[hca].in_use || port < 1 ||
-	    port > r->hcas[hca].nports)
+	    port > r->hcas[hca].nports || port > VFAB_MAX_PORTS)
 		return NULL;
 	return &r->hcas[hca].ports[port - 1];
 }
 
 static const struct vfab_leaf *leaf_of(const struct vfab_region *r, const struct vfab_port *p)
 {
-	return p->segment < r->nleaves ? &r->leaves[p->segment] : NULL;
+	return p->segment < r->nleaves && p->segment < VFAB_MAX_LEAVES ? &r->leaves[p->segment]
+								       : NULL;
 }
 
 /* The leaf's routed subnet of the GID's family, as a prefix over the 16-byte GID. */
@@ -92,7 +94,7 @@ int fabric_reach(const struct vfab_region *r, uint32_t src_hca, uint32_t src_por
 		return -EINVAL;
 	/* Every owner is tried: an address may (at run time) sit on two segments. */
 	for (uint32_t h = 0; h < r->nhcas && h < VFAB_MAX_HCAS; h++) {
-		for (uint32_t p = 1; p <= r->hcas[h].nports; p++) {
+		for (uint32_t p = 1; p <= r->hcas[h].nports && p <= VFAB_MAX_PORTS; p++) {
 			const struct vfab_port *dp = port_at(r, h, p);
 			uint32_t n =
 			    dp ? (dp->ngids < VFAB_PORT_GIDS ? dp->ngids : VFAB_PORT_GIDS) : 0;

@@ -14,57 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-
-#define POOL_MIN_SHIFT 6
-
-static uint64_t align_up(uint64_t v, uint64_t a)
-{
-	return (v + a - 1) & ~(a - 1);
-}
-
-int vfab_mutex_init_shared(pthread_mutex_t *m)
-{
-	pthread_mutexattr_t a;
-	int rc;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	rc = pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
-	return -rc;
-}
-
-/*
- * A process can die (SIGKILL) while holding a region lock; the robust mutex
- * hands the lock to the next taker, and the protected state is made of single
- * stores that are consistent at every step, so marking it consistent is safe.
- */
-int vfab_lock(pthread_mutex_t *m)
-{
-	int rc = pthread_mutex_lock(m);
-
-	if (rc == EOWNERDEAD) {
-		pthread_mutex_consistent(m);
-		rc = 0;
-	}
-	return -rc;
-}
-
-void vfab_unlock(pthread_mutex_t *m)
-{
-	pthread_mutex_unlock(m);
-}
-
-uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib)
-{
-	uint64_t b =
-	    override_mib ? (uint64_t)override_mib << 20 : (uint64_t)nhcas * VFAB_POOL_BYTES_PER_HCA;
-
-	if (!override_mib && b < VFAB_POOL_BYTES_MIN)
-		b = VFAB_POOL_BYTES_MIN;
-	return b < VFAB_POOL_BYTES_MAX ? b : VFAB_POOL_BYTES_MAX;
-}
+#include "fabric/region_map.h"
 
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out)
 {
@@ -76,7 +26,7 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 {
 	char path[256];
 	struct vfab_region *r;
-	uint64_t size = align_up(sizeof(struct vfab_region), 1 << 21) + pool_bytes;
+	uint64_t size = VFAB_POOL_OFF + pool_bytes;
 	int fd, rc, i;
 
 	rc = vfab_region_path(fabric, path, sizeof(path));
@@ -98,12 +48,27 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 		rc = -errno;
 		goto fail;
 	}
+	/*
+	 * The file is sparse, and a page of it that /dev/shm has no room for
+	 * kills whoever touches it with SIGBUS. The header (every slot, which
+	 * any process may write) is reserved now; the pool block by block as
+	 * it is handed out (pool.c). A full /dev/shm is then -ENOSPC here.
+	 */
+	rc = posix_fallocate(fd, 0, (off_t)VFAB_POOL_OFF);
+	if (rc) {
+		rc = -rc;
+		goto fail;
+	}
 	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r == MAP_FAILED) {
 		rc = -errno;
 		goto fail;
 	}
-	close(fd);
+	rc = vfab_region_map_add(r, size, fd);
+	if (rc) {
+		munmap(r, size);
+		goto fail;
+	}
 
 	r->version = VFAB_REGION_VERSION;
 	r->hdr_size = sizeof(*r);
@@ -118,8 +83,14 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 		vfab_mutex_init_shared(&r->srqs[i].lock);
 	for (i = 0; i < VFAB_MAX_QPS; i++)
 		vfab_mutex_init_shared(&r->qps[i].lock);
-	r->pool_off = align_up(sizeof(*r), 1 << 21);
+	r->pool_off = VFAB_POOL_OFF;
 	r->pool_size = pool_bytes;
+	rc = vfab_pool_init(r);
+	if (rc) {
+		vfab_region_close(r);
+		unlink(path);
+		return rc;
+	}
 	r->next_ctx_id = 1;
 	atomic_thread_fence(memory_order_release);
 	r->magic = VFAB_REGION_MAGIC;
@@ -135,7 +106,7 @@ int vfab_region_open(const char *path, struct vfab_region **out)
 {
 	struct vfab_region *r;
 	struct stat st;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = open(path, O_RDWR | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return -errno;
@@ -144,13 +115,20 @@ int vfab_region_open(const char *path, struct vfab_region **out)
 		return -EPROTO;
 	}
 	r = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r == MAP_FAILED)
-		return -errno;
-	if (r->magic != VFAB_REGION_MAGIC || r->version != VFAB_REGION_VERSION ||
-	    r->hdr_size != sizeof(*r) || r->total_size != (uint64_t)st.st_size) {
+	if (r == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = -EPROTO;
+	if (r->magic == VFAB_REGION_MAGIC && r->version == VFAB_REGION_VERSION &&
+	    r->hdr_size == sizeof(*r) && r->total_size == (uint64_t)st.st_size &&
+	    (uint64_t)st.st_size > VFAB_POOL_OFF)
+		rc = vfab_region_map_add(r, (uint64_t)st.st_size, fd); /* keeps fd: pool.c */
+	if (rc) {
 		munmap(r, (size_t)st.st_size);
-		return -EPROTO;
+		close(fd);
+		return rc;
 	}
 	*out = r;
 	return 0;
@@ -158,8 +136,14 @@ int vfab_region_open(const char *path, struct vfab_region **out)
 
 void vfab_region_close(struct vfab_region *r)
 {
-	if (r)
-		munmap(r, r->total_size);
+	struct vfab_region_map m;
+
+	/* The size this process mapped: the region's total_size is anyone's to rewrite. */
+	if (r && vfab_region_map_remove(r, &m) == 0) {
+		munmap(r, m.bytes);
+		if (m.fd >= 0)
+			close(m.fd);
+	}
 }
 
 int vfab_region_unlink(const char *fabric)
@@ -170,64 +154,6 @@ int vfab_region_unlink(const char *fabric)
 	if (rc)
 		return rc;
 	return unlink(path) < 0 ? -errno : 0;
-}
-
-/* ---- ring pool: power-of-two chunks, free lists threaded through chunks ---- */
-
-static int pool_class(uint64_t bytes)
-{
-	int k = POOL_MIN_SHIFT;
-
-	while ((1ull << k) < bytes)
-		k++;
-	return k;
-}
-
-int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
-{
-	int k = pool_class(bytes);
-	uint64_t size = 1ull << k, off;
-
-	if (k >= VFAB_POOL_CLASSES)
-		return -ENOMEM;
-	vfab_lock(&r->lock);
-	off = r->pool_free[k];
-	if (off) {
-		r->pool_free[k] = *(uint64_t *)vfab_at(r, off);
-	} else {
-		uint64_t start = align_up(r->pool_brk, size < 4096 ? size : 4096);
-
-		if (start + size > r->pool_size) {
-			vfab_unlock(&r->lock);
-			return -ENOMEM;
-		}
-		r->pool_brk = start + size;
-		off = r->pool_off + start;
-	}
-	vfab_unlock(&r->lock);
-	memset(vfab_at(r, off), 0, size);
-	return (int64_t)off;
-}
-
-void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
-{
-	int k = pool_class(bytes);
-	uint64_t size = 1ull << k;
-
-	if (!off)
-		return;
-	/*
-	 * A large chunk (a big CQ's ring) gives its memory back to the host
-	 * while it waits on the free list; only its first page, which holds
-	 * the list's link, stays. Before it is on the list: once there, a new
-	 * owner may be writing into it.
-	 */
-	if (size >= VFAB_POOL_GIVE_BACK)
-		madvise(vfab_at(r, off + 4096), size - 4096, MADV_REMOVE);
-	vfab_lock(&r->lock);
-	*(uint64_t *)vfab_at(r, off) = r->pool_free[k];
-	r->pool_free[k] = off;
-	vfab_unlock(&r->lock);
 }
 
 /* ---- object slots ---- */
@@ -597,12 +523,13 @@ int vfab_gid_find(struct vfab_region *r, const uint8_t gid[16], uint8_t type, ui
 {
 	uint32_t h, p, g;
 
-	for (h = 0; h < r->nhcas; h++) {
+	/* Counts are any user's to write: bounded by the tables, as every reader of the region. */
+	for (h = 0; h < r->nhcas && h < VFAB_MAX_HCAS; h++) {
 		struct vfab_hca *hc = &r->hcas[h];
 
 		if (!hc->in_use)
 			continue;
-		for (p = 0; p < hc->nports; p++) {
+		for (p = 0; p < hc->nports && p < VFAB_MAX_PORTS; p++) {
 			struct vfab_port *pt = &hc->ports[p];
 
 			for (g = 0; g < pt->ngids && g < VFAB_PORT_GIDS; g++) {

@@ -27,8 +27,8 @@
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
- * 8 copy engines per HCA. */
-#define VFAB_REGION_VERSION 8
+ * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid. */
+#define VFAB_REGION_VERSION 9
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -54,8 +54,10 @@
  * fabric. Its size is fixed when vfabd creates the region, from the config:
  * fabric.ring_pool_mib when given, else VFAB_POOL_BYTES_PER_HCA for each HCA
  * the nodes list, at least VFAB_POOL_BYTES_MIN (vfab_pool_bytes). The file
- * is sparse: only touched pages cost memory, so the size is a ceiling on
- * what the fabric's rings may take, not a reservation.
+ * is sparse: the header is reserved (posix_fallocate) when the region is
+ * made, the pool block by block as it is handed out (pool.c), so the size
+ * is a ceiling on what the fabric's rings may take, not a reservation, and
+ * a /dev/shm too full for either gives -ENOSPC / -ENOMEM, never SIGBUS.
  */
 #define VFAB_POOL_BYTES_PER_HCA (512ull << 20)
 #define VFAB_POOL_BYTES_MIN (1ull << 30)
@@ -217,7 +219,12 @@ struct vfab_node {
 	uint32_t in_use;
 	uint32_t index;
 	char id[VFAB_NAME_MAX];
-	_Atomic int32_t holder_pid; /* process keeping the namespaces alive */
+	/*
+	 * Unused. The holder's pid lives in nodes/<id>/holder.pid of the run
+	 * dir, written by root: a pid in this region, which every user can
+	 * write, must never be signalled.
+	 */
+	int32_t reserved;
 	uint32_t nhcas;
 	uint32_t hcas[8];  /* indices into hcas[] */
 	uint32_t ipv4;	   /* first address of eth0, network byte order */
@@ -411,8 +418,12 @@ struct vfab_qp_slot {
 	struct vfab_rq rq;    /* unused when srq >= 0 */
 };
 
-/* Size-class free lists of the ring pool (chunks of 2^k bytes, k >= 6). */
+/*
+ * Free lists of the ring pool's buddy allocator (pool.c): pool_free[k] heads
+ * the free blocks of 2^k bytes, VFAB_POOL_MIN_ORDER <= k < VFAB_POOL_CLASSES.
+ */
 #define VFAB_POOL_CLASSES 40
+#define VFAB_POOL_MIN_ORDER 6 /* 64 bytes: one CQE, the smallest block */
 
 struct vfab_region {
 	uint64_t magic;
@@ -440,10 +451,14 @@ struct vfab_region {
 	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
 	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 
-	uint64_t pool_off;  /* start of the ring pool, from the region start */
+	/*
+	 * Informational (tools, tests): each process takes the pool's bounds
+	 * from its own mapping (VFAB_POOL_OFF, the file's size), never from
+	 * these, which any user can rewrite.
+	 */
+	uint64_t pool_off;  /* start of the ring pool, from the region start (VFAB_POOL_OFF) */
 	uint64_t pool_size; /* bytes, fixed at creation (vfab_pool_bytes) */
-	uint64_t pool_brk;  /* bump pointer, relative to pool_off */
-	uint64_t pool_free[VFAB_POOL_CLASSES];
+	uint64_t pool_free[VFAB_POOL_CLASSES]; /* region offset of a free block of 2^k; 0 none */
 	uint32_t gen_counter;
 	/*
 	 * Bumped (release) after any link's rate_bps, latency_ns or loss_ppm
@@ -453,6 +468,9 @@ struct vfab_region {
 	 */
 	_Alignas(64) _Atomic uint32_t link_gen;
 };
+
+/* Where the ring pool starts in every region: after the header, 2 MiB aligned. */
+#define VFAB_POOL_OFF ((sizeof(struct vfab_region) + (1ull << 21) - 1) & ~((1ull << 21) - 1))
 
 /*
  * What one device gives of each kind (ibv_query_device's max_qp, max_mr,
@@ -470,13 +488,6 @@ static inline uint32_t vfab_dev_limit(const struct vfab_region *r, enum vfab_obj
 /* ---- region.c: create / map / allocate ---- */
 
 /*
- * The ring pool's size in bytes for nhcas HCAs, or override_mib MiB when not
- * 0 (the config's fabric.ring_pool_mib); within VFAB_POOL_BYTES_MIN (without
- * an override) and VFAB_POOL_BYTES_MAX.
- */
-uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib);
-
-/*
  * Create (vfabd only): sizes, inits locks, empty tables; a ring pool of
  * pool_bytes (vfab_pool_bytes). -errno on failure.
  */
@@ -489,7 +500,7 @@ int vfab_region_open(const char *path, struct vfab_region **out);
 void vfab_region_close(struct vfab_region *r);
 int vfab_region_unlink(const char *fabric);
 
-/* Robust-mutex helpers: recover a lock whose holder died. */
+/* ---- shmlock.c: robust-mutex helpers: recover a lock whose holder died. ---- */
 int vfab_lock(pthread_mutex_t *m);
 void vfab_unlock(pthread_mutex_t *m);
 int vfab_mutex_init_shared(pthread_mutex_t *m);
@@ -512,9 +523,43 @@ void vfab_qp_free(struct vfab_region *r, int slot);
 struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key);
 struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_t qpn);
 
-/* Ring pool: offsets relative to the region start. */
+/*
+ * ---- pool.c: the ring pool, a buddy allocator ----
+ *
+ * Blocks of 2^k bytes (VFAB_POOL_MIN_ORDER <= k), aligned to their size from
+ * the pool's start; a request of n bytes takes a block of the smallest such
+ * 2^k >= n, split off the smallest free block that holds it. Invariants:
+ *  - a freed block merges with its buddy while that is free and of its
+ *    order, so free memory never stays cut for good: once every block is
+ *    freed, pool_free[] again holds exactly the blocks vfab_pool_init made
+ *    (the pool's size as a sum of aligned powers of two) and any request
+ *    up to the largest of them succeeds;
+ *  - exhaustion is a clean -ENOMEM, never a partial block;
+ *  - no process follows an offset of the region (list link, ring offset)
+ *    outside the pool as its own mapping bounds it (region_map.h): a forged
+ *    pool loses memory, it never makes anyone write elsewhere;
+ *  - free blocks of VFAB_POOL_GIVE_BACK bytes or more hold no memory but
+ *    their first page (MADV_REMOVE).
+ * Offsets are relative to the region start; all calls take r->lock.
+ */
+/*
+ * The ring pool's size in bytes for nhcas HCAs, or override_mib MiB when not
+ * 0 (the config's fabric.ring_pool_mib); within VFAB_POOL_BYTES_MIN (without
+ * an override) and VFAB_POOL_BYTES_MAX.
+ */
+uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib);
+/* The creator's first layout of an empty pool (vfab_region_create); -ENOSPC: /dev/shm full. */
+int vfab_pool_init(struct vfab_region *r);
+/*
+ * A zeroed block of at least `bytes`, its pages reserved in the region file
+ * (a full /dev/shm is -ENOMEM here, never a SIGBUS later): its region
+ * offset, or -ENOMEM.
+ */
 int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes);
+/* Gives back a block vfab_pool_alloc returned for `bytes`; anything else is ignored. */
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);
+/* Bytes on the free lists (tests, diagnostics). */
+uint64_t vfab_pool_free_bytes(struct vfab_region *r);
 static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 {
 	return (char *)r + off;

@@ -329,7 +329,6 @@ int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg)
 
 		node->index = i;
 		snprintf(node->id, sizeof(node->id), "%s", cn->id);
-		atomic_store(&node->holder_pid, 0);
 		node->ipv4 = first_ipv4(cn);
 		fill_node_netdevs(r, cfg, i);
 		fill_node_cpus(node, cfg, i);

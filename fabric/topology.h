@@ -49,6 +49,23 @@
 int vfab_topology_fill(struct vfab_region *r, const struct vfab_config *cfg);
 
 /*
+ * A private topology (topology_private.c): a heap struct vfab_region whose
+ * header (fabric, rundir) and topology tables are filled from cfg by the
+ * caller itself, so that every name, path, index and count a root process
+ * uses comes from the config it parsed, never from the shared region (which
+ * every local user may write). Free it with vfab_topology_private_free.
+ */
+int vfab_topology_private(const char *fabric, const char *rundir, const struct vfab_config *cfg,
+			  struct vfab_region **out);
+void vfab_topology_private_free(struct vfab_region *t);
+/*
+ * Copies the topology tables of private t into the empty shared region r
+ * (vfabd, once, before anyone may use it) and sets r->ready. -EEXIST if r
+ * already has a topology.
+ */
+int vfab_topology_publish(struct vfab_region *r, const struct vfab_region *t);
+
+/*
  * (Re)publishes a port's GID table from its netdev's addresses, in order
  * (vfab_gid_table_build_ordered), and bumps gid_gen: for the fill, and for
  * whoever follows address changes at run time (raise IBV_EVENT_GID_CHANGE

@@ -68,7 +68,7 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	ret = vfab_host_dir_claim(sb->rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 0755);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
-	ret = vfab_net_fabric_create(sb->fabric, sb->region, err, errlen);
+	ret = vfab_net_fabric_create(sb->fabric, sb->topo, err, errlen);
 	if (ret)
 		return ret;
 	ret = vfab_launch_files_write(sb->rundir, sb->cfg);
@@ -197,11 +197,11 @@ static int host_pci_gpu(const struct vfab_sandbox *sb, uint32_t cfg_index, const
 static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct vfab_cfg_node *cn,
 		    uint32_t cfg_index, struct vfab_pci_layout *l)
 {
-	const struct vfab_node *rn = &sb->region->nodes[node];
+	const struct vfab_node *rn = &sb->topo->nodes[node];
 	int gpu_of[sizeof(rn->hcas) / sizeof(rn->hcas[0])], ret;
 
 	for (uint32_t i = 0; i < rn->nhcas && i < sizeof(rn->hcas) / sizeof(rn->hcas[0]); i++) {
-		const char *name = sb->region->hcas[rn->hcas[i] % VFAB_MAX_HCAS].name;
+		const char *name = sb->topo->hcas[rn->hcas[i] % VFAB_MAX_HCAS].name;
 
 		gpu_of[i] = VFAB_PCI_NO_GPU;
 		for (uint32_t k = 0; k < cn->nhcas; k++)
@@ -209,14 +209,14 @@ static int plan_pci(const struct vfab_sandbox *sb, uint32_t node, const struct v
 				gpu_of[i] =
 				    host_pci_gpu(sb, cfg_index, rn->id, name, cn->hcas[k].gpu);
 	}
-	ret = vfab_pci_plan(sb->region, node, gpu_of, VFAB_HOST_SYSFS, l);
+	ret = vfab_pci_plan(sb->topo, node, gpu_of, VFAB_HOST_SYSFS, l);
 	for (uint32_t m = 0; ret == 0 && sb->note && m < l->nmissing; m++) {
 		char text[256];
 
 		snprintf(text, sizeof(text),
 			 "node %s: %s: gpu %u: the host has no such NVIDIA GPU (%u found); the HCA "
 			 "gets a root port of its own",
-			 rn->id, sb->region->hcas[l->missing[m].hca].name, l->missing[m].gpu,
+			 rn->id, sb->topo->hcas[l->missing[m].hca].name, l->missing[m].gpu,
 			 l->ngpus);
 		sb->note(text);
 	}
@@ -227,17 +227,17 @@ static int write_views(const struct vfab_sandbox *sb, uint32_t node, const struc
 		       uint32_t cfg_index, const char *nd, struct vfab_pci_layout *l, char *err,
 		       size_t errlen)
 {
-	const char *id = sb->region->nodes[node].id;
+	const char *id = sb->topo->nodes[node].id;
 	int ret = plan_pci(sb, node, cn, cfg_index, l);
 
 	if (ret)
 		return vfab_fail(err, errlen, ret, "plan the PCI view of node %s", id);
-	ret = vfab_pci_view_write(sb->region, node, l, VFAB_HOST_SYSFS, nd);
+	ret = vfab_pci_view_write(sb->topo, node, l, VFAB_HOST_SYSFS, nd);
 	if (ret == 0)
 		ret = vfab_pci_lists_write(l, VFAB_HOST_SYSFS, nd);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write the PCI view of node %s", id);
-	ret = vfab_sysfs_view_write(sb->region, node, l, nd);
+	ret = vfab_sysfs_view_write(sb->topo, node, l, nd);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write the sysfs view of node %s", id);
 	return 0;
@@ -247,7 +247,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 			 size_t errlen)
 {
 	static struct vfab_pci_layout pci; /* ~20 KiB: not on the stack of every caller */
-	struct vfab_node *rn = &sb->region->nodes[node];
+	const struct vfab_node *rn = &sb->topo->nodes[node];
 	const struct vfab_cfg_node *cn;
 	struct vfab_net_node net;
 	char nd[4096], path[4096];
@@ -284,7 +284,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 		ret = vfab_node_bin_node_dirs(nd);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "mkdir %s", path);
-	ret = vfab_net_plan_node(sb->region, node, cn, cfg_index, &net);
+	ret = vfab_net_plan_node(sb->topo, node, cn, cfg_index, &net);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "netdevs of node %s", rn->id);
 
@@ -293,7 +293,6 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 	ret = vfab_holder_start(sb->rundir, rn->id, path, holder, err, errlen);
 	if (ret)
 		return ret;
-	atomic_store(&rn->holder_pid, (int32_t)*holder);
 	/* Before anything runs in the node: what it starts inherits the CPUs. */
 	ret = vfab_node_cpus_setup(sb->fabric, sb->rundir, rn->id, &rn->cpus, *holder, err, errlen);
 	if (ret)
@@ -303,7 +302,7 @@ int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *ho
 		return vfab_fail(err, errlen, ret, "publish the namespace of node %s", rn->id);
 	ret = vfab_net_node_setup(sb->fabric, &net, err, errlen);
 	if (ret == 0)
-		ret = vfab_netdev_device_links(sb->rundir, sb->region, node, &pci, err, errlen);
+		ret = vfab_netdev_device_links(sb->rundir, sb->topo, node, &pci, err, errlen);
 	if (ret == 0 && sb->nlibdirs)
 		ret = node_ldconfig(sb, rn->id, nd, err, errlen);
 	if (ret == 0 && sb->ssh)

@@ -23,7 +23,12 @@ struct vfab_sandbox {
 	const char *fabric;
 	const char *rundir;
 	const struct vfab_config *cfg;
-	struct vfab_region *region; /* filled by vfabd (ready) */
+	/*
+	 * `up`'s own topology (vfab_topology_private from cfg): every name,
+	 * path and index of the sandboxes. Never the shared region, which any
+	 * local user may rewrite while `up` runs as root.
+	 */
+	const struct vfab_region *topo;
 	const char *libdir;	    /* absolute: holds libvfab-rdmav34.so */
 	const char *preload_lib;    /* absolute path of libvfab-preload.so */
 	const char *const *libdirs; /* absolute; the nodes' ld.so.cache covers them */
@@ -49,9 +54,9 @@ struct vfab_sandbox {
 int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen);
 
 /*
- * One node (index into the region's nodes[]): writes its sysfs, /dev and
+ * One node (index into topo's nodes[]): writes its sysfs, /dev and
  * /etc views and its GPU list, starts its holder, publishes its namespace and builds its
- * network. The holder pid goes into the region too. Then, inside the node,
+ * network. Then, inside the node,
  * ldconfig when there are libdirs and sshd with `ssh`.
  */
 int vfab_sandbox_node_up(const struct vfab_sandbox *sb, uint32_t node, pid_t *holder, char *err,

@@ -6,6 +6,11 @@
  * file is updated in place (vfabd's LINK, SHAPE, address changes and
  * counter tick). vfab_sysfs_view_write (sysfs_view.c) writes the same files
  * the first time.
+ *
+ * vfabd runs as root and the region is writable by every user: the node and
+ * HCA names of a path come from vfabd's own copy of its config, and the path
+ * is opened from the run dir one component at a time without following links
+ * (base/beneath.h), never built from a string of the region.
  */
 #include "netns/sysfs_view.h"
 
@@ -16,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/beneath.h"
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "fabric/gid.h"
@@ -120,28 +126,33 @@ void vfab_sysfs_gid_texts(const struct vfab_gid *g, const char *netdev,
 	snprintf(t->ndev, sizeof(t->ndev), "%s\n", g ? netdev : "");
 }
 
+int vfab_sysfs_port_relpath(char *buf, size_t len, const char *node, const char *hca, uint32_t port,
+			    const char *sub)
+{
+	char dir[VFAB_PATH_REL_MAX];
+	int rc = vfab_node_rel_dir(dir, sizeof(dir), node);
+
+	return rc ? rc
+		  : vfab_pathf(buf, len, "%s/class/infiniband/%s/ports/%u%s%s", dir, hca, port,
+			       *sub ? "/" : "", sub);
+}
+
 int vfab_sysfs_port_path(char *buf, size_t len, const char *rundir, const char *node,
 			 const char *hca, uint32_t port, const char *sub)
 {
-	return vfab_pathf(buf, len, "%s/nodes/%s/class/infiniband/%s/ports/%u%s%s", rundir, node,
-			  hca, port, *sub ? "/" : "", sub);
+	char rel[VFAB_PATH_REL_MAX];
+	int rc = vfab_sysfs_port_relpath(rel, sizeof(rel), node, hca, port, sub);
+
+	return rc ? rc : vfab_pathf(buf, len, "%s/%s", rundir, rel);
 }
 
-int vfab_sysfs_port_open(const struct vfab_region *r, uint32_t hca, uint32_t port, const char *sub)
+int vfab_sysfs_port_open(int rundir_fd, const char *node, const char *hca, uint32_t port,
+			 const char *sub)
 {
-	const struct vfab_hca *h;
-	char path[PATH_MAX];
-	int rc, fd;
+	char rel[VFAB_PATH_REL_MAX];
+	int rc = vfab_sysfs_port_relpath(rel, sizeof(rel), node, hca, port, sub);
 
-	if (hca >= VFAB_MAX_HCAS || !r->hcas[hca].in_use || r->hcas[hca].node >= VFAB_MAX_NODES)
-		return -EINVAL;
-	h = &r->hcas[hca];
-	rc = vfab_sysfs_port_path(path, sizeof(path), r->rundir, r->nodes[h->node].id, h->name,
-				  port, sub);
-	if (rc)
-		return rc;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return rc ? rc : vfab_open_beneath(rundir_fd, rel, O_RDONLY | O_DIRECTORY, 0);
 }
 
 /*
@@ -191,12 +202,12 @@ int vfab_sysfs_replace_gid(const struct vfab_sysfs_gid_dirs *dirs, uint32_t idx,
 	return rc;
 }
 
-int vfab_sysfs_gid_dirs_open(const struct vfab_region *r, uint32_t hca, uint32_t port,
+int vfab_sysfs_gid_dirs_open(int rundir_fd, const char *node, const char *hca, uint32_t port,
 			     struct vfab_sysfs_gid_dirs *dirs)
 {
-	dirs->gids = vfab_sysfs_port_open(r, hca, port, "gids");
-	dirs->types = vfab_sysfs_port_open(r, hca, port, "gid_attrs/types");
-	dirs->ndevs = vfab_sysfs_port_open(r, hca, port, "gid_attrs/ndevs");
+	dirs->gids = vfab_sysfs_port_open(rundir_fd, node, hca, port, "gids");
+	dirs->types = vfab_sysfs_port_open(rundir_fd, node, hca, port, "gid_attrs/types");
+	dirs->ndevs = vfab_sysfs_port_open(rundir_fd, node, hca, port, "gid_attrs/ndevs");
 	if (dirs->gids >= 0 && dirs->types >= 0 && dirs->ndevs >= 0)
 		return 0;
 	int rc = dirs->gids < 0 ? dirs->gids : dirs->types < 0 ? dirs->types : dirs->ndevs;

@@ -87,11 +87,20 @@ struct vfab_sysfs_gid_texts {
 void vfab_sysfs_gid_texts(const struct vfab_gid *g, const char *netdev,
 			  struct vfab_sysfs_gid_texts *t);
 
-/* <rundir>/nodes/<node>/class/infiniband/<hca>/ports/<port>[/<sub>]. */
+/* nodes/<node>/class/infiniband/<hca>/ports/<port>[/<sub>], below the run dir. */
+int vfab_sysfs_port_relpath(char *buf, size_t len, const char *node, const char *hca, uint32_t port,
+			    const char *sub);
+/* The same below rundir: <rundir>/nodes/<node>/class/infiniband/<hca>/ports/<port>[/<sub>]. */
 int vfab_sysfs_port_path(char *buf, size_t len, const char *rundir, const char *node,
 			 const char *hca, uint32_t port, const char *sub);
-/* Opens that directory of HCA hca (region index); sub may be "". fd or -errno. */
-int vfab_sysfs_port_open(const struct vfab_region *r, uint32_t hca, uint32_t port, const char *sub);
+/*
+ * Opens that directory from rundir_fd, a descriptor of the run dir, without
+ * following any link below it (base/beneath.h); sub may be "". node and hca
+ * are the caller's own names (its config), never strings of the shared
+ * region, which every user can write. fd or -errno.
+ */
+int vfab_sysfs_port_open(int rundir_fd, const char *node, const char *hca, uint32_t port,
+			 const char *sub);
 
 /* Replaces dirfd/name with text (temp file renamed over: readers never see half). */
 int vfab_sysfs_replace(int dirfd, const char *name, const char *text);
@@ -100,7 +109,7 @@ int vfab_sysfs_replace(int dirfd, const char *name, const char *text);
 struct vfab_sysfs_gid_dirs {
 	int gids, types, ndevs;
 };
-int vfab_sysfs_gid_dirs_open(const struct vfab_region *r, uint32_t hca, uint32_t port,
+int vfab_sysfs_gid_dirs_open(int rundir_fd, const char *node, const char *hca, uint32_t port,
 			     struct vfab_sysfs_gid_dirs *dirs);
 void vfab_sysfs_gid_dirs_close(struct vfab_sysfs_gid_dirs *dirs);
 /* Replaces the three files of index idx with the texts of g (NULL: empty). */

@@ -338,8 +338,20 @@ static inline uint32_t vfab_next_id(struct vfab_region *r)
 struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data);
 
 /* ---- vfab_fifo.c: completion channel and async event FIFOs ---- */
-int vfab_fifo_create(const char *rundir, int32_t pid, uint32_t id, char *path, size_t len);
-void vfab_fifo_send(const char *rundir, int32_t pid, uint32_t id, const void *buf, size_t len);
+/*
+ * The FIFO directory of region r: <rundir>/fifo of the HCA's device/vfab
+ * locator (root's), never the region's rundir. Once per region mapping.
+ */
+int vfab_fifo_attach(const struct vfab_region *r, const char *rundir);
+void vfab_fifo_detach(const struct vfab_region *r);
+/* <rundir>/fifo/<pid>.<id> as a path (for HELLO's async=). */
+int vfab_fifo_path(char *buf, size_t len, const char *rundir, int32_t pid, uint32_t id);
+/* Makes this process's FIFO <pid>.<id> (mode 0600) and returns its read end, or -errno. */
+int vfab_fifo_create(const struct vfab_region *r, int32_t pid, uint32_t id);
+void vfab_fifo_remove(const struct vfab_region *r, int32_t pid, uint32_t id);
+/* Writes buf into FIFO <pid>.<id> when it is one (numbers from any slot: see vfab_fifo.c). */
+void vfab_fifo_send(const struct vfab_region *r, int32_t pid, uint32_t id, const void *buf,
+		    size_t len);
 void vfab_async_event(struct vfab_region *r, int32_t pid, uint32_t id, uint64_t element,
 		      uint32_t event_type);
 

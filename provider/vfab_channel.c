@@ -15,7 +15,7 @@
 struct vfab_channel {
 	struct vfab_channel_head head; /* magic + public struct, first */
 	uint32_t id;
-	char path[320];
+	int32_t pid; /* the FIFO is <pid>.<id> */
 };
 
 static struct vfab_channel *to_vchan(struct ibv_comp_channel *ch)
@@ -33,7 +33,8 @@ int vfab_create_channel(struct ibv_context *ibctx, struct ibv_comp_channel **out
 	if (!c)
 		return ENOMEM;
 	c->id = vfab_next_id(ctx->r);
-	fd = vfab_fifo_create(ctx->r->rundir, ctx->owner.pid, c->id, c->path, sizeof(c->path));
+	c->pid = ctx->owner.pid;
+	fd = vfab_fifo_create(ctx->r, c->pid, c->id);
 	if (fd < 0) {
 		free(c);
 		return -fd;
@@ -71,7 +72,7 @@ int vfab_destroy_channel(struct ibv_comp_channel *ch)
 	} else {
 		c->head.magic = 0;
 		close(ch->fd);
-		unlink(c->path);
+		vfab_fifo_remove(to_vctx(ibctx)->r, c->pid, c->id);
 		free(c);
 	}
 	pthread_mutex_unlock(&ibctx->mutex);

@@ -62,7 +62,7 @@ static int ctl_hello_once(struct vfab_context *ctx)
 	char line[sizeof(ctx->async_path) + 64], reply[256];
 	int fd, rc;
 
-	fd = vfab_ctl_connect(ctx->r->rundir);
+	fd = vfab_ctl_connect(ctx->dev->rundir);
 	if (fd < 0)
 		return fd;
 	snprintf(line, sizeof(line), "HELLO %d hca=%u async=%s", ctx->owner.pid, ctx->hca_idx,
@@ -103,10 +103,10 @@ static void ctl_hello(struct vfab_context *ctx)
 	if (rc && !warned) {
 		warned = true;
 		fprintf(stderr,
-			"vfab: no vfabd for fabric %s (%s/vfabd.sock: %s): running without it; "
+			"vfab: no vfabd in %s (vfabd.sock: %s): running without it; "
 			"port events are not delivered and this process's objects are not freed "
 			"if it crashes\n",
-			ctx->r->fabric, ctx->r->rundir, strerror(-rc));
+			ctx->dev->rundir, strerror(-rc));
 	}
 }
 
@@ -159,17 +159,23 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->hca_idx = dev->hca;
 	ctx->hca = &ctx->r->hcas[dev->hca];
 	ctx->copy_engines = vfab_dma_configure(ctx->hca->copy_engines);
-	/* Our pid and start time as the fabric sees them (vfab_owner.h). */
-	vfab_pidview_init(&ctx->pv, ctx->r->rundir, &ctx->owner);
+	/*
+	 * Our pid and start time as the fabric sees them (vfab_owner.h). The run
+	 * dir, here and for every file below, is the root-owned locator's: the
+	 * region's may name anything (docs/TRUST.md).
+	 */
+	vfab_pidview_init(&ctx->pv, dev->rundir, &ctx->owner);
 	ctx->owner.ctx_id = vfab_next_id(ctx->r);
 	ctx->owner.hca = dev->hca; /* objects count against this device's limits */
 	ctx->async_id = vfab_next_id(ctx->r);
 	ctx->ctl_fd = -1;
 
-	fd = vfab_fifo_create(ctx->r->rundir, ctx->owner.pid, ctx->async_id, ctx->async_path,
-			      sizeof(ctx->async_path));
+	/* The path is for vfabd (HELLO's async=); the FIFO is made in the locator's directory. */
+	fd = vfab_fifo_path(ctx->async_path, sizeof(ctx->async_path), dev->rundir, ctx->owner.pid,
+			    ctx->async_id);
+	fd = fd ? fd : vfab_fifo_create(ctx->r, ctx->owner.pid, ctx->async_id);
 	if (fd < 0) {
-		vfab_dbg("cannot create async event FIFO in %s: %s", ctx->r->rundir, strerror(-fd));
+		vfab_dbg("cannot create async event FIFO in %s: %s", dev->rundir, strerror(-fd));
 		errno = -fd;
 		goto fail;
 	}
@@ -232,7 +238,7 @@ static void vfab_free_context(struct ibv_context *ibctx)
 
 	free_leftovers(ctx);
 	ctl_bye(ctx);
-	unlink(ctx->async_path);
+	vfab_fifo_remove(ctx->r, ctx->owner.pid, ctx->async_id);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }

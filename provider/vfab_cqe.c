@@ -127,7 +127,7 @@ int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, 
 out:
 	vfab_unlock(&s->lock);
 	if (notify)
-		vfab_fifo_send(r->rundir, chan_pid, chan_id, &cookie, sizeof(cookie));
+		vfab_fifo_send(r, chan_pid, chan_id, &cookie, sizeof(cookie));
 	if (overflow)
 		vfab_async_event(r, async_pid, async_id, cookie, IBV_EVENT_CQ_ERR);
 	return rc;

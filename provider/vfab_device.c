@@ -18,9 +18,10 @@ static struct vfab_rmap *maps;
 
 /*
  * A fabric that went down and came up again has a new region file under the
- * same path: only a mapping of the same file is shared.
+ * same path: only a mapping of the same file is shared. A new mapping gets
+ * its FIFO directory from rundir, the locator's.
  */
-static struct vfab_rmap *rmap_get(const char *path)
+static struct vfab_rmap *rmap_get(const char *path, const char *rundir)
 {
 	struct vfab_rmap *m;
 	struct stat st;
@@ -42,6 +43,14 @@ static struct vfab_rmap *rmap_get(const char *path)
 	rc = vfab_region_open(path, &m->r);
 	if (rc) {
 		vfab_dbg("cannot map region %s: %s", path, strerror(-rc));
+		free(m);
+		m = NULL;
+		goto out;
+	}
+	rc = vfab_fifo_attach(m->r, rundir);
+	if (rc) {
+		vfab_dbg("no FIFO directory in %s: %s", rundir, strerror(-rc));
+		vfab_region_close(m->r);
 		free(m);
 		m = NULL;
 		goto out;
@@ -68,6 +77,7 @@ static void rmap_put(struct vfab_rmap *m)
 				break;
 			}
 		}
+		vfab_fifo_detach(m->r);
 		vfab_region_close(m->r);
 		free(m);
 	}
@@ -76,11 +86,14 @@ static void rmap_put(struct vfab_rmap *m)
 
 /*
  * device/vfab holds "region PATH", "hca N" and "rundir DIR", one per line.
- * Returns 0 or -EINVAL when a field is missing.
+ * Returns 0 or -EINVAL when a field is missing. `vfab up` (root) writes it
+ * into the node's view, which only root can change: the run dir every file
+ * of the provider lives in comes from here, never from the region, which
+ * every local user can write.
  */
 static int parse_locator(char *text, struct vfab_device *dev, char *region, size_t rlen)
 {
-	bool have_region = false, have_hca = false;
+	bool have_region = false, have_hca = false, have_rundir = false;
 	char *save = NULL, *line;
 
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -101,10 +114,13 @@ static int parse_locator(char *text, struct vfab_device *dev, char *region, size
 			dev->hca = (uint32_t)h;
 			have_hca = true;
 		} else if (!strcmp(line, "rundir")) {
-			snprintf(dev->rundir, sizeof(dev->rundir), "%s", val);
+			if (val[0] != '/' || (size_t)snprintf(dev->rundir, sizeof(dev->rundir),
+							      "%s", val) >= sizeof(dev->rundir))
+				return -EINVAL;
+			have_rundir = true;
 		}
 	}
-	return have_region && have_hca ? 0 : -EINVAL;
+	return have_region && have_hca && have_rundir ? 0 : -EINVAL;
 }
 
 static int vfab_create_channel_op(struct ibv_context *ctx, struct ibv_comp_channel **out)
@@ -136,7 +152,7 @@ static struct vabi_device *vfab_alloc_device(struct vabi_sysfs_dev *sysfs)
 		vfab_dbg("%s: malformed device/vfab locator", sysfs->ibdev_name);
 		goto fail;
 	}
-	m = rmap_get(region);
+	m = rmap_get(region, dev->rundir);
 	if (!m)
 		goto fail;
 	if (!atomic_load(&m->r->ready) || dev->hca >= m->r->nhcas || !m->r->hcas[dev->hca].in_use) {
@@ -144,8 +160,6 @@ static struct vabi_device *vfab_alloc_device(struct vabi_sysfs_dev *sysfs)
 		rmap_put(m);
 		goto fail;
 	}
-	if (!dev->rundir[0])
-		snprintf(dev->rundir, sizeof(dev->rundir), "%s", m->r->rundir);
 	snprintf(dev->region_path, sizeof(dev->region_path), "%s", region);
 	dev->map = m;
 	dev->region = m->r;

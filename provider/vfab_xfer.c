@@ -2,7 +2,14 @@
 /*
  * Transfers straight into or out of another process (see vfab_xfer.h):
  * process_vm_writev/readv, or a pwrite/pread of /proc/<pid>/mem for small
- * ones; memcpy within the process.
+ * ones; within the process too, process_vm_writev/readv on its own pid.
+ *
+ * Within the process a memcpy would be cheaper, but an HCA pins registered
+ * pages and vfab cannot: a registered buffer the process has since
+ * munmapped (or made read-only) is then a SIGSEGV in whichever thread
+ * copies. The kernel's copy answers -EFAULT instead, which is what a copy
+ * into another process gives, and the responder turns into the status of an
+ * access outside any MR (docs/DESIGN.md "Where vfab differs").
  */
 #include "provider/vfab_xfer.h"
 
@@ -105,44 +112,12 @@ static int walk_segments(const struct iovec *dst, unsigned int ndst, const struc
 	return 0;
 }
 
-/*
- * In-process copy. memcpy may store the tail of a buffer before its middle,
- * so the last 8 bytes of the transfer are stored after a full fence, one by
- * one in ascending order.
- */
-static ssize_t copy_step(void *arg, char *d, const char *s, size_t n, bool tail)
-{
-	(void)arg;
-	if (!tail) {
-		memcpy(d, s, n);
-		return (ssize_t)n;
-	}
-	atomic_thread_fence(memory_order_seq_cst);
-	for (size_t k = 0; k < n; k++)
-		((volatile char *)d)[k] = s[k];
-	return (ssize_t)n;
-}
-
-static void copy_segments(const struct iovec *dst, unsigned int ndst, const struct iovec *src,
-			  unsigned int nsrc, uint64_t total)
-{
-	(void)walk_segments(dst, ndst, src, nsrc, total, total > 8 ? total - 8 : 0, copy_step,
-			    NULL);
-}
-
 /* Moves total bytes between arrays the caller lets us consume. */
-static int xfer_inplace(pid_t pid, bool self, bool write, struct iovec *l, unsigned int nlocal,
+static int xfer_inplace(pid_t pid, bool write, struct iovec *l, unsigned int nlocal,
 			struct iovec *rm, unsigned int nremote, uint64_t total)
 {
 	ssize_t n;
 
-	if (self) {
-		if (write)
-			copy_segments(rm, nremote, l, nlocal, total);
-		else
-			copy_segments(l, nlocal, rm, nremote, total);
-		return 0;
-	}
 	while (total) {
 		n = write ? process_vm_writev(pid, l, nlocal, rm, nremote, 0)
 			  : process_vm_readv(pid, l, nlocal, rm, nremote, 0);
@@ -161,7 +136,7 @@ static int xfer_inplace(pid_t pid, bool self, bool write, struct iovec *l, unsig
 }
 
 /* Any number of segments each way, lengths trimmed to the shorter side. */
-static __attribute__((noinline)) int xfer_general(pid_t pid, bool self, bool write,
+static __attribute__((noinline)) int xfer_general(pid_t pid, bool write,
 						  const struct iovec *local, unsigned int nlocal,
 						  const struct iovec *remote, unsigned int nremote)
 {
@@ -179,7 +154,7 @@ static __attribute__((noinline)) int xfer_general(pid_t pid, bool self, bool wri
 	memcpy(rm, remote, nremote * sizeof(*rm));
 	nlocal = iov_truncate(l, nlocal, total);
 	nremote = iov_truncate(rm, nremote, total);
-	return xfer_inplace(pid, self, write, l, nlocal, rm, nremote, total);
+	return xfer_inplace(pid, write, l, nlocal, rm, nremote, total);
 }
 
 /*
@@ -319,8 +294,8 @@ static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local
 {
 	int rc;
 
-	if (p->self)
-		return xfer_general(p->pid, true, write, local, nlocal, remote, nremote);
+	if (p->self) /* getpid(): the pid of our own namespace, which the kernel reads */
+		return xfer_general(getpid(), write, local, nlocal, remote, nremote);
 	if (p->foreign)
 		return xfer_mem_only(p->memfd, write, local, nlocal, remote, nremote);
 	if (p->memfd >= 0 && nremote == 1) {
@@ -344,7 +319,7 @@ static int xfer(const struct vfab_peer *p, bool write, const struct iovec *local
 			return -errno;
 		/* Partial (a page went away midway): the general loop says why. */
 	}
-	return xfer_general(p->pid, false, write, local, nlocal, remote, nremote);
+	return xfer_general(p->pid, write, local, nlocal, remote, nremote);
 }
 
 int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iovec *dst,
@@ -354,7 +329,7 @@ int vfab_xfer_writev(pid_t pid, struct iovec *src, unsigned int nsrc, struct iov
 
 	if (nsrc > IOV_MAX || ndst > IOV_MAX || iov_total(dst, ndst) != total)
 		return -EINVAL;
-	return xfer_inplace(pid, false, true, src, nsrc, dst, ndst, total);
+	return xfer_inplace(pid, true, src, nsrc, dst, ndst, total);
 }
 
 int vfab_xfer_write(const struct vfab_peer *p, const struct iovec *src, unsigned int nsrc,

@@ -46,6 +46,13 @@ int vfab_cli_need_operand(const char *verb, const char *what, int argc, int next
 
 /* s as a JSON string on stdout (escaped: the output stays JSON whatever s holds). */
 void vfab_cli_json_str(const char *s);
+/*
+ * A name field of the region (len bytes, maybe unterminated: any user may
+ * write it) as text to print: at most out_len - 1 bytes, bytes other than
+ * printable ASCII as '?', so it can neither overrun its field nor drive a
+ * terminal.
+ */
+void vfab_cli_region_text(char *out, size_t out_len, const char *field, size_t len);
 
 /* Verbs: argv[0] is the verb itself. */
 int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv);
@@ -83,6 +90,15 @@ int vfab_cli_enter(const struct vfab_cli *cli, const char *verb, const char *nod
 struct vfab_config;
 /* The config the fabric was brought up with (its run dir copy); free it after. */
 int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vfab_config *cfg);
+struct vfab_region;
+/*
+ * The CLI's own topology of the fabric (vfab_topology_private from the run
+ * dir's config): the names, indices and counts of nodes, HCAs and ports that
+ * the CLI, often run as root, may use in paths or act on. The shared region
+ * is every user's to write: read it only for values to print or compare.
+ * Free with vfab_topology_private_free. verb NULL: no message on failure.
+ */
+int vfab_cli_topology(const struct vfab_cli *cli, const char *verb, struct vfab_region **t);
 
 /*
  * Everything `down` does, also used by `up` to roll back: stop vfabd

@@ -69,3 +69,14 @@ void vfab_cli_json_str(const char *s)
 	}
 	putchar('"');
 }
+
+void vfab_cli_region_text(char *out, size_t out_len, const char *field, size_t len)
+{
+	size_t i;
+
+	if (!out_len)
+		return;
+	for (i = 0; i < len && i + 1 < out_len && field[i]; i++)
+		out[i] = field[i] >= 0x20 && field[i] < 0x7f ? field[i] : '?';
+	out[i] = '\0';
+}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the verbs that work inside nodes share: joining a node with one
- * message per failure, and the config the fabric was brought up with.
+ * message per failure, and the config the fabric was brought up with (and
+ * the topology built from it: names a root CLI may act on).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "config/config.h"
+#include "fabric/topology.h"
 #include "netns/node_enter.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
@@ -64,11 +66,33 @@ int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vf
 
 	if (!fabric_is_up(cli, verb))
 		return VFAB_EXIT_FAIL;
-	if (vfab_pathf(path, sizeof(path), "%s/config.yaml", cli->rundir) ||
+	if (vfab_run_config_path(path, sizeof(path), cli->rundir) ||
 	    vfab_config_load_file(path, cfg, err, sizeof(err))) {
 		fprintf(stderr, "vfab %s: cannot read the config of fabric %s: %s\n", verb,
 			cli->fabric, err[0] ? err : path);
 		return VFAB_EXIT_FAIL;
 	}
 	return VFAB_EXIT_OK;
+}
+
+int vfab_cli_topology(const struct vfab_cli *cli, const char *verb, struct vfab_region **t)
+{
+	char path[PATH_MAX], err[1024] = "";
+	struct vfab_config cfg;
+	int ret;
+
+	if (verb) {
+		ret = vfab_cli_load_config(cli, verb, &cfg);
+		if (ret)
+			return ret;
+	} else if (vfab_run_config_path(path, sizeof(path), cli->rundir) ||
+		   vfab_config_load_file(path, &cfg, err, sizeof(err))) {
+		return VFAB_EXIT_FAIL;
+	}
+	ret = vfab_topology_private(cli->fabric, cli->rundir, &cfg, t);
+	vfab_config_free(&cfg);
+	if (ret && verb)
+		fprintf(stderr, "vfab %s: the config of fabric %s does not give a topology: %s\n",
+			verb, cli->fabric, strerror(-ret));
+	return ret ? VFAB_EXIT_FAIL : VFAB_EXIT_OK;
 }

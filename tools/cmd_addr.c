@@ -17,6 +17,7 @@
 #include "base/fsutil.h"
 #include "fabric/gid.h"
 #include "fabric/region.h"
+#include "fabric/topology.h"
 #include "netns/netns_file.h"
 #include "netns/node_addr.h"
 #include "netns/sysfs_view.h"
@@ -145,17 +146,18 @@ static int list_addrs(const struct vfab_cli *cli, const char *node)
 
 /* An HCA port bound to the netdev, with the entries of the address's GID. */
 struct port_gids {
-	const struct vfab_hca *hca;
-	uint32_t port;	/* from 1 */
-	int v1, v2;	/* indices, -1: none */
-	int is_default; /* the address is the default GID: entries 0 and 1 stay */
-	uint16_t vlan;	/* 0: on the port's netdev; else on its VLAN upper (vfab_gid.vlan) */
+	const struct vfab_hca *hca;  /* names and wiring: the CLI's own topology */
+	const struct vfab_hca *live; /* the same HCA in the region: its GID tables */
+	uint32_t port;		     /* from 1 */
+	int v1, v2;		     /* indices, -1: none */
+	int is_default;		     /* the address is the default GID: entries 0 and 1 stay */
+	uint16_t vlan; /* 0: on the port's netdev; else on its VLAN upper (vfab_gid.vlan) */
 };
 
-static int region_node(const struct vfab_region *r, const char *id)
+static int topo_node(const struct vfab_region *t, const char *id)
 {
 	for (int i = 0; i < VFAB_MAX_NODES; i++)
-		if (r->nodes[i].in_use && !strcmp(r->nodes[i].id, id))
+		if (t->nodes[i].in_use && !strcmp(t->nodes[i].id, id))
 			return i;
 	return -1;
 }
@@ -164,14 +166,15 @@ static int region_node(const struct vfab_region *r, const char *id)
  * The HCA ports of node n on netdev, or whose netdev's VLAN upper netdev is
  * (at most max), for the address's gid.
  */
-static int ports_on(const struct vfab_region *r, const struct vfab_node *n, const char *netdev,
-		    const uint8_t gid[16], struct port_gids *out, int max)
+static int ports_on(const struct vfab_region *t, const struct vfab_region *r,
+		    const struct vfab_node *n, const char *netdev, const uint8_t gid[16],
+		    struct port_gids *out, int max)
 {
 	uint8_t def[16];
 	int count = 0;
 
 	for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
-		const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
+		const struct vfab_hca *hca = &t->hcas[n->hcas[h]], *live = &r->hcas[n->hcas[h]];
 
 		for (uint32_t p = 0; p < hca->nports && p < VFAB_MAX_PORTS && count < max; p++) {
 			const struct vfab_port *port = &hca->ports[p];
@@ -182,10 +185,10 @@ static int ports_on(const struct vfab_region *r, const struct vfab_node *n, cons
 			if (!strcmp(port->netdev, netdev)) {
 				vfab_gid_default(port->mac, def);
 				out[count++] = (struct port_gids){
-				    hca, p + 1, -1, -1, !memcmp(def, gid, 16), 0};
+				    hca, live, p + 1, -1, -1, !memcmp(def, gid, 16), 0};
 			} else if (upper[0] && !strcmp(upper, netdev)) {
 				out[count++] =
-				    (struct port_gids){hca, p + 1, -1, -1, 0, port->vlan};
+				    (struct port_gids){hca, live, p + 1, -1, -1, 0, port->vlan};
 			}
 		}
 	}
@@ -207,7 +210,7 @@ static void addr_gid(const struct vfab_ifaddr *a, uint8_t gid[16])
 /* Where gid sits in the port's table now (vfabd changes it without locks). */
 static void find_gid(struct port_gids *pg, const uint8_t gid[16])
 {
-	const struct vfab_port *p = &pg->hca->ports[pg->port - 1];
+	const struct vfab_port *p = &pg->live->ports[pg->port - 1];
 	uint32_t n = __atomic_load_n(&p->ngids, __ATOMIC_ACQUIRE);
 
 	pg->v1 = pg->v2 = -1;
@@ -345,8 +348,12 @@ static int change_failed(const struct vfab_cli *cli, const struct addr_args *arg
 	}
 }
 
+/*
+ * t: the CLI's own topology (node, HCA and netdev names it acts on); r: the
+ * region, read only for the GID tables it compares (docs/TRUST.md).
+ */
 static int change_addr(const struct vfab_cli *cli, const struct addr_args *args,
-		       struct vfab_region *r)
+		       const struct vfab_region *t, const struct vfab_region *r)
 {
 	char text[VFAB_IFADDR_STR_LEN];
 	struct port_gids pgs[8 * VFAB_MAX_PORTS];
@@ -355,15 +362,15 @@ static int change_addr(const struct vfab_cli *cli, const struct addr_args *args,
 	const char *netdev = args->netdev;
 	uint8_t gid[16];
 
-	ni = region_node(r, args->node);
+	ni = topo_node(t, args->node);
 	if (ni < 0) {
-		fprintf(stderr, "vfab addr: node %s is not in the region of fabric %s\n",
+		fprintf(stderr, "vfab addr: node %s is not in the config of fabric %s\n",
 			args->node, cli->fabric);
 		return VFAB_EXIT_FAIL;
 	}
-	n = &r->nodes[ni];
+	n = &t->nodes[ni];
 	if (!netdev && n->nhcas) {
-		const struct vfab_port *p0 = &r->hcas[n->hcas[0]].ports[0];
+		const struct vfab_port *p0 = &t->hcas[n->hcas[0]].ports[0];
 
 		/* A shared HCA's port is on the host's PF; the pod's own netdev is net1. */
 		netdev = p0->pod_netdev[0] ? p0->pod_netdev : p0->netdev;
@@ -372,7 +379,7 @@ static int change_addr(const struct vfab_cli *cli, const struct addr_args *args,
 	}
 	vfab_ifaddr_format(&args->a, text);
 	addr_gid(&args->a, gid);
-	npg = ports_on(r, n, netdev, gid, pgs, (int)(sizeof(pgs) / sizeof(pgs[0])));
+	npg = ports_on(t, r, n, netdev, gid, pgs, (int)(sizeof(pgs) / sizeof(pgs[0])));
 	for (int i = 0; i < npg; i++) {
 		find_gid(&pgs[i], gid);
 		old[2 * i] = pgs[i].v1;
@@ -405,7 +412,7 @@ static int change_addr(const struct vfab_cli *cli, const struct addr_args *args,
 int vfab_cmd_addr(struct vfab_cli *cli, int argc, char **argv)
 {
 	struct addr_args args;
-	struct vfab_region *r;
+	struct vfab_region *r, *t;
 	char path[256];
 	int first, rc;
 
@@ -420,15 +427,20 @@ int vfab_cmd_addr(struct vfab_cli *cli, int argc, char **argv)
 		return rc;
 	if (args.add < 0)
 		return list_addrs(cli, args.node);
+	rc = vfab_cli_topology(cli, "addr", &t);
+	if (rc)
+		return rc;
 	rc = vfab_region_path(cli->fabric, path, sizeof(path));
 	if (!rc)
 		rc = vfab_region_open(path, &r);
 	if (rc) {
 		fprintf(stderr, "vfab addr: cannot map the region of fabric %s (%s): %s\n",
 			cli->fabric, path, strerror(-rc));
+		vfab_topology_private_free(t);
 		return VFAB_EXIT_FAIL;
 	}
-	rc = change_addr(cli, &args, r);
+	rc = change_addr(cli, &args, t, r);
 	vfab_region_close(r);
+	vfab_topology_private_free(t);
 	return rc;
 }

@@ -84,10 +84,13 @@ static void print_json(const struct vfab_cli *cli, const struct vfab_region *r,
 		const struct vfab_link *l = &r->links[i];
 		uint64_t msgs = b[i].msgs - a[i].msgs;
 
+		char name[VFAB_NAME_MAX];
+
 		if (!l->in_use)
 			continue;
+		vfab_cli_region_text(name, sizeof(name), l->name, sizeof(l->name));
 		vjson_text(&j, first ? "{\"name\":" : ",{\"name\":");
-		vjson_str(&j, l->name);
+		vjson_str(&j, name);
 		vjson_printf(&j,
 			     ",\"kind\":\"%s\",\"rate_bps\":%llu,\"latency_ns\":%u,\"bps\":%.0f,"
 			     "\"msgs_per_s\":%.1f,\"queue_ns_avg\":%.0f,\"drops\":%llu}",
@@ -121,16 +124,17 @@ static void print_table(const struct vfab_cli *cli, const struct vfab_region *r,
 		const struct vfab_link *l = &r->links[i];
 		uint64_t msgs = b[i].msgs - a[i].msgs;
 		uint64_t rate_bps = __atomic_load_n(&l->rate_bps, __ATOMIC_RELAXED);
+		char name[VFAB_NAME_MAX];
 
 		if (!l->in_use || (busy && !msgs && b[i].drops == a[i].drops))
 			continue;
+		vfab_cli_region_text(name, sizeof(name), l->name, sizeof(l->name));
 		if (rate_bps)
 			snprintf(rate, sizeof(rate), "%.6g", rate_bps / 1e9);
 		else
 			snprintf(rate, sizeof(rate), "-");
-		printf("%-28s %-9s %8s %8.2f %9.3f %10.0f %9.2f %7llu\n", l->name,
-		       kind_name(l->kind), rate,
-		       __atomic_load_n(&l->latency_ns, __ATOMIC_RELAXED) / 1e3,
+		printf("%-28s %-9s %8s %8.2f %9.3f %10.0f %9.2f %7llu\n", name, kind_name(l->kind),
+		       rate, __atomic_load_n(&l->latency_ns, __ATOMIC_RELAXED) / 1e3,
 		       (double)(b[i].bytes - a[i].bytes) * 8 / dt / 1e9, (double)msgs / dt,
 		       msgs ? (double)(b[i].queue_ns - a[i].queue_ns) / (double)msgs / 1e3 : 0.0,
 		       (unsigned long long)(b[i].drops - a[i].drops));

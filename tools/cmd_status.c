@@ -9,6 +9,7 @@
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "fabric/region.h"
+#include "fabric/topology.h"
 #include "netns/fabric_net.h"
 #include "netns/holder.h"
 #include "netns/launch_files.h"
@@ -47,12 +48,18 @@ struct node_status {
 	int holder_alive;
 	pid_t sshd; /* alive sshd of a fabric with --ssh, else 0 */
 	char addrs[512];
-	int region_index; /* -1: not in the region */
+	int node_index; /* index in the topology, -1: none */
 };
 
 struct fabric_status {
 	pid_t vfabd;
 	char vfabd_json[1024]; /* vfabd's STATUS line, "" when it did not answer */
+	/*
+	 * Names, CPUs and wiring come from the CLI's own topology (t, from the
+	 * run dir's config): `status` often runs as root, and the region (r)
+	 * is every user's to write; it gives only the live GID tables printed.
+	 */
+	struct vfab_region *t;
 	struct vfab_region *r;
 	int nnodes;
 	struct node_status nodes[VFAB_MAX_NODES];
@@ -62,14 +69,14 @@ struct fabric_status {
 };
 
 static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, const char *id,
-			int region_index)
+			int node_index)
 {
 	struct node_status *ns = &fs->nodes[fs->nnodes++];
 	char path[PATH_MAX];
 
 	memset(ns, 0, sizeof(*ns));
-	snprintf(ns->id, sizeof(ns->id), "%s", id);
-	ns->region_index = region_index;
+	snprintf(ns->id, sizeof(ns->id), "%.*s", (int)sizeof(ns->id) - 1, id);
+	ns->node_index = node_index;
 	if (vfab_holder_pid_path(path, sizeof(path), cli->rundir, id) == 0 &&
 	    vfab_read_pid_file(path, &ns->holder) == 0)
 		ns->holder_alive = vfab_holder_is_alive(ns->holder);
@@ -101,14 +108,17 @@ static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
 		fs->vfabd_json[0] = '\0';
 	if (!fs->vfabd || !fs->vfabd_json[0])
 		fs->healthy = 0;
-	if (vfab_region_path(cli->fabric, path, sizeof(path)) == 0 &&
-	    vfab_region_open(path, &fs->r) == 0) {
-		for (uint32_t i = 0; i < fs->r->nnodes && i < VFAB_MAX_NODES; i++)
-			gather_node(cli, fs, fs->r->nodes[i].id, (int)i);
+	if (vfab_region_path(cli->fabric, path, sizeof(path)) || vfab_region_open(path, &fs->r)) {
+		fs->r = NULL;
+		fs->healthy = 0;
+	}
+	if (vfab_cli_topology(cli, NULL, &fs->t) == VFAB_EXIT_OK) {
+		for (uint32_t i = 0; i < fs->t->nnodes && i < VFAB_MAX_NODES; i++)
+			gather_node(cli, fs, fs->t->nodes[i].id, (int)i);
 		return;
 	}
-	/* No region (crashed, half-built): the run dir still knows the nodes. */
-	fs->r = NULL;
+	/* No config copy (crashed, half-built): the run dir still knows the nodes. */
+	fs->t = NULL;
 	fs->healthy = 0;
 	if (vfab_pathf(path, sizeof(path), "%s/nodes", cli->rundir) == 0) {
 		DIR *d = opendir(path);
@@ -129,6 +139,14 @@ static void print_libdirs_text(const char *list)
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (char *d = strtok_r(buf, "\n", &save); d; d = strtok_r(NULL, "\n", &save))
 		printf("  libdir  %s\n", d);
+}
+
+/* The RoCE v2 IPv4 GID index of a port as the live region says; -1 without a region. */
+static int live_gid(const struct fabric_status *fs, uint32_t hca, uint32_t port, uint32_t node)
+{
+	if (!fs->r || hca >= VFAB_MAX_HCAS || port >= VFAB_MAX_PORTS)
+		return -1;
+	return vfab_port_ipv4_v2_gid(&fs->r->hcas[hca].ports[port], node);
 }
 
 static void print_text(const struct vfab_cli *cli, const struct fabric_status *fs)
@@ -153,8 +171,8 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 				 ns->holder_alive ? "alive" : "DEAD");
 		else
 			snprintf(holder, sizeof(holder), "none");
-		if (fs->r && ns->region_index >= 0)
-			vfab_cpus_format_list(&fs->r->nodes[ns->region_index].cpus, cpus,
+		if (fs->t && ns->node_index >= 0)
+			vfab_cpus_format_list(&fs->t->nodes[ns->node_index].cpus, cpus,
 					      sizeof(cpus));
 		printf("  %-15s %-16s %-10s %-22s", ns->id, holder, cpus,
 		       ns->addrs[0] ? ns->addrs : "-");
@@ -162,15 +180,14 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 			printf(" sshd %d", (int)ns->sshd);
 		else if (fs->ssh)
 			printf(" sshd DEAD");
-		if (fs->r && ns->region_index >= 0) {
-			const struct vfab_node *n = &fs->r->nodes[ns->region_index];
+		if (fs->t && ns->node_index >= 0) {
+			const struct vfab_node *n = &fs->t->nodes[ns->node_index];
 
 			for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
-				const struct vfab_hca *hca = &fs->r->hcas[n->hcas[h]];
+				const struct vfab_hca *hca = &fs->t->hcas[n->hcas[h]];
 
 				printf(" %s (uverbs%u, GID %d, %u copy engine%s)", hca->name,
-				       hca->uverbs_idx,
-				       vfab_port_ipv4_v2_gid(&hca->ports[0], n->index),
+				       hca->uverbs_idx, live_gid(fs, n->hcas[h], 0, n->index),
 				       hca->copy_engines, hca->copy_engines == 1 ? "" : "s");
 			}
 		}
@@ -194,11 +211,11 @@ static void json_list(const char *list, const char *seps)
 	putchar(']');
 }
 
-static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
+static void json_hcas(const struct fabric_status *fs, const struct vfab_node *n)
 {
 	putchar('[');
 	for (uint32_t h = 0; h < n->nhcas && h < 8; h++) {
-		const struct vfab_hca *hca = &r->hcas[n->hcas[h]];
+		const struct vfab_hca *hca = &fs->t->hcas[n->hcas[h]];
 
 		printf("%s{\"name\":", h ? "," : "");
 		vfab_cli_json_str(hca->name);
@@ -208,7 +225,7 @@ static void json_hcas(const struct vfab_region *r, const struct vfab_node *n)
 			printf("%s{\"port\":%u,\"netdev\":", p ? "," : "", p + 1);
 			vfab_cli_json_str(hca->ports[p].netdev);
 			printf(",\"ipv4_rocev2_gid_index\":%d}",
-			       vfab_port_ipv4_v2_gid(&hca->ports[p], n->index));
+			       live_gid(fs, n->hcas[h], p, n->index));
 		}
 		printf("]}");
 	}
@@ -235,10 +252,10 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 		printf(",\"holder_pid\":%d,\"holder_alive\":%s,\"eth0\":", (int)ns->holder,
 		       ns->holder_alive ? "true" : "false");
 		json_list(ns->addrs, ",");
-		if (fs->r && ns->region_index >= 0) {
+		if (fs->t && ns->node_index >= 0) {
 			char cpus[4096];
 
-			if (vfab_cpus_format_list(&fs->r->nodes[ns->region_index].cpus, cpus,
+			if (vfab_cpus_format_list(&fs->t->nodes[ns->node_index].cpus, cpus,
 						  sizeof(cpus)) == 0) {
 				printf(",\"cpus\":");
 				vfab_cli_json_str(cpus);
@@ -247,8 +264,8 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 		if (fs->ssh)
 			printf(",\"sshd_pid\":%d", (int)ns->sshd);
 		printf(",\"hcas\":");
-		if (fs->r && ns->region_index >= 0)
-			json_hcas(fs->r, &fs->r->nodes[ns->region_index]);
+		if (fs->t && ns->node_index >= 0)
+			json_hcas(fs, &fs->t->nodes[ns->node_index]);
 		else
 			printf("[]");
 		putchar('}');
@@ -301,6 +318,7 @@ int vfab_cmd_status(struct vfab_cli *cli, int argc, char **argv)
 	healthy = fs->healthy;
 	if (fs->r)
 		vfab_region_close(fs->r);
+	vfab_topology_private_free(fs->t);
 	free(fs);
 	return healthy ? VFAB_EXIT_OK : VFAB_EXIT_FAIL;
 }

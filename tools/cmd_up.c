@@ -14,6 +14,7 @@
 #include "base/paths.h"
 #include "config/config.h"
 #include "fabric/region.h"
+#include "fabric/topology.h"
 #include "netns/fabric_net.h"
 #include "netns/launch_files.h"
 #include "netns/sandbox.h"
@@ -93,7 +94,7 @@ static int write_config_copy(const struct vfab_cli *cli, const char *path)
 {
 	char dst[PATH_MAX];
 
-	if (vfab_pathf(dst, sizeof(dst), "%s/config.yaml", cli->rundir))
+	if (vfab_run_config_path(dst, sizeof(dst), cli->rundir))
 		return -ENAMETOOLONG;
 	if (path)
 		return vfab_copy_file(path, dst, 0644);
@@ -162,7 +163,7 @@ static void print_note(const char *text)
 
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
 			  const struct up_opts *o, const struct vfab_gpu_plan *gpus,
-			  struct vfab_region *r, pid_t vfabd, long long ms)
+			  const struct vfab_region *r, pid_t vfabd, long long ms)
 {
 	const char *fopt = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? " --fabric " : "";
 	const char *fname = strcmp(cli->fabric, VFAB_DEFAULT_FABRIC) ? cli->fabric : "";
@@ -221,9 +222,14 @@ static int interrupted(void)
 	       sigismember(&pending, SIGHUP);
 }
 
+/*
+ * topo is up's own topology (vfab_topology_private from cfg): the region
+ * vfabd makes is writable by every local user as soon as it exists, so the
+ * sandboxes are built from names and indices nobody else can change.
+ */
 static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, const char *path,
 		    const struct up_opts *o, const struct vfab_gpu_plan *gpus, pid_t *vfabd,
-		    struct vfab_region **region, char *err, size_t errlen)
+		    const struct vfab_region *topo, char *err, size_t errlen)
 {
 	char libdir[PATH_MAX], preload[PATH_MAX], rpath[256];
 	struct vfab_sandbox sb;
@@ -236,7 +242,7 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 	if (ret)
 		return snprintf(err, errlen, "copy the config to %s", cli->rundir), ret;
 	/* vfabd reads the run dir's copy: the fabric never depends on the original. */
-	if (vfab_pathf(rpath, sizeof(rpath), "%s/config.yaml", cli->rundir))
+	if (vfab_run_config_path(rpath, sizeof(rpath), cli->rundir))
 		return snprintf(err, errlen, "run dir path too long"), -ENAMETOOLONG;
 	ret = vfab_vfabd_start(cli, rpath, vfabd);
 	if (ret)
@@ -246,17 +252,12 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 		return ret;
 	if (interrupted())
 		return snprintf(err, errlen, "interrupted"), -EINTR;
-	ret = vfab_region_path(cli->fabric, rpath, sizeof(rpath));
-	if (ret == 0)
-		ret = vfab_region_open(rpath, region);
-	if (ret)
-		return snprintf(err, errlen, "open the region %s", rpath), ret;
 	lib_paths(cli, libdir, sizeof(libdir), preload, sizeof(preload));
 	warn_private_libdir(libdir);
 	sb = (struct vfab_sandbox){.fabric = cli->fabric,
 				   .rundir = cli->rundir,
 				   .cfg = cfg,
-				   .region = *region,
+				   .topo = topo,
 				   .libdir = libdir,
 				   .preload_lib = preload,
 				   .libdirs = o->libdirs,
@@ -265,7 +266,7 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 				   .gpus = gpus,
 				   .note = print_note};
 	ret = vfab_sandbox_prepare(&sb, err, errlen);
-	for (uint32_t i = 0; ret == 0 && i < (*region)->nnodes; i++) {
+	for (uint32_t i = 0; ret == 0 && i < topo->nnodes; i++) {
 		pid_t holder;
 
 		if (interrupted())
@@ -286,7 +287,7 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	static struct vfab_gpu_plan gpus; /* ~20 KiB */
 	char err[4096] = "", cfgpath[PATH_MAX];
 	const char *path = NULL;
-	struct vfab_region *region = NULL;
+	struct vfab_region *topo = NULL;
 	struct vfab_config cfg;
 	long long t0 = vfab_now_ms();
 	sigset_t block, old;
@@ -350,14 +351,18 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &block, &old);
 
 	ret = vfab_up_gpus_plan(&cfg, &gpus);
-	if (ret)
+	if (ret) {
 		snprintf(err, sizeof(err), "plan the nodes' GPUs (nodes[].gpus)");
-	else
-		ret = bring_up(cli, &cfg, path, &o, &gpus, &vfabd, &region, err, sizeof(err));
+	} else {
+		ret = vfab_topology_private(cli->fabric, cli->rundir, &cfg, &topo);
+		if (ret)
+			snprintf(err, sizeof(err), "the config does not fit a region");
+	}
 	if (ret == 0)
-		print_summary(cli, &cfg, &o, &gpus, region, vfabd, vfab_now_ms() - t0);
-	if (region)
-		vfab_region_close(region);
+		ret = bring_up(cli, &cfg, path, &o, &gpus, &vfabd, topo, err, sizeof(err));
+	if (ret == 0)
+		print_summary(cli, &cfg, &o, &gpus, topo, vfabd, vfab_now_ms() - t0);
+	vfab_topology_private_free(topo);
 	if (ret) {
 		fprintf(stderr, "vfab up: failed (%s): %s\n", strerror(-ret), err);
 		fprintf(stderr, "vfab up: rolling back fabric %s\n", cli->fabric);

@@ -8,6 +8,7 @@
  * loop does for one connection. Privileged verbs are refused here, as they
  * are for such a client.
  */
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct vfabd d;
+static struct vfab_region *topo;
 static char fabric[64], rundir[128];
 
 static void cleanup(void)
@@ -36,6 +38,9 @@ static void cleanup(void)
 	if (d.r)
 		vfab_region_close(d.r);
 	vfab_region_unlink(fabric);
+	vfab_topology_private_free(topo);
+	if (d.rundir_fd >= 0)
+		close(d.rundir_fd);
 	snprintf(path, sizeof(path), "%s/fifo", rundir);
 	rmdir(path);
 	rmdir(rundir);
@@ -51,12 +56,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(fabric, sizeof(fabric), "fuzz-ctl-%d", (int)getpid());
 	snprintf(rundir, sizeof(rundir), "/tmp/%s", fabric);
 	mkdir(rundir, 0755);
-	if (vfab_config_load_default(&cfg, err, sizeof(err)) ||
-	    vfab_region_create(fabric, rundir, &d.r) || vfab_topology_fill(d.r, &cfg)) {
+	/* As vfabd: its own topology (names, paths), published into the region. */
+	d.rundir_fd = open(rundir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d.rundir_fd < 0 || vfab_config_load_default(&cfg, err, sizeof(err)) ||
+	    vfab_topology_private(fabric, rundir, &cfg, &topo) ||
+	    vfab_region_create(fabric, rundir, &d.r) || vfab_topology_publish(d.r, topo)) {
 		fprintf(stderr, "fuzz_ctl: cannot set up a region: %s\n", err);
 		exit(1);
 	}
 	vfab_config_free(&cfg);
+	d.t = topo;
 	d.fabric = fabric;
 	atexit(cleanup);
 	return 0;

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void test_loc_prot(void)
 {
@@ -101,6 +102,28 @@ void test_rem_access(void)
 		ibv_post_send(a.qp, &wr, &bad);
 	}
 	expect_wc(a.cq, "misaligned atomic -> REM_INV_REQ_ERR", IBV_WC_REM_INV_REQ_ERR, 1000);
+	pair_close(&a, &b);
+
+	/*
+	 * A registered buffer its process has unmapped (issue 27 #7): an HCA
+	 * writes the pinned pages; vfab cannot pin and reports an access outside
+	 * any MR, never a SIGSEGV of the copying thread (here the same process).
+	 */
+	pair_open(&a, &b, ALL, NULL);
+	{
+		char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				  -1, 0);
+		struct ibv_mr *mr = gone == MAP_FAILED ? NULL : ibv_reg_mr(b.pd, gone, 4096, ALL);
+
+		if (!mr)
+			die("ibv_reg_mr of an mmap'd page");
+		munmap(gone, 4096);
+		g = sge_of(&a, 0, 64);
+		post(&a, IBV_WR_RDMA_WRITE, &g, 1, (uintptr_t)gone, mr->rkey, IBV_SEND_SIGNALED);
+		expect_wc(a.cq, "WRITE into a registered, unmapped buffer -> REM_ACCESS_ERR",
+			  IBV_WC_REM_ACCESS_ERR, 1000);
+		ibv_dereg_mr(mr);
+	}
 	pair_close(&a, &b);
 }
 

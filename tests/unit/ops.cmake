@@ -10,3 +10,9 @@ target_compile_definitions(test_vfabd_report PRIVATE
   VFAB_REPORT_SCHEMA="${PROJECT_SOURCE_DIR}/docs/REPORT_SCHEMA.md")
 add_dependencies(test_vfabd_report vfabd)
 set_tests_properties(test_vfabd_report PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
+
+# vfabd against a region a hostile user rewrote (names, run dir, pids) and
+# links planted below the run dir: issue 27 High #1.
+vfab_unit_test(test_vfabd_hostile SOURCES unit/test_vfabd_hostile.c LIBS vfab_fabric)
+add_dependencies(test_vfabd_hostile vfabd)
+set_tests_properties(test_vfabd_hostile PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")

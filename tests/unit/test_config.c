@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -314,6 +315,51 @@ static void test_copy_engines(void **state)
 		   "4: nodes[0].hcas[0].copy_engines: 17 is out of range 1..16");
 }
 
+/*
+ * Nesting: libyaml's loader takes time in the square of the depth (100k
+ * levels took 31 s); past 32 levels the load stops first, at once, naming
+ * file, line and field (issue 27 #7).
+ */
+static void test_nesting_depth(void **state)
+{
+	const size_t levels = 1u << 20; /* 2 MiB of brackets: the 4 MiB cap allows it */
+	const char *head = "version: 1\nnodes:\n  - id: a\n    hcas: ";
+	char *yaml = malloc(strlen(head) + 2 * levels + 2), *p;
+	struct vfab_config cfg;
+	struct timespec a, b;
+
+	(void)state;
+	assert_non_null(yaml);
+	p = yaml + sprintf(yaml, "%s", head);
+	memset(p, '[', levels);
+	memset(p + levels, ']', levels);
+	strcpy(p + 2 * levels, "\n");
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(vfab_config_load_string(yaml, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	free(yaml);
+	assert_true(b.tv_sec - a.tv_sec < 2);
+	assert_string_equal(err, "t.yaml:4: nodes[0].hcas[0][0][0][0][0][0][0][0][0][0][0][0][0]"
+				 "[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested deeper "
+				 "than 32 levels");
+	/* Block style too, with the keys on the way: x, k0, k1, ... one level each. */
+	char block[4096], want[512];
+	size_t n = (size_t)snprintf(block, sizeof(block), "version: 1\nnodes:\n  - id: a\n    x:\n");
+	size_t w = (size_t)snprintf(want, sizeof(want), "t.yaml:34: nodes[0].x");
+
+	for (int i = 0; i < 40; i++) {
+		n += (size_t)snprintf(block + n, sizeof(block) - n, "%*sk%d:\n", 6 + 2 * i, "", i);
+		if (i < 29) /* k28: the field whose value would be level 33 */
+			w += (size_t)snprintf(want + w, sizeof(want) - w, ".k%d", i);
+	}
+	snprintf(want + w, sizeof(want) - w, ": nested deeper than 32 levels");
+	assert_int_equal(vfab_config_load_string(block, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, want);
+	/* 32 levels are fine for the depth check (the schema then says what is wrong). */
+	load_fails("version: 1\nnodes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+		   "2: nodes[0]: expected a mapping, got a sequence");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +367,7 @@ int main(void)
 	    cmocka_unit_test(test_extensions),	 cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_io_error),	 cmocka_unit_test(test_inline_errors),
 	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool),
+	    cmocka_unit_test(test_nesting_depth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fabric/gid.h"
+#include "fabric/link_model.h"
 #include "fabric/reach.h"
 #include "fabric_fixture.h"
 
@@ -143,6 +145,41 @@ static void test_errors(void **state)
 	free(r);
 }
 
+/*
+ * The region's counts and indices are any local user's to write: readers
+ * (the provider's route and path lookups) stay inside the tables whatever
+ * they say (issue 27; found by tests/fuzz/fuzz_region). Under the sanitizer
+ * build a read past them fails this test.
+ */
+static void test_forged_counts(void **state)
+{
+	struct vfab_region *r = fixture_fill(two_leaves, NULL);
+	struct fabric_reach out;
+	struct fabric_path path;
+	uint32_t ha, hb, hca, port;
+	uint8_t g[16];
+
+	(void)state;
+	fixture_port(r, 0, 0, &ha);
+	fixture_port(r, 1, 0, &hb);
+	v4gid("198.18.0.77", g);
+	r->nhcas = r->nnodes = r->nleaves = r->nlinks = UINT32_MAX;
+	for (uint32_t h = 0; h < VFAB_MAX_HCAS; h++) {
+		r->hcas[h].in_use = 1;
+		r->hcas[h].nports = 200;
+	}
+	r->hcas[hb].ports[0].segment = VFAB_MAX_LEAVES + 7;
+	assert_int_equal(vfab_gid_find(r, g, VFAB_GID_ROCE_V2, &hca, &port), -ENOENT);
+	assert_int_equal(fabric_reach_by_index(r, ha, 1, 3, g, &out), -ENOENT);
+	assert_int_equal(fabric_reach_by_index(r, ha, 3, 3, g, &out), -EINVAL);
+	assert_int_equal(fabric_path_resolve(r, ha, 3, hb, 1, &path), -EINVAL);
+	r->spine.present = 1;
+	assert_int_equal(fabric_path_resolve(r, ha, 1, hb, 1, &path), -EHOSTUNREACH);
+	r->hcas[ha].node = VFAB_MAX_NODES + 3;
+	assert_int_equal(fabric_path_resolve(r, ha, 1, hb, 1, &path), -EINVAL);
+	free(r);
+}
+
 /* One leaf, no spine: IPv6 subnets the node has no address in are unreachable. */
 static void test_on_link_only(void **state)
 {
@@ -214,6 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_roce_versions),    cmocka_unit_test(test_family_and_link_local),
 	    cmocka_unit_test(test_errors),	     cmocka_unit_test(test_on_link_only),
 	    cmocka_unit_test(test_secondary_prefix), cmocka_unit_test(test_duplicate_owner),
+	    cmocka_unit_test(test_forged_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

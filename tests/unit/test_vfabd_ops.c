@@ -24,9 +24,7 @@
 
 #include <cmocka.h>
 
-#include "tests/unit/vfabd_fixture.h"
-
-#define PORT_DIR "nodes/node0/class/infiniband/mlx5_0/ports/1"
+#include "tests/unit/vfabd_view_fixture.h"
 
 static int setup(void **state)
 {
@@ -39,79 +37,6 @@ static int teardown(void **state)
 	(void)state;
 	fx_cleanup();
 	return 0;
-}
-
-static void path_in_run(char *buf, size_t len, const char *rel)
-{
-	snprintf(buf, len, "%s/%s", fx_rundir, rel);
-}
-
-static void write_file(const char *rel, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	path_in_run(path, sizeof(path), rel);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void read_file(const char *rel, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	FILE *f;
-	size_t n;
-
-	path_in_run(path, sizeof(path), rel);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-}
-
-static void mkdirs(const char *rel)
-{
-	char path[PATH_MAX];
-
-	path_in_run(path, sizeof(path), rel);
-	for (char *p = path + strlen(fx_rundir) + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-		*p = '/';
-	}
-	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-}
-
-/* An entry that is a hard link of another, as the empty GID slots of a real view are. */
-static void hard_link(const char *existing_rel, const char *rel)
-{
-	char a[PATH_MAX], b[PATH_MAX];
-
-	path_in_run(a, sizeof(a), existing_rel);
-	path_in_run(b, sizeof(b), rel);
-	assert_int_equal(link(a, b), 0);
-}
-
-/* A minimal view of node0's port: the files vfabd rewrites. */
-static void make_port_view(void)
-{
-	mkdirs(PORT_DIR "/counters");
-	mkdirs(PORT_DIR "/hw_counters");
-	write_file(PORT_DIR "/shared_active", "4: ACTIVE\n");
-	hard_link(PORT_DIR "/shared_active", PORT_DIR "/state");
-	write_file(PORT_DIR "/phys_state", "5: LinkUp\n");
-	write_file(PORT_DIR "/rate", "200 Gb/sec (4X HDR)\n");
-	write_file(PORT_DIR "/counters/symbol_error", "0\n");
-	hard_link(PORT_DIR "/counters/symbol_error", PORT_DIR "/counters/port_xmit_data");
-	write_file(PORT_DIR "/counters/port_rcv_data", "0\n");
-	write_file(PORT_DIR "/counters/link_downed", "0\n");
-	write_file(PORT_DIR "/hw_counters/out_of_sequence", "0\n");
-	write_file(PORT_DIR "/hw_counters/duplicate_request", "0\n");
 }
 
 struct ev {
@@ -302,6 +227,19 @@ static void test_shape(void **state)
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
 	assert_true(fx_request("SHAPE node0/mlx5_0", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
+	/* Decimal numbers only (issue 27 #7): strtod would read 0x10 as 16 Gb/s. */
+	const char *const bad[] = {"bw=0x10", "bw=inf", "lat=nan", "bw= 5", "loss=-0", "bw=1e400"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "SHAPE node0/mlx5_0 %s", bad[i]);
+		assert_true(fx_request(line, reply, sizeof(reply)) > 0);
+		assert_memory_equal(reply, "ERR EINVAL ", 11);
+	}
+	assert_int_equal(r->links[up].rate_bps, 0);
+	assert_true(fx_request("SHAPE node0/mlx5_0 bw=2.5e1", reply, sizeof(reply)) > 0);
+	assert_memory_equal(reply, "OK ", 3);
 	vfab_region_close(r);
 }
 
@@ -384,84 +322,6 @@ static void test_counters_live(void **state)
 	vfab_region_close(r);
 }
 
-/* /proc/PID/stat state letter, or 0 when the process is gone. */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
-static bool wait_state(pid_t pid, char want, bool equal)
-{
-	for (int i = 0; i < 200; i++) {
-		char s = proc_state(pid);
-
-		if (equal ? s == want : s != want)
-			return true;
-		fx_sleep_ms(10);
-	}
-	return false;
-}
-
-/*
- * A stand-in for node0: a holder in a network namespace of its own with one
- * worker process; the holder reaps the worker, the pipe reports its pid.
- * Each dies with its parent, so a failed check leaves nothing running (nor
- * holding the test's output open, which ctest would wait for).
- */
-static pid_t start_node(pid_t *worker)
-{
-	pid_t holder, test = getpid();
-	int p[2];
-
-	assert_int_equal(pipe(p), 0);
-	holder = fork();
-	assert_true(holder >= 0);
-	if (holder == 0) {
-		pid_t w, me = getpid();
-
-		close(p[0]);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != test || unshare(CLONE_NEWNET))
-			_exit(3);
-		w = fork();
-		if (w == 0) {
-			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != me)
-				_exit(3);
-			for (;;)
-				pause();
-		}
-		if (write(p[1], &w, sizeof(w)) != sizeof(w))
-			_exit(1);
-		for (;;)
-			if (wait(NULL) < 0 && errno == ECHILD)
-				pause();
-	}
-	close(p[1]);
-	if (read(p[0], worker, sizeof(*worker)) != sizeof(*worker))
-		*worker = -1;
-	close(p[0]);
-	return holder;
-}
-
-static void stop_node(pid_t holder, pid_t worker)
-{
-	if (worker > 0)
-		kill(worker, SIGKILL);
-	kill(holder, SIGKILL);
-	waitpid(holder, NULL, 0);
-}
-
 static void test_fault_pause_kill(void **state)
 {
 	struct vfab_region *r = fx_region();
@@ -479,7 +339,7 @@ static void test_fault_pause_kill(void **state)
 		vfab_region_close(r);
 		skip(); /* no CAP_SYS_ADMIN for a network namespace */
 	}
-	atomic_store(&r->nodes[0].holder_pid, holder);
+	fx_write_holder("node0", holder);
 
 	assert_true(fx_request("FAULT pause node0 0.5", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "OK ", 3);
@@ -506,7 +366,6 @@ static void test_fault_pause_kill(void **state)
 	assert_memory_equal(reply, "ERR ENOENT ", 11);
 	assert_true(fx_request("FAULT explode node0", reply, sizeof(reply)) > 0);
 	assert_memory_equal(reply, "ERR EINVAL ", 11);
-	atomic_store(&r->nodes[0].holder_pid, 0);
 	stop_node(holder, worker);
 	vfab_region_close(r);
 }
@@ -526,7 +385,7 @@ static void test_shutdown_resumes(void **state)
 		vfab_region_close(r);
 		skip();
 	}
-	atomic_store(&r->nodes[0].holder_pid, holder);
+	fx_write_holder("node0", holder);
 	assert_true(fx_request("FAULT pause node0", reply, sizeof(reply)) > 0);
 	assert_true(wait_state(worker, 'T', true));
 	assert_true(fx_request("SHUTDOWN", reply, sizeof(reply)) > 0);

@@ -259,6 +259,26 @@ static void test_self_copy(void **state)
 	assert_memory_equal(out, source, sizeof(out));
 }
 
+/*
+ * In-process, into a registered buffer the process has since munmapped: an
+ * error, never a SIGSEGV (an HCA would write the pinned pages; vfab cannot
+ * keep them, issue 27 #7).
+ */
+static void test_self_unmapped_is_efault(void **state)
+{
+	struct vfab_peer self = {.pid = getpid(), .memfd = -1, .self = true};
+	long page = sysconf(_SC_PAGESIZE);
+	char *gone = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	struct iovec src = {source, 64}, dst = {gone, 64};
+
+	(void)state;
+	assert_true(gone != MAP_FAILED);
+	assert_int_equal(munmap(gone, (size_t)page), 0);
+	assert_int_equal(vfab_xfer_write(&self, &src, 1, &dst, 1), -EFAULT);
+	assert_int_equal(vfab_xfer_read(&self, &src, 1, &dst, 1), -EFAULT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +293,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_foreign_through_proc_mem_only, start_child,
 					    stop_child),
 	    cmocka_unit_test(test_self_copy),
+	    cmocka_unit_test(test_self_unmapped_is_efault),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What this process knows of each region it mapped, kept outside the region
+ * itself: the mapping's size (and the file, for reserving pool space), taken
+ * from the file when it was mapped. The region's own header fields
+ * (total_size, pool_off, pool_size, ...) are every local user's to rewrite,
+ * so unmapping and every bound of the ring pool use these instead.
+ * Internal to fabric/ (region.c registers, pool.c reads).
+ */
+#ifndef VFAB_REGION_MAP_H
+#define VFAB_REGION_MAP_H
+
+#include <stdint.h>
+
+struct vfab_region;
+
+#define VFAB_REGION_MAPS 16 /* regions one process maps at once */
+
+struct vfab_region_map {
+	const struct vfab_region *r;
+	uint64_t bytes; /* the mapping's length: the file's size when it was mapped */
+	int fd;		/* the region file (O_RDWR), or -1 */
+};
+
+/* Records a new mapping; -ENOSPC when VFAB_REGION_MAPS are recorded. */
+int vfab_region_map_add(const struct vfab_region *r, uint64_t bytes, int fd);
+/* Forgets r's mapping into *out (whose fd the caller closes); -ENOENT if unknown. */
+int vfab_region_map_remove(const struct vfab_region *r, struct vfab_region_map *out);
+/* r's mapping; -ENOENT if this process did not map it with region.c. */
+int vfab_region_map_get(const struct vfab_region *r, struct vfab_region_map *out);
+
+#endif /* VFAB_REGION_MAP_H */

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the region as a hostile local user can leave it (the
+ * file is mode 0666), read by vfabd and by the provider's region readers.
+ * The input is a list of patches over a real region with the default
+ * topology: each is a kind byte, a 32-bit offset, a length byte and that
+ * many bytes, written into the topology tables (kind 0), the object slots
+ * (1), the pool's free lists (2) or the pool itself (3). Then, as vfabd
+ * does: the counter tick, STATUS, REPORT, the reaper (which frees the
+ * "dead" owners' objects into the pool), the GID index allocation from the
+ * current tables; as every process does: pool allocations and frees; as the
+ * provider does: GID reachability and link paths between every pair of
+ * ports, key and QPN lookups. vfabd's names come from its own topology, as
+ * in the daemon. Everything a run changed is put back from a pristine copy,
+ * so each input starts from the same region.
+ *
+ * Not covered: the slots' robust mutexes are initialised again after each
+ * patch. A user who scribbles over a lock can make whoever takes it wait
+ * forever (a denial of service docs/TRUST.md names), which would only read
+ * as a hang here.
+ */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "daemon/vfabd.h"
+#include "daemon/vfabd_conn.h"
+#include "daemon/vfabd_counters.h"
+#include "daemon/vfabd_gidslots.h"
+#include "daemon/vfabd_reaper.h"
+#include "daemon/vfabd_report.h"
+#include "daemon/vfabd_session.h"
+#include "fabric/link_model.h"
+#include "fabric/reach.h"
+#include "fabric/topology.h"
+#include "netns/sysfs_view.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define POOL_BYTES (256u << 10)
+#define TOPO_LO offsetof(struct vfab_region, nnodes)
+#define SLOTS_LO offsetof(struct vfab_region, pds)
+#define SLOTS_HI offsetof(struct vfab_region, pool_off)
+
+static struct vfabd d;
+static struct vfab_region *topo;
+static char fabric[64], rundir[128];
+static uint8_t *pristine;  /* region bytes [TOPO_LO, SLOTS_HI) */
+static uint8_t *pool_copy; /* the pool and its lists as created */
+static uint64_t pool_free_copy[VFAB_POOL_CLASSES];
+
+static void cleanup(void)
+{
+	if (d.r)
+		vfab_region_close(d.r);
+	vfab_region_unlink(fabric);
+	vfab_topology_private_free(topo);
+	if (d.rundir_fd >= 0)
+		close(d.rundir_fd);
+	rmdir(rundir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct vfab_config cfg;
+	char err[256];
+
+	(void)argc;
+	(void)argv;
+	snprintf(fabric, sizeof(fabric), "fuzz-region-%d", (int)getpid());
+	snprintf(rundir, sizeof(rundir), "/tmp/%s", fabric);
+	mkdir(rundir, 0755);
+	d.rundir_fd = open(rundir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d.rundir_fd < 0 || vfab_config_load_default(&cfg, err, sizeof(err)) ||
+	    vfab_topology_private(fabric, rundir, &cfg, &topo) ||
+	    vfab_region_create_pool(fabric, rundir, POOL_BYTES, &d.r) ||
+	    vfab_topology_publish(d.r, topo) || vfabd_counters_init(&d)) {
+		fprintf(stderr, "fuzz_region: cannot set up a region: %s\n", err);
+		exit(1);
+	}
+	vfab_config_free(&cfg);
+	d.t = topo;
+	d.fabric = fabric;
+	pristine = malloc(SLOTS_HI - TOPO_LO);
+	pool_copy = malloc(POOL_BYTES);
+	if (!pristine || !pool_copy)
+		exit(1);
+	memcpy(pristine, (uint8_t *)d.r + TOPO_LO, SLOTS_HI - TOPO_LO);
+	memcpy(pool_copy, vfab_at(d.r, VFAB_POOL_OFF), POOL_BYTES);
+	memcpy(pool_free_copy, d.r->pool_free, sizeof(pool_free_copy));
+	atexit(cleanup);
+	return 0;
+}
+
+/* A slot table: where it is, how big a slot is, and where a slot's lock is (or none). */
+struct table {
+	size_t off, slot, n;
+	ssize_t lock;
+};
+
+static const struct table tables[] = {
+    {offsetof(struct vfab_region, pds), sizeof(struct vfab_pd_slot), VFAB_MAX_PDS, -1},
+    {offsetof(struct vfab_region, mrs), sizeof(struct vfab_mr_slot), VFAB_MAX_MRS, -1},
+    {offsetof(struct vfab_region, cqs), sizeof(struct vfab_cq_slot), VFAB_MAX_CQS,
+     offsetof(struct vfab_cq_slot, lock)},
+    {offsetof(struct vfab_region, srqs), sizeof(struct vfab_srq_slot), VFAB_MAX_SRQS,
+     offsetof(struct vfab_srq_slot, lock)},
+    {offsetof(struct vfab_region, qps), sizeof(struct vfab_qp_slot), VFAB_MAX_QPS,
+     offsetof(struct vfab_qp_slot, lock)},
+};
+
+/*
+ * The slots [lo, hi) of the region overlaps: put back from the pristine
+ * copy (restore) or given a fresh lock (after a patch).
+ */
+static void slots_in(size_t lo, size_t hi, bool restore)
+{
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		const struct table *tb = &tables[t];
+		size_t end = tb->off + tb->slot * tb->n, first, last;
+
+		if (hi <= tb->off || lo >= end)
+			continue;
+		first = (lo > tb->off ? lo - tb->off : 0) / tb->slot;
+		last = ((hi < end ? hi : end) - tb->off - 1) / tb->slot;
+		for (size_t i = first; i <= last; i++) {
+			uint8_t *s = (uint8_t *)d.r + tb->off + i * tb->slot;
+
+			if (restore)
+				memcpy(s, pristine + (tb->off + i * tb->slot - TOPO_LO), tb->slot);
+			else if (tb->lock >= 0)
+				vfab_mutex_init_shared((pthread_mutex_t *)(s + tb->lock));
+		}
+	}
+}
+
+#define MAX_PATCHES 64
+
+struct patch {
+	size_t lo, hi; /* region offsets */
+};
+
+/* Applies the input's patches; returns how many (their ranges in p). */
+static int apply(const uint8_t *data, size_t size, struct patch *p)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off + 6 <= size && n < MAX_PATCHES) {
+		uint8_t kind = data[off] & 3, len = data[off + 5];
+		uint32_t at;
+		size_t base, span;
+
+		memcpy(&at, data + off + 1, 4);
+		off += 6;
+		if (len > size - off)
+			len = (uint8_t)(size - off);
+		switch (kind) {
+		case 0:
+			base = TOPO_LO, span = SLOTS_LO - TOPO_LO;
+			break;
+		case 1:
+			base = SLOTS_LO, span = SLOTS_HI - SLOTS_LO;
+			break;
+		case 2:
+			base = offsetof(struct vfab_region, pool_free);
+			span = sizeof(d.r->pool_free);
+			break;
+		default:
+			base = VFAB_POOL_OFF, span = POOL_BYTES;
+			break;
+		}
+		if (len > span)
+			len = (uint8_t)span;
+		at %= (uint32_t)(span - len + 1);
+		memcpy((uint8_t *)d.r + base + at, data + off, len);
+		p[n++] = (struct patch){base + at, base + at + len};
+		if (kind == 1)
+			slots_in(base + at, base + at + len, false);
+		off += len;
+	}
+	return n;
+}
+
+static void restore(const struct patch *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (p[i].lo >= TOPO_LO && p[i].hi <= SLOTS_LO)
+			memcpy((uint8_t *)d.r + p[i].lo, pristine + (p[i].lo - TOPO_LO),
+			       p[i].hi - p[i].lo);
+		else if (p[i].lo >= SLOTS_LO && p[i].hi <= SLOTS_HI)
+			slots_in(p[i].lo, p[i].hi, true);
+	}
+	/* What the reaper and the pool changed besides. */
+	memcpy(d.r->pool_free, pool_free_copy, sizeof(pool_free_copy));
+	memcpy(vfab_at(d.r, VFAB_POOL_OFF), pool_copy, POOL_BYTES);
+	for (uint32_t h = 0; h < VFAB_MAX_HCAS; h++)
+		for (int k = 0; k < VFAB_OBJ_KINDS; k++)
+			atomic_store(&d.r->hcas[h].used[k], 0);
+	memset(d.counters.cache, 0,
+	       (size_t)VFAB_MAX_HCAS * VFAB_MAX_PORTS * sizeof(uint64_t) * VFAB_NCOUNTERS);
+}
+
+static void drain(struct vfabd_conn *c, int peer)
+{
+	char sink[65536];
+
+	while (c->out_off < c->out_len) {
+		if (!vfabd_conn_flush(c))
+			return;
+		while (recv(peer, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+			;
+	}
+}
+
+/* What vfabd reads of the region. */
+static void as_vfabd(void)
+{
+	struct vfabd_conn c = {.hca = -1, .pidfd = -1};
+	struct vfab_gid out[VFAB_PORT_GIDS];
+	int sv[2];
+
+	vfabd_counters_tick(&d);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0) {
+		c.fd = sv[0];
+		vfabd_req_status(&d, &c);
+		drain(&c, sv[1]);
+		vfabd_req_report(&d, &c);
+		drain(&c, sv[1]);
+		vfabd_conn_close(&c);
+		close(sv[1]);
+	}
+	vfabd_reap_dead(d.r);
+	for (uint32_t h = 0; h < topo->nhcas; h++)
+		for (uint32_t p = 0; p < topo->hcas[h].nports; p++) {
+			const struct vfab_port *cur = &d.r->hcas[h].ports[p];
+			uint32_t n = cur->ngids < VFAB_PORT_GIDS ? cur->ngids : VFAB_PORT_GIDS;
+			size_t dropped;
+
+			vfabd_gid_slots(topo->hcas[h].ports[p].mac, cur->gids, n, NULL, 0, out,
+					&dropped);
+		}
+}
+
+/* What every process and the provider's data path read of it. */
+static void as_provider(const uint8_t *data, size_t size)
+{
+	uint8_t dgid[16] = {0};
+	int64_t a, b;
+
+	a = vfab_pool_alloc(d.r, 64);
+	b = vfab_pool_alloc(d.r, 4096);
+	if (a > 0)
+		vfab_pool_free(d.r, (uint64_t)a, 64);
+	if (b > 0)
+		vfab_pool_free(d.r, (uint64_t)b, 4096);
+	memcpy(dgid, data, size < 16 ? size : 16);
+	for (uint32_t h = 0; h < topo->nhcas; h++) {
+		for (uint32_t g = 0; g < 4; g++) {
+			struct fabric_reach fr;
+			const uint8_t *to = d.r->hcas[(h + 1) % topo->nhcas].ports[0].gids[g].raw;
+
+			fabric_reach_by_index(d.r, h, 1, g, to, &fr);
+			fabric_reach_by_index(d.r, h, 1, g, dgid, &fr);
+		}
+		for (uint32_t h2 = 0; h2 < topo->nhcas; h2++) {
+			struct fabric_path path;
+
+			if (fabric_path_resolve(d.r, h, 1, h2, 1, &path) == 0) {
+				fabric_path_latency_ns(d.r, &path);
+				fabric_path_shaped(d.r, &path);
+			}
+		}
+	}
+	for (size_t i = 0; i + 4 <= size && i < 64; i += 4) {
+		uint32_t key;
+		uint32_t hca, port;
+
+		memcpy(&key, data + i, 4);
+		vfab_mr_lookup(d.r, key);
+		vfab_qp_lookup(d.r, key & 0xff, key);
+		vfab_gid_find(d.r, dgid, (uint8_t)(key & 3), &hca, &port);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct patch p[MAX_PATCHES];
+	int n = apply(data, size, p);
+
+	as_vfabd();
+	as_provider(data, size);
+	restore(p, n);
+	return 0;
+}

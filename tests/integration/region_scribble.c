@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * region_scribble REGION names STAGE
+ * region_scribble REGION count WORDS
+ *
+ * What an unprivileged local user can do to a fabric's region (mode 0666),
+ * for tests/integration/hostile.sh:
+ *   names  points node0's id, its first HCA's name and the run dir at STAGE:
+ *          a path built from them leads to STAGE/nodes/x/class/infiniband
+ *          and climbs from there ("../" x 6) back to STAGE/s. It prints the
+ *          values it replaced, as `names` arguments would restore them
+ *          (run it with "restore OLD_RUNDIR OLD_ID OLD_NAME" then).
+ *   restore RUNDIR ID NAME  writes them back.
+ *   count  adds WORDS to port_xmit_data of node0's first HCA, port 1.
+ *   arm PID ID1 ID2 MS  for MS milliseconds, points the completion channel of
+ *          every CQ in use at FIFO name PID.ID1 or PID.ID2 (alternately) and
+ *          arms it, so that whoever completes into those CQs writes the
+ *          CQ's cookie to that name.
+ * Exit 0, or 1 with a message.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric/region.h"
+
+static int set(char *field, size_t len, const char *value)
+{
+	if (strlen(value) >= len) {
+		fprintf(stderr, "region_scribble: '%s' does not fit %zu bytes\n", value, len);
+		return 1;
+	}
+	memset(field, 0, len);
+	memcpy(field, value, strlen(value));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct vfab_region *r;
+	char name[VFAB_NAME_MAX];
+	int rc = 1;
+
+	if (argc < 3 || vfab_region_open(argv[1], &r)) {
+		fprintf(stderr, "usage: region_scribble REGION names STAGE | restore RUNDIR ID NAME"
+				" | count WORDS | arm PID ID1 ID2 MS (region must map)\n");
+		return 1;
+	}
+	if (!strcmp(argv[2], "names") && argc == 4) {
+		uint32_t h = r->nodes[0].hcas[0];
+
+		printf("%.*s %.*s %.*s\n", (int)sizeof(r->rundir), r->rundir, VFAB_NAME_MAX,
+		       r->nodes[0].id, VFAB_NAME_MAX, r->hcas[h].name);
+		snprintf(name, sizeof(name), "../../../../../..%s/s", argv[3]);
+		rc = set(r->rundir, sizeof(r->rundir), argv[3]) ||
+		     set(r->nodes[0].id, sizeof(r->nodes[0].id), "x") ||
+		     set(r->hcas[h].name, sizeof(r->hcas[h].name), name);
+	} else if (!strcmp(argv[2], "restore") && argc == 6) {
+		uint32_t h = r->nodes[0].hcas[0];
+
+		rc = set(r->rundir, sizeof(r->rundir), argv[3]) ||
+		     set(r->nodes[0].id, sizeof(r->nodes[0].id), argv[4]) ||
+		     set(r->hcas[h].name, sizeof(r->hcas[h].name), argv[5]);
+	} else if (!strcmp(argv[2], "count") && argc == 4) {
+		atomic_fetch_add(&r->hcas[r->nodes[0].hcas[0]].ports[0].cnt.xmit_data_words,
+				 strtoull(argv[3], NULL, 10));
+		rc = 0;
+	} else if (!strcmp(argv[2], "arm") && argc == 7) {
+		int32_t pid = (int32_t)atoi(argv[3]);
+		uint32_t ids[2] = {(uint32_t)atoi(argv[4]), (uint32_t)atoi(argv[5])};
+		const struct timespec tick = {0, 200000};
+		long rounds = atol(argv[6]) * 5, armed = 0;
+
+		for (long k = 0; k < rounds; k++) {
+			for (uint32_t i = 0; i < VFAB_MAX_CQS; i++) {
+				struct vfab_cq_slot *c = &r->cqs[i];
+
+				if (atomic_load(&c->state) != VFAB_SLOT_USED)
+					continue;
+				c->chan_pid = pid;
+				c->chan_id = ids[(k + i) & 1];
+				atomic_store(&c->armed, 1);
+				armed++;
+			}
+			nanosleep(&tick, NULL);
+		}
+		printf("%ld\n", armed);
+		rc = 0;
+	} else {
+		fprintf(stderr, "region_scribble: unknown request %s\n", argv[2]);
+	}
+	vfab_region_close(r);
+	return rc;
+}
