@@ -288,6 +288,7 @@ int main(int argc, char **argv)
 		return 1;
 	d.r = r;
 	d.fabric = o.fabric;
+	d.rundir = o.rundir;
 	if (setup(&o, &d)) {
 		/* Nobody was told about this fabric yet: leave nothing behind. */
 		vfab_region_close(r);

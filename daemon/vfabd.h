@@ -18,6 +18,7 @@
 struct vfabd {
 	struct vfab_region *r;
 	const char *fabric;
+	const char *rundir; /* vfabd's own, never the region's copy (any user can write that) */
 	struct vfabd_server srv;	/* vfabd_server.c: fds, connections */
 	struct vfabd_faultlog log;	/* vfabd_faultlog.c */
 	struct vfabd_faults faults;	/* vfabd_faults.c: pauses, spikes */
