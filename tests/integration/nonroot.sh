@@ -10,7 +10,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 port=$1
-u1=vfabit1 u2=vfabit2
+# Named after the fabric: runs on other fabrics (other trees) create and
+# remove users of their own, never these.
+who=$(echo "$VFAB_FABRIC" | tr 'A-Z_' 'a-z-' | cut -c1-24)
+u1=vf-$who-1 u2=vf-$who-2
 cleanup_users()
 {
 	userdel "$u1" 2>/dev/null || true
