@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,6 +88,32 @@ pid_t vfab_proc_outer_pid(void)
 	pid_t pid = vfab_proc_outer_pid_in("/proc");
 
 	return pid > 0 ? pid : getpid();
+}
+
+int vfab_proc_creds(pid_t pid, struct vfab_proc_creds *c)
+{
+	char path[64], buf[4096], *p;
+	unsigned long u[4];
+	ssize_t n;
+
+	if (pid < 0)
+		return -EINVAL;
+	if (pid ? vfab_pathf(path, sizeof(path), "/proc/%d/status", (int)pid)
+		: vfab_pathf(path, sizeof(path), "/proc/self/status"))
+		return -EINVAL;
+	n = vfab_read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return -EIO;
+	for (int i = 0; i < 4; i++)
+		c->uid[i] = (uid_t)u[i];
+	p = strstr(buf, "\nCapEff:");
+	if (!p || sscanf(p + 8, "%llx", &c->cap_eff) != 1)
+		return -EIO;
+	return 0;
 }
 
 bool vfab_pid_alive(pid_t pid)

@@ -46,6 +46,18 @@ pid_t vfab_proc_outer_pid(void);
 /* The same through the proc at root; -errno when root/self/status is unreadable. */
 pid_t vfab_proc_outer_pid_in(const char *root);
 
+/*
+ * The kernel's credentials of pid, from /proc/PID/status: its real,
+ * effective, saved and file-system user ids and its effective capability
+ * set (bit n: capability n). pid 0 means the calling process. 0, -ENOENT
+ * when the process is gone, -EIO when the file does not parse.
+ */
+struct vfab_proc_creds {
+	uid_t uid[4];
+	unsigned long long cap_eff;
+};
+int vfab_proc_creds(pid_t pid, struct vfab_proc_creds *c);
+
 /* Is the process there and not a zombie? (see above for an unreadable stat) */
 bool vfab_pid_alive(pid_t pid);
 

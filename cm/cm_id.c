@@ -8,9 +8,14 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+/* Lookups by handle (every command) and by communication ID (every message) are hashed. */
+#define BUCKETS 1024
+
 static struct vfab_cm_file *files;
 static struct vfab_cm_id *ids;
+static struct vfab_cm_id *by_handle[BUCKETS], *by_local[BUCKETS], *by_remote[BUCKETS];
 static uint32_t next_handle = 1;
+static void (*free_hook)(struct vfab_cm_id *id);
 
 struct vfab_cm_file *vfab_cm_file_add(int fd)
 {
@@ -60,6 +65,15 @@ static uint32_t random_id(void)
 	return v;
 }
 
+uint32_t vfab_cm_random24(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint32_t)rand();
+	return v & 0xffffff;
+}
+
 struct vfab_cm_id *vfab_cm_id_new(struct vfab_cm_file *f, uint64_t uid, uint16_t ps,
 				  uint8_t qp_type)
 {
@@ -72,15 +86,23 @@ struct vfab_cm_id *vfab_cm_id_new(struct vfab_cm_file *f, uint64_t uid, uint16_t
 	id->file = f;
 	id->ps = ps;
 	id->qp_type = qp_type;
-	id->local_id = random_id();
+	do
+		id->local_id = random_id();
+	while (vfab_cm_id_by_local(id->local_id));
 	id->next = ids;
+	if (ids)
+		ids->prev = id;
 	ids = id;
+	id->by_handle = by_handle[id->handle % BUCKETS];
+	by_handle[id->handle % BUCKETS] = id;
+	id->by_local = by_local[id->local_id % BUCKETS];
+	by_local[id->local_id % BUCKETS] = id;
 	return id;
 }
 
 struct vfab_cm_id *vfab_cm_id_find(uint32_t handle)
 {
-	for (struct vfab_cm_id *id = ids; id; id = id->next)
+	for (struct vfab_cm_id *id = by_handle[handle % BUCKETS]; id; id = id->by_handle)
 		if (id->handle == handle)
 			return id;
 	return NULL;
@@ -88,8 +110,36 @@ struct vfab_cm_id *vfab_cm_id_find(uint32_t handle)
 
 struct vfab_cm_id *vfab_cm_id_by_local(uint32_t local_id)
 {
-	for (struct vfab_cm_id *id = ids; id; id = id->next)
+	for (struct vfab_cm_id *id = by_local[local_id % BUCKETS]; id; id = id->by_local)
 		if (id->local_id == local_id)
+			return id;
+	return NULL;
+}
+
+static unsigned remote_bucket(uint32_t remote_id, pid_t pid)
+{
+	return (remote_id ^ (uint32_t)pid * 2654435761u) % BUCKETS;
+}
+
+void vfab_cm_id_set_remote(struct vfab_cm_id *id, uint32_t remote_id, pid_t pid)
+{
+	unsigned b = remote_bucket(remote_id, pid);
+
+	id->remote_id = remote_id;
+	id->remote_pid = pid;
+	if (id->remote_indexed)
+		return; /* a passive ID's peer never changes */
+	id->by_remote = by_remote[b];
+	by_remote[b] = id;
+	id->remote_indexed = 1;
+	id->remote_bucket = b;
+}
+
+struct vfab_cm_id *vfab_cm_id_by_remote(uint32_t remote_id, pid_t pid)
+{
+	for (struct vfab_cm_id *id = by_remote[remote_bucket(remote_id, pid)]; id;
+	     id = id->by_remote)
+		if (id->remote_id == remote_id && id->remote_pid == pid)
 			return id;
 	return NULL;
 }
@@ -99,15 +149,39 @@ struct vfab_cm_id *vfab_cm_id_next(struct vfab_cm_id *prev)
 	return prev ? prev->next : ids;
 }
 
+void vfab_cm_id_on_free(void (*fn)(struct vfab_cm_id *id))
+{
+	free_hook = fn;
+}
+
 void vfab_cm_id_free(struct vfab_cm_id *id)
 {
 	struct vfab_cm_id **pp;
 
+	if (free_hook)
+		free_hook(id);
 	vfab_cm_event_drop(id);
-	for (pp = &ids; *pp && *pp != id; pp = &(*pp)->next)
+	for (pp = &by_handle[id->handle % BUCKETS]; *pp && *pp != id; pp = &(*pp)->by_handle)
 		;
 	if (*pp)
-		*pp = id->next;
+		*pp = id->by_handle;
+	for (pp = &by_local[id->local_id % BUCKETS]; *pp && *pp != id; pp = &(*pp)->by_local)
+		;
+	if (*pp)
+		*pp = id->by_local;
+	if (id->remote_indexed) {
+		for (pp = &by_remote[id->remote_bucket]; *pp && *pp != id; pp = &(*pp)->by_remote)
+			;
+		if (*pp)
+			*pp = id->by_remote;
+	}
+	if (id->prev)
+		id->prev->next = id->next;
+	else
+		ids = id->next;
+	if (id->next)
+		id->next->prev = id->prev;
+	free(id->pub);
 	free(id);
 }
 

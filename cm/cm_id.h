@@ -64,8 +64,24 @@ struct vfab_cm_file {
 	struct vfab_cm_event *head, *tail;
 };
 
+/* How far an ID's REQ is in the window of its listener's CM QP (cm_window.h). */
+enum vfab_cm_win {
+	VFAB_WIN_NONE,
+	VFAB_WIN_WAITING, /* queued behind the window */
+	VFAB_WIN_OUT,	  /* sent, not yet answered */
+};
+
+/* An entry a listener published in the listener directory (cm_dir.h). */
+struct vfab_cm_pub {
+	char name[64];
+	uint32_t cm_qpn;
+};
+
 struct vfab_cm_id {
-	struct vfab_cm_id *next;
+	struct vfab_cm_id *next, *prev;			     /* all IDs, for scans */
+	struct vfab_cm_id *by_handle, *by_local, *by_remote; /* hash chains */
+	int remote_indexed;				     /* on by_remote, in bucket: */
+	unsigned remote_bucket;
 	uint32_t handle;
 	uint64_t uid;
 	struct vfab_cm_file *file;
@@ -80,18 +96,33 @@ struct vfab_cm_id {
 	uint8_t dgid[16];
 	uint8_t tos;
 	uint8_t ack_timeout; /* RDMA_OPTION_ID_ACK_TIMEOUT, 0 = the CM's */
-	int published;	     /* listener entries were written */
-	uint32_t listener;   /* a passive ID: its listener's handle */
+	uint32_t ece_vendor; /* the consumer's ECE for the next REQ or REP (rdma_set_local_ece) */
+	uint32_t ece_options;
+	/* a listener: the entries it published */
+	struct vfab_cm_pub *pub;
+	int npub;
+	struct vfab_cm_id *listen_next; /* the process's listeners (cm_listen.c) */
+	uint32_t listener;		/* a passive ID: its listener's handle */
 	/* connection */
 	uint32_t local_id, remote_id, remote_cm_qpn;
 	pid_t remote_pid;
+	unsigned long long remote_start; /* the peer's start time, 0 unknown */
 	uint8_t remote_gid[16];
 	struct vfab_cm_qp_params qp;
 	uint32_t qpn;
+	/*
+	 * An MRA went out (passive side in REQ_RCVD, active side in REP_RCVD)
+	 * or came in (active side in REQ_SENT, passive side in REP_SENT): the
+	 * kernel's MRA_* states.
+	 */
+	int mra;
+	int reserved;		 /* receives reserved on its port for the peer's answers */
 	struct vfab_cm_msg sent; /* what retries resend */
 	uint64_t resend_ns;
 	uint64_t req_deadline_ns; /* first REQ: when "nobody listens" becomes final */
 	int retries;
+	enum vfab_cm_win win;
+	struct vfab_cm_id *win_next; /* waiting behind the same window */
 	uint64_t alive_check_ns;
 	uint64_t timewait_ns; /* when TIMEWAIT_EXIT is due, 0: none */
 	uint32_t events_reported;
@@ -106,9 +137,20 @@ struct vfab_cm_id *vfab_cm_id_new(struct vfab_cm_file *f, uint64_t uid, uint16_t
 				  uint8_t qp_type);
 struct vfab_cm_id *vfab_cm_id_find(uint32_t handle);
 struct vfab_cm_id *vfab_cm_id_by_local(uint32_t local_id);
+/*
+ * A passive ID's peer: its communication ID and pid, indexed so that a
+ * resent REQ finds the ID it made (vfab_cm_id_by_remote).
+ */
+void vfab_cm_id_set_remote(struct vfab_cm_id *id, uint32_t remote_id, pid_t pid);
+struct vfab_cm_id *vfab_cm_id_by_remote(uint32_t remote_id, pid_t pid);
 /* The first ID after prev (NULL: the first); for scans. */
 struct vfab_cm_id *vfab_cm_id_next(struct vfab_cm_id *prev);
 void vfab_cm_id_free(struct vfab_cm_id *id);
+/* Called for every ID before it is freed (by the layer that holds resources for IDs). */
+void vfab_cm_id_on_free(void (*fn)(struct vfab_cm_id *id));
+
+/* A random 24-bit value (starting PSNs). */
+uint32_t vfab_cm_random24(void);
 
 /* Queue an event for id on its file (and wake the file's fd). */
 int vfab_cm_event_push(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp);

@@ -6,27 +6,68 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm/cm_log.h"
 #include "cm/cm_path.h"
 
 #define GRH_BYTES 40
 #define SLOT (GRH_BYTES + VFAB_CM_MSG_BYTES)
+#define SEND_WR_ID (1ull << 63) /* sends' wr_ids; receives' are buffer numbers */
+
+struct vfab_cm_port_out {
+	struct vfab_cm_port_out *next;
+	uint8_t sgid_index;
+	uint8_t dgid[16];
+	uint32_t dqpn;
+	struct vfab_cm_msg m;
+};
 
 static uint8_t *recv_slot(struct vfab_cm_port *p, unsigned i)
 {
-	return p->buf + (size_t)i * SLOT;
-}
-
-static uint8_t *send_slot(struct vfab_cm_port *p, unsigned i)
-{
-	return p->buf + (size_t)(VFAB_CM_PORT_RECVS + i) * SLOT;
+	return p->rbuf[i / VFAB_CM_PORT_RECV_CHUNK] + (size_t)(i % VFAB_CM_PORT_RECV_CHUNK) * SLOT;
 }
 
 static int post_recv(struct vfab_cm_port *p, unsigned i)
 {
-	struct ibv_sge sge = {(uintptr_t)recv_slot(p, i), SLOT, p->mr->lkey};
+	struct ibv_sge sge = {(uintptr_t)recv_slot(p, i), SLOT,
+			      p->rmr[i / VFAB_CM_PORT_RECV_CHUNK]->lkey};
 	struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
 
 	return -ibv_post_recv(p->qp, &wr, &bad);
+}
+
+/* Buffers and posted receives up to target (whole chunks, at most the QP's queue). */
+static int grow(struct vfab_cm_port *p, unsigned target)
+{
+	while (p->recvs < target && p->recvs < VFAB_CM_PORT_RECV_MAX) {
+		unsigned c = p->recvs / VFAB_CM_PORT_RECV_CHUNK;
+		size_t len = (size_t)VFAB_CM_PORT_RECV_CHUNK * SLOT;
+
+		p->rbuf[c] = calloc(1, len);
+		if (!p->rbuf[c])
+			return -ENOMEM;
+		p->rmr[c] = ibv_reg_mr(p->pd, p->rbuf[c], len, IBV_ACCESS_LOCAL_WRITE);
+		if (!p->rmr[c]) {
+			free(p->rbuf[c]);
+			p->rbuf[c] = NULL;
+			return -ENOMEM;
+		}
+		for (unsigned i = 0; i < VFAB_CM_PORT_RECV_CHUNK; i++) {
+			int ret = post_recv(p, p->recvs + i);
+
+			if (ret)
+				return ret;
+		}
+		p->recvs += VFAB_CM_PORT_RECV_CHUNK;
+	}
+	return 0;
+}
+
+int vfab_cm_port_reserve(struct vfab_cm_port *p, int delta)
+{
+	long d = (long)p->demand + delta;
+
+	p->demand = d < 0 ? 0 : (unsigned)d;
+	return grow(p, VFAB_CM_PORT_RECV_BASE + p->demand);
 }
 
 static int to_rts(struct vfab_cm_port *p)
@@ -49,27 +90,27 @@ static int to_rts(struct vfab_cm_port *p)
 int vfab_cm_port_open(struct vfab_cm_port *p, struct ibv_context *ctx, uint8_t port_num)
 {
 	struct ibv_qp_init_attr qa = {0};
-	size_t len = (size_t)(VFAB_CM_PORT_RECVS + VFAB_CM_PORT_SENDS) * SLOT;
+	size_t slen = (size_t)VFAB_CM_PORT_SENDS * SLOT;
 	int ret = -ENOMEM;
 
 	memset(p, 0, sizeof(*p));
 	p->ctx = ctx;
 	p->port_num = port_num;
-	p->buf = calloc(1, len);
+	p->sbuf = calloc(1, slen);
 	p->pd = ibv_alloc_pd(ctx);
 	p->ch = ibv_create_comp_channel(ctx);
-	if (!p->buf || !p->pd || !p->ch)
+	if (!p->sbuf || !p->pd || !p->ch)
 		goto fail;
-	p->cq = ibv_create_cq(ctx, VFAB_CM_PORT_RECVS, NULL, p->ch, 0);
-	p->scq = ibv_create_cq(ctx, VFAB_CM_PORT_SENDS, NULL, NULL, 0);
-	p->mr = ibv_reg_mr(p->pd, p->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->cq || !p->scq || !p->mr)
+	p->cq = ibv_create_cq(ctx, VFAB_CM_PORT_RECV_MAX, NULL, p->ch, 0);
+	p->scq = ibv_create_cq(ctx, VFAB_CM_PORT_SENDS, NULL, p->ch, 0);
+	p->smr = ibv_reg_mr(p->pd, p->sbuf, slen, IBV_ACCESS_LOCAL_WRITE);
+	if (!p->cq || !p->scq || !p->smr)
 		goto fail;
 	qa.send_cq = p->scq;
 	qa.recv_cq = p->cq;
 	qa.qp_type = IBV_QPT_UD;
 	qa.cap.max_send_wr = VFAB_CM_PORT_SENDS;
-	qa.cap.max_recv_wr = VFAB_CM_PORT_RECVS;
+	qa.cap.max_recv_wr = VFAB_CM_PORT_RECV_MAX;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	p->qp = ibv_create_qp(p->pd, &qa);
 	if (!p->qp)
@@ -78,8 +119,8 @@ int vfab_cm_port_open(struct vfab_cm_port *p, struct ibv_context *ctx, uint8_t p
 	if (fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK))
 		goto fail;
 	ret = to_rts(p);
-	for (unsigned i = 0; !ret && i < VFAB_CM_PORT_RECVS; i++)
-		ret = post_recv(p, i);
+	if (!ret)
+		ret = grow(p, VFAB_CM_PORT_RECV_BASE);
 	if (!ret && ibv_req_notify_cq(p->cq, 0))
 		ret = -EIO;
 	if (!ret)
@@ -95,8 +136,13 @@ void vfab_cm_port_close(struct vfab_cm_port *p)
 		ibv_destroy_ah(p->ahs[i].ah);
 	if (p->qp)
 		ibv_destroy_qp(p->qp);
-	if (p->mr)
-		ibv_dereg_mr(p->mr);
+	for (unsigned c = 0; c < VFAB_CM_PORT_RECV_MAX / VFAB_CM_PORT_RECV_CHUNK; c++) {
+		if (p->rmr[c])
+			ibv_dereg_mr(p->rmr[c]);
+		free(p->rbuf[c]);
+	}
+	if (p->smr)
+		ibv_dereg_mr(p->smr);
 	if (p->cq)
 		ibv_destroy_cq(p->cq);
 	if (p->scq)
@@ -105,7 +151,13 @@ void vfab_cm_port_close(struct vfab_cm_port *p)
 		ibv_destroy_comp_channel(p->ch);
 	if (p->pd)
 		ibv_dealloc_pd(p->pd);
-	free(p->buf);
+	free(p->sbuf);
+	while (p->wait_head) {
+		struct vfab_cm_port_out *o = p->wait_head;
+
+		p->wait_head = o->next;
+		free(o);
+	}
 	memset(p, 0, sizeof(*p));
 }
 
@@ -142,23 +194,24 @@ static struct ibv_ah *ah_for(struct vfab_cm_port *p, uint8_t sgid_index, const u
 	return ah;
 }
 
-int vfab_cm_port_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t dgid[16],
-		      uint32_t dqpn, const struct vfab_cm_msg *m)
+/*
+ * Post one send. The queue's entries complete in order, so with fewer than
+ * VFAB_CM_PORT_SENDS outstanding the next buffer in turn is free.
+ */
+static int post_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t dgid[16],
+		     uint32_t dqpn, const struct vfab_cm_msg *m)
 {
 	unsigned i = p->send_next++ % VFAB_CM_PORT_SENDS;
-	uint8_t *slot = send_slot(p, i);
-	struct ibv_sge sge = {(uintptr_t)slot, 0, p->mr->lkey};
+	uint8_t *slot = p->sbuf + (size_t)i * SLOT;
+	struct ibv_sge sge = {(uintptr_t)slot, 0, p->smr->lkey};
 	struct ibv_send_wr wr = {0}, *bad;
 	struct ibv_ah *ah = ah_for(p, sgid_index, dgid);
-	struct ibv_wc wc[16];
+	int ret;
 
 	if (!ah)
 		return -EHOSTUNREACH;
-	/* Reap finished sends: their queue entries (and slots) are free again. */
-	while (ibv_poll_cq(p->scq, 16, wc) > 0)
-		;
 	sge.length = (uint32_t)vfab_cm_msg_encode(m, slot, VFAB_CM_MSG_BYTES);
-	wr.wr_id = VFAB_CM_PORT_RECVS + i;
+	wr.wr_id = SEND_WR_ID | i;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
@@ -166,7 +219,60 @@ int vfab_cm_port_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t 
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = dqpn;
 	wr.wr.ud.remote_qkey = VFAB_CM_QP1_QKEY;
-	return -ibv_post_send(p->qp, &wr, &bad);
+	ret = -ibv_post_send(p->qp, &wr, &bad);
+	if (!ret) {
+		p->sends_out++;
+		p->sent++;
+	}
+	return ret;
+}
+
+/* Completed sends free their entries; waiting sends take them, oldest first. */
+static void flush_sends(struct vfab_cm_port *p)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = ibv_poll_cq(p->scq, 16, wc)) > 0)
+		p->sends_out -= (unsigned)n < p->sends_out ? (unsigned)n : p->sends_out;
+	while (p->wait_head && p->sends_out < VFAB_CM_PORT_SENDS) {
+		struct vfab_cm_port_out *o = p->wait_head;
+
+		p->wait_head = o->next;
+		if (!p->wait_head)
+			p->wait_tail = NULL;
+		if (post_send(p, o->sgid_index, o->dgid, o->dqpn, &o->m))
+			p->dropped++;
+		free(o);
+	}
+	/* Still waiting: the next completion must wake the agent. */
+	if (p->wait_head)
+		ibv_req_notify_cq(p->scq, 0);
+}
+
+int vfab_cm_port_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t dgid[16],
+		      uint32_t dqpn, const struct vfab_cm_msg *m)
+{
+	struct vfab_cm_port_out *o;
+
+	flush_sends(p);
+	if (!p->wait_head && p->sends_out < VFAB_CM_PORT_SENDS)
+		return post_send(p, sgid_index, dgid, dqpn, m);
+	o = malloc(sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->next = NULL;
+	o->sgid_index = sgid_index;
+	memcpy(o->dgid, dgid, 16);
+	o->dqpn = dqpn;
+	o->m = *m;
+	if (p->wait_tail)
+		p->wait_tail->next = o;
+	else
+		p->wait_head = o;
+	p->wait_tail = o;
+	ibv_req_notify_cq(p->scq, 0);
+	return 0;
 }
 
 int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
@@ -176,17 +282,17 @@ int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
 	void *cq_ctx;
 	int got = 0, n;
 
-	/* Drain the channel's event if there is one (the fd is non-blocking). */
-	if (ibv_get_cq_event(p->ch, &cq, &cq_ctx) == 0)
+	/* Drain the channel's events (the fd is non-blocking), then re-arm. */
+	while (ibv_get_cq_event(p->ch, &cq, &cq_ctx) == 0)
 		ibv_ack_cq_events(cq, 1);
 	if (ibv_req_notify_cq(p->cq, 0))
 		return -EIO;
+	flush_sends(p);
 	while (got < max && (n = ibv_poll_cq(p->cq, max - got < 16 ? max - got : 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			unsigned slot = (unsigned)wc[i].wr_id;
 
-			if (wc[i].status == IBV_WC_SUCCESS && got < max &&
-			    wc[i].byte_len >= GRH_BYTES &&
+			if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= GRH_BYTES &&
 			    vfab_cm_msg_decode(&out[got], recv_slot(p, slot) + GRH_BYTES,
 					       wc[i].byte_len - GRH_BYTES) == 0)
 				got++;
@@ -194,5 +300,16 @@ int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
 				post_recv(p, slot);
 		}
 	}
+	p->received += (uint64_t)got;
 	return got;
+}
+
+int vfab_cm_port_burst(struct vfab_cm_port *p, unsigned drained)
+{
+	/* More than half the buffers were full at once: peers outpace the agent. */
+	if (drained <= p->recvs / 2 || p->recvs >= VFAB_CM_PORT_RECV_MAX)
+		return 0;
+	vfab_cm_dbg("CM QP %u: one drain took %u messages: %u receives", p->qp->qp_num, drained,
+		    p->recvs * 2);
+	return grow(p, p->recvs * 2);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "cm/cm_addr.h"
 #include "cm/cm_path.h"
 
 #define DISCARD_PORT 9 /* where the neighbour probe goes (RFC 863) */
@@ -24,34 +25,6 @@
 
 static const uint8_t zero_gid[16];
 
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-int vfab_cm_addr_any(const struct sockaddr *addr)
-{
-	if (addr->sa_family == AF_INET) {
-		uint32_t a = ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr);
-
-		return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET;
-	}
-	if (addr->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
-
-		return IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LOOPBACK(a);
-	}
-	return 0;
-}
-
-static void set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
-
 int vfab_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
 {
 	struct sockaddr_storage to;
@@ -60,18 +33,17 @@ int vfab_cm_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
 
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	memset(&to, 0, sizeof(to));
-	memcpy(&to, dst, sa_len(dst));
-	set_port(&to, DISCARD_PORT);
+	vfab_cm_sa_copy(&to, dst);
+	vfab_cm_sa_set_port(&to, DISCARD_PORT);
 	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&to, sa_len(dst)) ||
+	if (connect(fd, (struct sockaddr *)&to, vfab_cm_sa_len(dst)) ||
 	    getsockname(fd, (struct sockaddr *)src, &len))
 		ret = -errno;
 	close(fd);
 	if (!ret)
-		set_port(src, 0);
+		vfab_cm_sa_set_port(src, 0);
 	return ret;
 }
 
@@ -81,13 +53,12 @@ static int is_local(const struct sockaddr *a)
 	struct sockaddr_storage ss;
 	int fd, ok;
 
-	memset(&ss, 0, sizeof(ss));
-	memcpy(&ss, a, sa_len(a));
-	set_port(&ss, 0);
+	vfab_cm_sa_copy(&ss, a);
+	vfab_cm_sa_set_port(&ss, 0);
 	fd = socket(a->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	ok = bind(fd, (struct sockaddr *)&ss, sa_len(a)) == 0;
+	ok = bind(fd, (struct sockaddr *)&ss, vfab_cm_sa_len(a)) == 0;
 	close(fd);
 	return ok;
 }
@@ -188,6 +159,16 @@ static int netdev_mtu(int ifindex)
 	return mtu;
 }
 
+int vfab_cm_route_mtu(struct ibv_context *ctx, uint8_t p, int ifindex)
+{
+	struct ibv_port_attr pa;
+	int m = vfab_cm_mtu_of_netdev(netdev_mtu(ifindex));
+
+	if (ibv_query_port(ctx, p, &pa))
+		return m ? m : IBV_MTU_1024;
+	return m && m < (int)pa.active_mtu ? m : (int)pa.active_mtu;
+}
+
 /*
  * Steps (*d, *p) to the next port of the n contexts and queries it: 1, or 0
  * when none is left. Start from *d = 0, *p = 0.
@@ -207,52 +188,39 @@ static int next_port(struct ibv_context *const *ctxs, int n, int *d, uint8_t *p,
 	return 0;
 }
 
-/* The RoCE v2 GID index of want on port p of ctx, or -1. */
-static int find_gid(struct ibv_context *ctx, uint8_t p, const struct ibv_port_attr *pa,
-		    const uint8_t want[16], struct ibv_gid_entry *e)
-{
-	for (int i = 0, zeros = 0; i < pa->gid_tbl_len && zeros < GID_HOLE_MAX; i++) {
-		union ibv_gid g;
-
-		/* One sysfs read per slot; the type only for the one that matches. */
-		if (ibv_query_gid(ctx, p, i, &g))
-			continue;
-		if (!memcmp(g.raw, zero_gid, 16)) {
-			zeros++;
-			continue;
-		}
-		zeros = 0;
-		if (!memcmp(g.raw, want, 16) && !ibv_query_gid_ex(ctx, p, (uint32_t)i, e, 0) &&
-		    e->gid_type == IBV_GID_TYPE_ROCE_V2)
-			return i;
-	}
-	return -1;
-}
-
-int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct sockaddr *addr,
-			struct vfab_cm_local *out)
+int vfab_cm_route_scan(struct ibv_context *const *ctxs, int n,
+		       void (*fn)(const struct vfab_cm_local *loc, void *arg), void *arg)
 {
 	struct ibv_port_attr pa;
-	uint8_t want[16], p = 0;
-	int d = 0, ret = vfab_cm_gid_of(addr, want);
+	uint8_t p = 0;
+	int d = 0, found = 0;
 
-	if (ret)
-		return ret;
 	while (next_port(ctxs, n, &d, &p, &pa)) {
-		struct ibv_gid_entry e;
-		int i = find_gid(ctxs[d], p, &pa, want, &e), m;
+		for (int i = 0, zeros = 0; i < pa.gid_tbl_len && zeros < GID_HOLE_MAX; i++) {
+			struct vfab_cm_local loc;
+			struct ibv_gid_entry e;
+			union ibv_gid g;
 
-		if (i < 0)
-			continue;
-		out->dev = d;
-		out->port = p;
-		out->gid_index = (uint8_t)i;
-		memcpy(out->gid, want, 16);
-		m = vfab_cm_mtu_of_netdev(netdev_mtu((int)e.ndev_ifindex));
-		out->mtu = m && m < (int)pa.active_mtu ? m : (int)pa.active_mtu;
-		return 0;
+			/* One sysfs read per slot; type and netdev only for used ones. */
+			if (ibv_query_gid(ctxs[d], p, i, &g) || !memcmp(g.raw, zero_gid, 16)) {
+				zeros++;
+				continue;
+			}
+			zeros = 0;
+			if (ibv_query_gid_ex(ctxs[d], p, (uint32_t)i, &e, 0) ||
+			    e.gid_type != IBV_GID_TYPE_ROCE_V2)
+				continue;
+			loc.dev = d;
+			loc.port = p;
+			loc.gid_index = (uint8_t)i;
+			memcpy(loc.gid, e.gid.raw, 16);
+			loc.ifindex = (int)e.ndev_ifindex;
+			loc.mtu = vfab_cm_route_mtu(ctxs[d], p, loc.ifindex);
+			fn(&loc, arg);
+			found++;
+		}
 	}
-	return -EADDRNOTAVAIL;
+	return found;
 }
 
 int vfab_cm_route_loopback(struct ibv_context *const *ctxs, int n, struct vfab_cm_local *out)

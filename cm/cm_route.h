@@ -3,7 +3,7 @@
  * Address and route resolution as the kernel's rdma_resolve_addr does it,
  * from inside the node: the source address the node's routing table picks,
  * the next hop's neighbour entry (an address nothing answers fails), and the
- * HCA port and RoCE v2 GID index of an IP address of the node.
+ * RoCE v2 GIDs of the node's HCA ports.
  */
 #ifndef VFAB_CM_ROUTE_H
 #define VFAB_CM_ROUTE_H
@@ -27,12 +27,21 @@ struct vfab_cm_local {
 	uint8_t port;
 	uint8_t gid_index;
 	uint8_t gid[16];
-	int mtu; /* enum ibv_mtu: min(port active MTU, netdev's) */
+	int ifindex; /* the GID's netdev */
+	int mtu;     /* enum ibv_mtu: min(port active MTU, netdev's) */
 };
 
-/* Look addr up in the GID tables of n open contexts; -EADDRNOTAVAIL when no HCA has it. */
-int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct sockaddr *addr,
-			struct vfab_cm_local *out);
+/* The path MTU (enum ibv_mtu) of port p of ctx through netdev ifindex, as iboe_get_mtu says. */
+int vfab_cm_route_mtu(struct ibv_context *ctx, uint8_t p, int ifindex);
+
+/*
+ * Every RoCE v2 GID of the n open contexts' ports, with where it lives:
+ * fn(loc, arg) for each; returns how many. A scan reads the sysfs GID
+ * tables (a run of empty slots ends a table), so callers cache it
+ * (cm_local.h).
+ */
+int vfab_cm_route_scan(struct ibv_context *const *ctxs, int n,
+		       void (*fn)(const struct vfab_cm_local *loc, void *arg), void *arg);
 
 /*
  * What the kernel's cma_bind_loopback takes for a destination that is a
@@ -40,13 +49,5 @@ int vfab_cm_route_local(struct ibv_context *const *ctxs, int n, const struct soc
  * none is), GID index 0. -ENODEV without a context.
  */
 int vfab_cm_route_loopback(struct ibv_context *const *ctxs, int n, struct vfab_cm_local *out);
-
-/*
- * Whether addr binds to no device, as the kernel's cma_any_addr says: the
- * wildcard address or a loopback one (127/8, ::1). Binding there succeeds
- * without an HCA and listening there covers every address of the node;
- * libfabric's verbs provider binds "localhost" to probe for devices.
- */
-int vfab_cm_addr_any(const struct sockaddr *addr);
 
 #endif /* VFAB_CM_ROUTE_H */

@@ -12,9 +12,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cm/cm_agent.h"
 #include "cm/cm_conn.h"
 #include "cm/cm_id.h"
+#include "cm/cm_listen.h"
 #include "cm/cm_log.h"
+#include "cm/cm_recv.h"
+#include "cm/cm_resolve.h"
+#include "cm/cm_timer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -23,6 +28,13 @@
 	type name;                                                                                 \
 	memset(&name, 0, sizeof(name));                                                            \
 	memcpy(&name, body, in < sizeof(name) ? in : sizeof(name))
+
+/* What the agent thread runs: the CM's messages, timers and address changes. */
+static const struct vfab_cm_hooks hooks = {
+    .recv = vfab_cm_recv,
+    .timers = vfab_cm_timers,
+    .addrs_changed = vfab_cm_listen_follow,
+};
 
 static int respond(uint64_t response, size_t out, const void *resp, size_t len)
 {
@@ -75,23 +87,272 @@ static void addr_out(struct sockaddr_in6 *dst, const struct sockaddr_storage *sr
 					   : 0);
 }
 
-static int query_route(struct vfab_cm_id *id, struct rdma_ucm_query_route_resp *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->node_guid = vfab_cm_node_guid(id);
-	r->ibdev_index = UINT32_MAX; /* match by GUID */
-	r->port_num = id->have_dev ? id->loc.port : 0;
-	addr_out(&r->src_addr, &id->src);
-	addr_out(&r->dst_addr, &id->dst);
-	if (id->have_dev) {
-		int mtu = id->qp.connected ? id->qp.mtu : id->loc.mtu;
+/* ---- the commands, one function each: (file, body, its length, room for the answer) ---- */
 
-		vfab_cm_path_fill(&r->ib_route[0], id->loc.gid, id->dgid, mtu, id->tos);
-		if (id->route)
-			r->num_paths = 1;
+static int cmd_create_id(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_create_id, c);
+	struct rdma_ucm_create_id_resp r;
+	struct vfab_cm_id *id;
+
+	if (c.ps != RDMA_PS_TCP && c.ps != RDMA_PS_UDP && c.ps != RDMA_PS_IB &&
+	    c.ps != RDMA_PS_IPOIB)
+		return -EINVAL;
+	id = vfab_cm_id_new(f, c.uid, c.ps, c.qp_type);
+	if (!id)
+		return -ENOMEM;
+	r.id = id->handle;
+	if (respond(c.response, out, &r, sizeof(r))) {
+		vfab_cm_id_free(id);
+		return -EFAULT;
 	}
 	return 0;
 }
+
+static int cmd_destroy_id(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_destroy_id, c);
+	struct rdma_ucm_destroy_id_resp r;
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	if (!id)
+		return -EINVAL;
+	r.events_reported = id->events_reported;
+	vfab_cm_destroy(id);
+	return respond(c.response, out, &r, sizeof(r));
+}
+
+static int cmd_bind_ip(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_bind_ip, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_bind(id, (struct sockaddr *)&c.addr) : -EINVAL;
+}
+
+static int cmd_bind(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_bind, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_bind(id, (struct sockaddr *)&c.addr) : -EINVAL;
+}
+
+static int cmd_resolve_ip(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_resolve_ip, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_resolve_addr(id, (struct sockaddr *)&c.src_addr,
+					 (struct sockaddr *)&c.dst_addr, (int)c.timeout_ms)
+		  : -EINVAL;
+}
+
+static int cmd_resolve_addr(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_resolve_addr, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_resolve_addr(id, c.src_size ? (struct sockaddr *)&c.src_addr : NULL,
+					 (struct sockaddr *)&c.dst_addr, (int)c.timeout_ms)
+		  : -EINVAL;
+}
+
+static int cmd_resolve_route(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_resolve_route, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_resolve_route(id) : -EINVAL;
+}
+
+static int cmd_query_route(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_query, c);
+	struct rdma_ucm_query_route_resp r;
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	if (!id)
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.node_guid = id->have_dev ? vfab_cm_agent_guid(id->loc.dev) : 0;
+	r.ibdev_index = UINT32_MAX; /* match by GUID */
+	r.port_num = id->have_dev ? id->loc.port : 0;
+	addr_out(&r.src_addr, &id->src);
+	addr_out(&r.dst_addr, &id->dst);
+	if (id->have_dev) {
+		int mtu = id->qp.connected ? id->qp.mtu : id->loc.mtu;
+
+		vfab_cm_path_fill(&r.ib_route[0], id->loc.gid, id->dgid, mtu, id->tos);
+		if (id->route)
+			r.num_paths = 1;
+	}
+	return respond(c.response, out, &r, sizeof(r));
+}
+
+static int cmd_connect(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_connect, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	if (!id)
+		return -EINVAL;
+	id->ece_vendor = c.ece.vendor_id;
+	id->ece_options = c.ece.attr_mod;
+	return vfab_cm_connect(id, &c.conn_param);
+}
+
+static int cmd_listen(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_listen, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_listen(id) : -EINVAL;
+}
+
+static int cmd_accept(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_accept, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	if (!id)
+		return -EINVAL;
+	id->ece_vendor = c.ece.vendor_id;
+	id->ece_options = c.ece.attr_mod;
+	return vfab_cm_accept(id, c.uid, &c.conn_param);
+}
+
+static int cmd_reject(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_reject, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_reject(id, c.reason, c.private_data, c.private_data_len) : -EINVAL;
+}
+
+static int cmd_disconnect(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_disconnect, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_disconnect(id) : -EINVAL;
+}
+
+static int cmd_init_qp_attr(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_init_qp_attr, c);
+	struct ib_uverbs_qp_attr r;
+	struct vfab_cm_id *id = my_id(f, c.id);
+	int ret;
+
+	if (!id || !id->have_dev)
+		return -EINVAL;
+	if (!id->qp.port) { /* before any connection: what the ID knows */
+		id->qp.ud = id->qp_type == IBV_QPT_UD;
+		id->qp.port = id->loc.port;
+		id->qp.qkey = VFAB_CM_UDP_QKEY;
+	}
+	ret = vfab_cm_qp_attr(&id->qp, (int)c.qp_state, &r);
+	return ret ? ret : respond(c.response, out, &r, sizeof(r));
+}
+
+/* The options rdma_set_option sets on an ID, as the kernel's ucma_set_option_id takes them. */
+static int set_option(struct vfab_cm_id *id, const struct rdma_ucm_set_option *c)
+{
+	uint8_t v = 0;
+
+	if (c->level != RDMA_OPTION_ID)
+		return -ENOSYS; /* RDMA_OPTION_IB_PATH: no SA here */
+	if (c->optlen && c->optval)
+		memcpy(&v, (const void *)(uintptr_t)c->optval, 1);
+	switch (c->optname) {
+	case RDMA_OPTION_ID_TOS: /* the active side's path (a passive one's comes with the REQ) */
+		id->tos = v;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+	case RDMA_OPTION_ID_AFONLY:
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT: /* rdma_set_ack_timeout: RC only */
+		if (id->qp_type != IBV_QPT_RC)
+			return -EINVAL;
+		id->ack_timeout = v;
+		/* Either side: connect copies it, a passive ID's RTS reads it here. */
+		id->qp.timeout = v;
+		return 0;
+	default:
+		return -ENOSYS;
+	}
+}
+
+static int cmd_set_option(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_set_option, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? set_option(id, &c) : -EINVAL;
+}
+
+static int cmd_notify(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_notify, c);
+	struct vfab_cm_id *id = my_id(f, c.id);
+
+	(void)out;
+	return id ? vfab_cm_notify(id, (int)c.event) : -EINVAL;
+}
+
+static int cmd_migrate_id(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_migrate_id, c);
+	struct vfab_cm_file *from = vfab_cm_file_find((int)c.fd);
+	struct vfab_cm_id *id = from ? my_id(from, c.id) : NULL;
+	struct rdma_ucm_migrate_resp r;
+
+	if (!id)
+		return -EINVAL;
+	id->file = f;
+	vfab_cm_event_move(id, from);
+	r.events_reported = id->events_reported;
+	return respond(c.response, out, &r, sizeof(r));
+}
+
+typedef int (*cmd_fn)(struct vfab_cm_file *f, const void *body, size_t in, size_t out);
+
+/*
+ * The commands served here (GET_EVENT blocks, so it runs outside the lock:
+ * vfab_cm_file_write). Not offered, ENOSYS: QUERY (the AF_IB queries),
+ * GET_OPTION, multicast.
+ */
+static const cmd_fn cmds[] = {
+    [RDMA_USER_CM_CMD_CREATE_ID] = cmd_create_id,
+    [RDMA_USER_CM_CMD_DESTROY_ID] = cmd_destroy_id,
+    [RDMA_USER_CM_CMD_BIND_IP] = cmd_bind_ip,
+    [RDMA_USER_CM_CMD_RESOLVE_IP] = cmd_resolve_ip,
+    [RDMA_USER_CM_CMD_RESOLVE_ROUTE] = cmd_resolve_route,
+    [RDMA_USER_CM_CMD_QUERY_ROUTE] = cmd_query_route,
+    [RDMA_USER_CM_CMD_CONNECT] = cmd_connect,
+    [RDMA_USER_CM_CMD_LISTEN] = cmd_listen,
+    [RDMA_USER_CM_CMD_ACCEPT] = cmd_accept,
+    [RDMA_USER_CM_CMD_REJECT] = cmd_reject,
+    [RDMA_USER_CM_CMD_DISCONNECT] = cmd_disconnect,
+    [RDMA_USER_CM_CMD_INIT_QP_ATTR] = cmd_init_qp_attr,
+    [RDMA_USER_CM_CMD_SET_OPTION] = cmd_set_option,
+    [RDMA_USER_CM_CMD_NOTIFY] = cmd_notify,
+    [RDMA_USER_CM_CMD_MIGRATE_ID] = cmd_migrate_id,
+    [RDMA_USER_CM_CMD_BIND] = cmd_bind,
+    [RDMA_USER_CM_CMD_RESOLVE_ADDR] = cmd_resolve_addr,
+};
 
 static int get_event(struct vfab_cm_file *f, uint64_t response, size_t out)
 {
@@ -114,198 +375,13 @@ static int get_event(struct vfab_cm_file *f, uint64_t response, size_t out)
 	}
 }
 
-static int set_option(struct vfab_cm_id *id, const struct rdma_ucm_set_option *c)
-{
-	uint8_t v = 0;
-
-	if (c->level != RDMA_OPTION_ID)
-		return -ENOSYS; /* RDMA_OPTION_IB_PATH: no SA here */
-	if (c->optlen && c->optval)
-		memcpy(&v, (const void *)(uintptr_t)c->optval, 1);
-	switch (c->optname) {
-	case RDMA_OPTION_ID_TOS:
-		id->tos = v;
-		return 0;
-	case RDMA_OPTION_ID_REUSEADDR:
-	case RDMA_OPTION_ID_AFONLY:
-		return 0;
-	case RDMA_OPTION_ID_ACK_TIMEOUT:
-		id->ack_timeout = v;
-		/* A passive side's QP parameters came with the REQ: RTS reads them. */
-		id->qp.timeout = v;
-		return 0;
-	default:
-		return -ENOSYS;
-	}
-}
-
-static int migrate(struct vfab_cm_file *f, const struct rdma_ucm_migrate_id *c, size_t out)
-{
-	struct vfab_cm_file *from = vfab_cm_file_find((int)c->fd);
-	struct vfab_cm_id *id = from ? my_id(from, c->id) : NULL;
-	struct rdma_ucm_migrate_resp r;
-
-	if (!id)
-		return -EINVAL;
-	id->file = f;
-	vfab_cm_event_move(id, from);
-	r.events_reported = id->events_reported;
-	return respond(c->response, out, &r, sizeof(r));
-}
-
-static int command(struct vfab_cm_file *f, uint32_t cmd, const void *body, size_t in, size_t out)
-{
-	struct vfab_cm_id *id;
-
-	switch (cmd) {
-	case RDMA_USER_CM_CMD_CREATE_ID: {
-		BODY(struct rdma_ucm_create_id, c);
-		struct rdma_ucm_create_id_resp r;
-
-		if (c.ps != RDMA_PS_TCP && c.ps != RDMA_PS_UDP && c.ps != RDMA_PS_IB &&
-		    c.ps != RDMA_PS_IPOIB)
-			return -EINVAL;
-		id = vfab_cm_id_new(f, c.uid, c.ps, c.qp_type);
-		if (!id)
-			return -ENOMEM;
-		r.id = id->handle;
-		if (respond(c.response, out, &r, sizeof(r))) {
-			vfab_cm_id_free(id);
-			return -EFAULT;
-		}
-		return 0;
-	}
-	case RDMA_USER_CM_CMD_DESTROY_ID: {
-		BODY(struct rdma_ucm_destroy_id, c);
-		struct rdma_ucm_destroy_id_resp r;
-
-		id = my_id(f, c.id);
-		if (!id)
-			return -EINVAL;
-		r.events_reported = id->events_reported;
-		vfab_cm_destroy(id);
-		return respond(c.response, out, &r, sizeof(r));
-	}
-	case RDMA_USER_CM_CMD_BIND_IP: {
-		BODY(struct rdma_ucm_bind_ip, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_bind(id, (struct sockaddr *)&c.addr) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_BIND: {
-		BODY(struct rdma_ucm_bind, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_bind(id, (struct sockaddr *)&c.addr) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_RESOLVE_IP: {
-		BODY(struct rdma_ucm_resolve_ip, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_resolve_addr(id, (struct sockaddr *)&c.src_addr,
-						 (struct sockaddr *)&c.dst_addr, (int)c.timeout_ms)
-			  : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_RESOLVE_ADDR: {
-		BODY(struct rdma_ucm_resolve_addr, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_resolve_addr(id,
-						 c.src_size ? (struct sockaddr *)&c.src_addr : NULL,
-						 (struct sockaddr *)&c.dst_addr, (int)c.timeout_ms)
-			  : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_RESOLVE_ROUTE: {
-		BODY(struct rdma_ucm_resolve_route, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_resolve_route(id) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_QUERY_ROUTE: {
-		BODY(struct rdma_ucm_query, c);
-		struct rdma_ucm_query_route_resp r;
-
-		id = my_id(f, c.id);
-		if (!id)
-			return -EINVAL;
-		query_route(id, &r);
-		return respond(c.response, out, &r, sizeof(r));
-	}
-	case RDMA_USER_CM_CMD_CONNECT: {
-		BODY(struct rdma_ucm_connect, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_connect(id, &c.conn_param) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_LISTEN: {
-		BODY(struct rdma_ucm_listen, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_listen(id) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_ACCEPT: {
-		BODY(struct rdma_ucm_accept, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_accept(id, c.uid, &c.conn_param) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_REJECT: {
-		BODY(struct rdma_ucm_reject, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_reject(id, c.reason, c.private_data, c.private_data_len)
-			  : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_DISCONNECT: {
-		BODY(struct rdma_ucm_disconnect, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_disconnect(id) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_INIT_QP_ATTR: {
-		BODY(struct rdma_ucm_init_qp_attr, c);
-		struct ib_uverbs_qp_attr r;
-		int ret;
-
-		id = my_id(f, c.id);
-		if (!id || !id->have_dev)
-			return -EINVAL;
-		if (!id->qp.port) { /* before any connection: what the ID knows */
-			id->qp.ud = id->qp_type == IBV_QPT_UD;
-			id->qp.port = id->loc.port;
-			id->qp.qkey = VFAB_CM_UDP_QKEY;
-		}
-		ret = vfab_cm_qp_attr(&id->qp, (int)c.qp_state, &r);
-		return ret ? ret : respond(c.response, out, &r, sizeof(r));
-	}
-	case RDMA_USER_CM_CMD_SET_OPTION: {
-		BODY(struct rdma_ucm_set_option, c);
-
-		id = my_id(f, c.id);
-		return id ? set_option(id, &c) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_NOTIFY: {
-		BODY(struct rdma_ucm_notify, c);
-
-		id = my_id(f, c.id);
-		return id ? vfab_cm_notify(id, (int)c.event) : -EINVAL;
-	}
-	case RDMA_USER_CM_CMD_MIGRATE_ID: {
-		BODY(struct rdma_ucm_migrate_id, c);
-
-		return migrate(f, &c, out);
-	}
-	default:
-		/* QUERY (AF_IB), GET_OPTION, multicast: not offered. */
-		return -ENOSYS;
-	}
-}
-
 EXPORT int vfab_cm_file_open(int fd)
 {
 	struct vfab_cm_file *f;
-	int ret = vfab_cm_agent_start();
+	int ret;
 
+	vfab_cm_id_on_free(vfab_cm_conn_forget);
+	ret = vfab_cm_agent_start(&hooks);
 	if (ret)
 		return ret;
 	vfab_cm_lock();
@@ -330,7 +406,9 @@ EXPORT ssize_t vfab_cm_file_write(int fd, const void *buf, size_t len)
 	f = vfab_cm_file_find(fd);
 	ret = f ? 0 : -EBADF;
 	if (!ret && h->cmd != RDMA_USER_CM_CMD_GET_EVENT)
-		ret = command(f, h->cmd, body, h->in, h->out);
+		ret = h->cmd < sizeof(cmds) / sizeof(cmds[0]) && cmds[h->cmd]
+			  ? cmds[h->cmd](f, body, h->in, h->out)
+			  : -ENOSYS;
 	vfab_cm_dbg("fd %d command %u: %d", fd, h->cmd, ret);
 	vfab_cm_unlock();
 	if (!ret && h->cmd == RDMA_USER_CM_CMD_GET_EVENT) {

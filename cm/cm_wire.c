@@ -13,6 +13,7 @@
 #define SIDR_REQ_PD 216
 #define SIDR_REP_PD 136
 #define RTU_PD 224
+#define MRA_PD 222
 #define CMA_HDR 36
 
 static const struct {
@@ -27,6 +28,7 @@ static const struct {
     [VFAB_CM_DREP] = {"DREP", DREP_PD, 0},
     [VFAB_CM_SIDR_REQ] = {"SIDR_REQ", SIDR_REQ_PD - CMA_HDR, SIDR_REQ_PD - CMA_HDR},
     [VFAB_CM_SIDR_REP] = {"SIDR_REP", SIDR_REP_PD, SIDR_REP_PD},
+    [VFAB_CM_MRA] = {"MRA", MRA_PD, 0},
 };
 
 static int valid_type(int type)
@@ -77,7 +79,21 @@ static const uint8_t *get16(const uint8_t *p, uint16_t *v)
 	return p + 2;
 }
 
-/* Byte fields first, then 32-bit, 16-bit, addresses and private data (network order). */
+static uint8_t *put64(uint8_t *p, uint64_t v)
+{
+	return put32(put32(p, (uint32_t)(v >> 32)), (uint32_t)v);
+}
+
+static const uint8_t *get64(const uint8_t *p, uint64_t *v)
+{
+	uint32_t hi, lo;
+
+	p = get32(get32(p, &hi), &lo);
+	*v = (uint64_t)hi << 32 | lo;
+	return p;
+}
+
+/* Byte fields first, then 32-, 64- and 16-bit, addresses and private data (network order). */
 size_t vfab_cm_msg_encode(const struct vfab_cm_msg *m, uint8_t *buf, size_t len)
 {
 	uint8_t *p = buf;
@@ -97,6 +113,9 @@ size_t vfab_cm_msg_encode(const struct vfab_cm_msg *m, uint8_t *buf, size_t len)
 	*p++ = m->flow_control;
 	*p++ = m->family;
 	*p++ = m->tclass;
+	*p++ = m->mraed;
+	*p++ = m->svc_timeout;
+	p += 2;
 	p = put32(p, m->local_id);
 	p = put32(p, m->remote_id);
 	p = put32(p, m->qpn);
@@ -104,6 +123,9 @@ size_t vfab_cm_msg_encode(const struct vfab_cm_msg *m, uint8_t *buf, size_t len)
 	p = put32(p, m->qkey);
 	p = put32(p, m->cm_qpn);
 	p = put32(p, m->pid);
+	p = put32(p, m->ece_vendor);
+	p = put32(p, m->ece_options);
+	p = put64(p, m->start);
 	p = put16(p, m->ps);
 	p = put16(p, m->sport);
 	p = put16(p, m->dport);
@@ -136,6 +158,9 @@ int vfab_cm_msg_decode(struct vfab_cm_msg *m, const uint8_t *buf, size_t len)
 	m->flow_control = *p++;
 	m->family = *p++;
 	m->tclass = *p++;
+	m->mraed = *p++;
+	m->svc_timeout = *p++;
+	p += 2;
 	p = get32(p, &m->local_id);
 	p = get32(p, &m->remote_id);
 	p = get32(p, &m->qpn);
@@ -143,6 +168,9 @@ int vfab_cm_msg_decode(struct vfab_cm_msg *m, const uint8_t *buf, size_t len)
 	p = get32(p, &m->qkey);
 	p = get32(p, &m->cm_qpn);
 	p = get32(p, &m->pid);
+	p = get32(p, &m->ece_vendor);
+	p = get32(p, &m->ece_options);
+	p = get64(p, &m->start);
 	p = get16(p, &m->ps);
 	p = get16(p, &m->sport);
 	p = get16(p, &m->dport);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The CM's messages on the wire: vfab's own encoding of the fields of the
- * IB CM MADs (REQ, REP, RTU, REJ, DREQ, DREP, SIDR REQ/REP) that a RoCE
+ * IB CM MADs (REQ, MRA, REP, RTU, REJ, DREQ, DREP, SIDR REQ/REP) that a RoCE
  * connection needs, carried as UD datagrams between CM QPs. Pure: no I/O.
  */
 #ifndef VFAB_CM_WIRE_H
@@ -19,6 +19,7 @@ enum vfab_cm_msg_type {
 	VFAB_CM_DREP,
 	VFAB_CM_SIDR_REQ,
 	VFAB_CM_SIDR_REP,
+	VFAB_CM_MRA,
 	VFAB_CM_MSG_TYPES
 };
 
@@ -33,7 +34,7 @@ enum vfab_cm_msg_type {
 #define VFAB_CM_PD_MAX 224
 
 /* Wire size of an encoded message (fixed: header fields + VFAB_CM_PD_MAX). */
-#define VFAB_CM_MSG_BYTES 320
+#define VFAB_CM_MSG_BYTES 340
 
 struct vfab_cm_msg {
 	uint8_t type;	  /* enum vfab_cm_msg_type */
@@ -48,15 +49,20 @@ struct vfab_cm_msg {
 	uint8_t flow_control;
 	uint8_t family; /* AF_INET or AF_INET6 of the addresses */
 	uint8_t tclass;
-	uint32_t local_id;  /* sender's communication id */
-	uint32_t remote_id; /* receiver's, 0 in a REQ */
-	uint32_t qpn;	    /* the consumer's QP (REQ, REP, SIDR REP) */
-	uint32_t psn;	    /* its starting PSN */
-	uint32_t qkey;	    /* SIDR REP */
-	uint32_t cm_qpn;    /* the sender's CM QP: where answers go */
-	uint32_t pid;	    /* the sender process, for its CM's liveness */
-	uint16_t ps;	    /* port space (RDMA_PS_TCP, RDMA_PS_UDP, ...) */
-	uint16_t sport;	    /* IP ports, host order */
+	uint8_t mraed;	     /* MRA: the message it acknowledges (VFAB_CM_REQ or VFAB_CM_REP) */
+	uint8_t svc_timeout; /* MRA: until the answer comes, 4.096 us * 2^svc_timeout */
+	uint32_t local_id;   /* sender's communication id */
+	uint32_t remote_id;  /* receiver's, 0 in a REQ */
+	uint32_t qpn;	     /* the consumer's QP (REQ, REP, SIDR REP) */
+	uint32_t psn;	     /* its starting PSN */
+	uint32_t qkey;	     /* SIDR REP */
+	uint32_t cm_qpn;     /* the sender's CM QP: where answers go */
+	uint32_t pid;	     /* the sender process, for its CM's liveness */
+	uint32_t ece_vendor; /* the sender's enhanced connection establishment options */
+	uint32_t ece_options;
+	uint64_t start; /* the sender's start time: with pid, one process across pid reuse */
+	uint16_t ps;	/* port space (RDMA_PS_TCP, RDMA_PS_UDP, ...) */
+	uint16_t sport; /* IP ports, host order */
 	uint16_t dport;
 	uint8_t saddr[16]; /* IPv4 in the first 4 bytes */
 	uint8_t daddr[16];

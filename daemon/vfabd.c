@@ -313,6 +313,7 @@ int main(int argc, char **argv)
 	d.r = r;
 	d.t = t;
 	d.fabric = o.fabric;
+	d.rundir = o.rundir;
 	if (setup(&o, &d)) {
 		/* Nobody was told about this fabric yet: leave nothing behind. */
 		vfab_region_close(r);

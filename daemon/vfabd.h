@@ -31,6 +31,7 @@ struct vfabd {
 	const struct vfab_region *t;
 	int rundir_fd; /* O_PATH descriptor of the run dir: files below it via base/beneath.h */
 	const char *fabric;
+	const char *rundir; /* vfabd's own, never the region's copy (any user can write that) */
 	struct vfabd_server srv;	/* vfabd_server.c: fds, connections */
 	struct vfabd_faultlog log;	/* vfabd_faultlog.c */
 	struct vfabd_faults faults;	/* vfabd_faults.c: pauses, spikes */

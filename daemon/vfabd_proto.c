@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vfabd.h"
+#include "vfabd_cmfree.h"
 #include "vfabd_conn.h"
 #include "vfabd_faults.h"
 #include "vfabd_link.h"
@@ -52,6 +53,8 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 	} else if (!strncmp(line, "FAULT ", 6)) {
 		if (allowed(c, "FAULT"))
 			vfabd_req_fault(d, c, line + 6);
+	} else if (!strncmp(line, "CMFREE ", 7)) {
+		vfabd_req_cmfree(d, c, line + 7); /* removes only what no live listener holds */
 	} else if (!strcmp(line, "SHUTDOWN")) {
 		if (!allowed(c, "SHUTDOWN"))
 			return;
@@ -61,7 +64,7 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 	} else {
 		vfabd_reply_err(c, -EINVAL,
 				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
-				"SHUTDOWN)");
+				"CMFREE, SHUTDOWN)");
 	}
 }
 

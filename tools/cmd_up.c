@@ -102,6 +102,16 @@ static int write_config_copy(const struct vfab_cli *cli, const char *path)
 			       0644);
 }
 
+/* A directory every user may create files in and only their owner remove (01777). */
+static int make_shared_dir(const char *path)
+{
+	int ret = vfab_mkdir_p(path, 01777);
+
+	if (ret == 0 && chmod(path, 01777))
+		ret = -errno;
+	return ret;
+}
+
 static int make_rundir(const struct vfab_cli *cli)
 {
 	char path[PATH_MAX];
@@ -114,13 +124,20 @@ static int make_rundir(const struct vfab_cli *cli)
 	ret = vfab_mkdir_p(path, 0755);
 	if (ret)
 		return ret;
-	/* Providers of any user in the nodes create their FIFOs here. */
+	/*
+	 * Sticky and open to all, made here with fixed modes (never with a
+	 * caller's umask): providers of any user in the nodes create their
+	 * FIFOs in fifo/, and RDMA CM listeners of any user their entries in
+	 * cm/ (docs/TRUST.md).
+	 */
 	if (vfab_fifo_dir(path, sizeof(path), cli->rundir))
 		return -ENAMETOOLONG;
-	ret = vfab_mkdir_p(path, 01777);
-	if (ret == 0 && chmod(path, 01777))
-		ret = -errno;
-	return ret;
+	ret = make_shared_dir(path);
+	if (ret)
+		return ret;
+	if (vfab_cm_dir(path, sizeof(path), cli->rundir))
+		return -ENAMETOOLONG;
+	return make_shared_dir(path);
 }
 
 /* <prefix>/lib next to <prefix>/bin/vfab, absolute. */

@@ -121,6 +121,24 @@ wait_listen()
 	return 1
 }
 
+# wait_cm_listen PORT: until a live process listens on RDMA CM port PORT (its
+# entry in the fabric's listener directory, "CM_QPN PID START"; a killed
+# one's stays) or the server (SERVER_PID) exited.
+wait_cm_listen()
+{
+	local f pid
+	for _ in $(seq 300); do
+		for f in "/run/vfab/$VFAB_FABRIC/cm"/*-"$1"; do
+			[ -f "$f" ] || continue
+			pid=$(awk '{print $2}' "$f" 2>/dev/null || true)
+			[ -n "$pid" ] && [ -d "/proc/$pid" ] && return 0
+		done
+		kill -0 "$SERVER_PID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # wait_pid PID SECONDS: exit status of a background process, 124 on timeout
 # (then it is killed).
 wait_pid()

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # nonroot.sh PORT: RDMA as an unprivileged user (issue 10, finding 9).
 # Two test users are created (and removed on any exit); as the first one,
-# ibv_rc_pingpong and ib_write_bw run between node1 and node0; then a server
-# of the first user and a client of the second must fail, with vfab's
-# message saying why (copies need the same user).
+# ibv_rc_pingpong and ib_write_bw run between node1 and node0, and over the
+# RDMA CM (issue 28) rping and ib_write_bw -R, while a listen on port 80 is
+# refused as the kernel refuses it (EACCES without CAP_NET_BIND_SERVICE);
+# then a server of the first user and a client of the second must fail,
+# with vfab's message saying why (copies need the same user).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 port=$1
-u1=vfabit1 u2=vfabit2
+# Named after the fabric: runs on other fabrics (other trees) create and
+# remove users of their own, never these.
+who=$(echo "$VFAB_FABRIC" | tr 'A-Z_' 'a-z-' | cut -c1-24)
+u1=vf-$who-1 u2=vf-$who-2
 cleanup_users()
 {
 	userdel "$u1" 2>/dev/null || true
@@ -65,6 +70,52 @@ pair "$u1" "$u1" writebw ib_write_bw -d mlx5_0 -x 3 -F -n 2000
 bw=$(perftest_value "$VFAB_TMP/writebw.client.log" "BW average" 4)
 num_between "${bw:-x}" 0 inf || fail "ib_write_bw as $u1 printed no bandwidth"
 note "ib_write_bw as $u1: $bw MB/s"
+
+# The RDMA CM: any user listens on ports >= 1024 (the run dir's cm/ is 01777).
+srv=$VFAB_TMP/rping.server.log cli=$VFAB_TMP/rping.client.log
+# shellcheck disable=SC2046
+start_server node1 "$srv" $(as "$u1" rping -s -a "$NODE1_IP" -p "$port" -C 10 -v)
+wait_cm_listen "$port" || { show "$srv"; fail "non-root rping -s did not listen"; }
+crc=0
+# shellcheck disable=SC2046
+timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+	$(as "$u1" rping -c -a "$NODE1_IP" -p "$port" -C 10 -v) >"$cli" 2>&1 || crc=$?
+src=0
+wait_pid "$SERVER_PID" 20 || src=$?
+show "$srv" "$cli"
+[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "non-root rping: client $crc, server $src"
+n=$(grep -c '^ping data: rdma-ping-' "$cli" || true)
+[ "$n" = 10 ] || fail "non-root rping: $n verified pings, not 10"
+note "rping as $u1 between the nodes"
+port=$((port + 1))
+
+srv=$VFAB_TMP/writebw_cm.server.log cli=$VFAB_TMP/writebw_cm.client.log
+# shellcheck disable=SC2046
+start_server node1 "$srv" $(as "$u1" ib_write_bw -d mlx5_0 -R -F -n 2000 -p "$port")
+wait_cm_listen "$port" || { show "$srv"; fail "non-root ib_write_bw -R did not listen"; }
+crc=0
+# shellcheck disable=SC2046
+timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+	$(as "$u1" ib_write_bw -d mlx5_0 -R -F -n 2000 -p "$port" "$NODE1_IP") >"$cli" 2>&1 || crc=$?
+src=0
+wait_pid "$SERVER_PID" 20 || src=$?
+show "$srv" "$cli"
+[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "non-root ib_write_bw -R: client $crc, server $src"
+bw=$(perftest_value "$cli" "BW average" 4)
+num_between "${bw:-x}" 0 inf || fail "ib_write_bw -R as $u1 printed no bandwidth"
+note "ib_write_bw -R as $u1: $bw MB/s"
+port=$((port + 1))
+
+# Below 1024 only with CAP_NET_BIND_SERVICE, as cma_use_port decides.
+log=$VFAB_TMP/port80.log
+rc=0
+# shellcheck disable=SC2046
+timeout 20 "$VFAB" --fabric "$VFAB_FABRIC" exec node1 -- \
+	$(as "$u1" rping -s -a "$NODE1_IP" -p 80 -C 1) >"$log" 2>&1 || rc=$?
+show "$log"
+[ "$rc" != 0 ] || fail "a non-root rping -s listened on port 80"
+grep -q 'rdma_bind_addr: Permission denied' "$log" || fail "port 80: no EACCES from rdma_bind_addr"
+note "port 80 as $u1: rdma_bind_addr: Permission denied"
 
 SERVER_WAIT=1 pair "$u1" "$u2" cross ibv_rc_pingpong -d mlx5_0 -g 3 -n 10
 [ "$crc" != 0 ] || fail "ibv_rc_pingpong between two users succeeded"

@@ -15,6 +15,8 @@ vfab_integration_test(int_rdmacm_reject 60 ${_vfab_rdmacm} reject 7184)
 vfab_integration_test(int_rdmacm_unreachable 60 ${_vfab_rdmacm} unreachable 7185)
 vfab_integration_test(int_rdmacm_deadpeer 120 ${_vfab_rdmacm} deadpeer 7186)
 vfab_integration_test(int_rdmacm_loopback 60 ${_vfab_rdmacm} loopback 7187)
+# 1000 connections at once: no dropped CM message, no resend (issue 28).
+vfab_integration_test(int_rdmacm_burst 300 ${_vfab_rdmacm} burst 7250)
 vfab_integration_test(int_rsockets 180 ${_vfab_rdmacm} rsockets 7188)
 
 # libfabric's verbs provider (libfabric-bin): msg endpoints over the RDMA CM,
@@ -37,4 +39,10 @@ if(RDMACM_LIB)
   target_link_libraries(cm_channel PRIVATE ${RDMACM_LIB})
   vfab_integration_test(int_rdmacm_channel 60
     ${CMAKE_CURRENT_LIST_DIR}/node_checks.sh cm_channel 198.18.0.2)
+  # A peer that dies is answered as its kernel would (DREP, REJ) within 2 s:
+  # DREQ to a dead peer, DREQ_SENT, REP_SENT, the MRA states.
+  add_executable(cm_deadpeer ${CMAKE_CURRENT_LIST_DIR}/cm_deadpeer.c)
+  target_link_libraries(cm_deadpeer PRIVATE ${RDMACM_LIB})
+  vfab_integration_test(int_rdmacm_deadpeer_states 120
+    ${CMAKE_CURRENT_LIST_DIR}/cm_deadpeer.sh 7230)
 endif()

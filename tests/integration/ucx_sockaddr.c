@@ -15,8 +15,9 @@
  * e.g. a keepalive timeout) or a message that does not complete within
  * STALL_S seconds fails the run: long-lived connections are what this judges
  * (UCX's UD keepalive lane killed them after ~50 s once). The last message
- * carries MSG_LAST; both sides then close their endpoint and print a
- * key=value summary. Exit status: 0 ok, 1 failure, 2 usage.
+ * carries MSG_LAST; the client then closes its endpoint first, the server
+ * once it sees that close (or STALL_S later), and both print a key=value
+ * summary. Exit status: 0 ok, 1 failure, 2 usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -169,6 +170,10 @@ static void wait_req(struct peer *p, ucs_status_ptr_t req, struct xfer *x, const
 		die(p, "%s #%" PRIu64 ": %s", what, seq, ucs_status_string(UCS_PTR_STATUS(req)));
 	while (!x->done) {
 		ucp_worker_progress(p->worker);
+		/* One progress call may complete the operation and report the
+		 * peer's close after it: what completed counts, not the close. */
+		if (x->done)
+			break;
 		if (p->ep_failed)
 			die(p, "%s #%" PRIu64 ": endpoint error: %s", what, seq,
 			    ucs_status_string(p->ep_status));
@@ -255,11 +260,26 @@ static void ep_create(struct peer *p, ucp_ep_params_t *ep_params)
 		die(p, "ucp_ep_create: %s", ucs_status_string(st));
 }
 
+/* wait_client_close: the server's last answer is sent; the client closes
+ * first (its close reaches this endpoint as an error), so that no close of
+ * ours can overtake the answer it still waits for. A client that never
+ * closes is not waited for beyond STALL_S. */
+static void wait_client_close(struct peer *p)
+{
+	double deadline = now_s() + STALL_S;
+	unsigned spins = 0;
+
+	while (!p->ep_failed && (++spins % 1024 || now_s() < deadline))
+		ucp_worker_progress(p->worker);
+}
+
 /* peer_close: a flushing close; the peer may already have gone (it closes
  * after the last message too), so an error here is not a failure. */
 static void peer_close(struct peer *p)
 {
-	ucp_request_param_t prm = {.op_attr_mask = 0};
+	/* An endpoint the peer closed has nothing left to flush. */
+	ucp_request_param_t prm = {.op_attr_mask = p->ep_failed ? UCP_OP_ATTR_FIELD_FLAGS : 0,
+				   .flags = p->ep_failed ? UCP_EP_CLOSE_FLAG_FORCE : 0};
 	ucs_status_ptr_t req = ucp_ep_close_nbx(p->ep, &prm);
 	double deadline = now_s() + STALL_S;
 
@@ -345,6 +365,7 @@ static int run_server(struct peer *p, const char *port, double seconds)
 			die(p, "the client did not end within %.0f s", seconds + 2 * STALL_S);
 	}
 	report(p, "result", seq + 1, bytes, t0);
+	wait_client_close(p);
 	ucp_listener_destroy(listener); /* before its worker goes */
 	peer_close(p);
 	free(in);

@@ -33,6 +33,8 @@ static void roundtrip(void **state)
 	m.flow_control = 1;
 	m.family = 2;
 	m.tclass = 0x68;
+	m.mraed = VFAB_CM_REQ;
+	m.svc_timeout = 24;
 	m.local_id = 0x01020304;
 	m.remote_id = 0xa0b0c0d0;
 	m.qpn = 0xabcdef;
@@ -40,6 +42,9 @@ static void roundtrip(void **state)
 	m.qkey = 0x01234567;
 	m.cm_qpn = 0x4000;
 	m.pid = 4242;
+	m.ece_vendor = 0x02c9;
+	m.ece_options = 0x80000001;
+	m.start = 0x0123456789abcdefull;
 	m.ps = 0x0106;
 	m.sport = 40000;
 	m.dport = 7174;
@@ -90,6 +95,9 @@ static void limits(void **state)
 	assert_int_equal(VFAB_CM_REJ_INVALID_SERVICE_ID, 8);
 	assert_int_equal(VFAB_CM_REJ_CONSUMER_DEFINED, 28);
 	assert_string_equal(vfab_cm_msg_name(VFAB_CM_DREQ), "DREQ");
+	/* rdma_cm's MRA carries no consumer data. */
+	assert_string_equal(vfab_cm_msg_name(VFAB_CM_MRA), "MRA");
+	assert_int_equal(vfab_cm_pd_reported(VFAB_CM_MRA), 0);
 	assert_string_equal(vfab_cm_msg_name(99), "?");
 }
 
