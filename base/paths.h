@@ -22,8 +22,16 @@
 #define VFAB_PATH_REL_MAX 512
 /* The host's sysfs: what the nodes' PCI views copy and extend (netns/pci_view.h). */
 #define VFAB_HOST_SYSFS "/sys"
-/* The provider in the lib dir next to bin/vfab; nodes' libibverbs.d names "libvfab". */
-#define VFAB_PROVIDER_LIB "libvfab-rdmav34.so"
+/*
+ * The provider, named as libibverbs loads it for the private ABI the build
+ * detected (VFAB_PABI): the nodes' libibverbs.d names "<dir>/libvfab" and
+ * libibverbs appends "-rdmav<ABI>.so". tools/layout.h says which dir.
+ */
+#define VFAB_STR2(x) #x
+#define VFAB_STR(x) VFAB_STR2(x)
+#define VFAB_PROVIDER_LIB "libvfab-rdmav" VFAB_STR(VFAB_PABI) ".so"
+/* The completion-channel and RDMA CM interposer every node preloads. */
+#define VFAB_PRELOAD_LIB "libvfab-preload.so"
 
 /* A fabric name: 1..VFAB_FABRIC_NAME_MAX letters, digits, '_' or '-' (it is a file name part). */
 int vfab_fabric_name_check(const char *name);

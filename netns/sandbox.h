@@ -29,7 +29,7 @@ struct vfab_sandbox {
 	 * local user may rewrite while `up` runs as root.
 	 */
 	const struct vfab_region *topo;
-	const char *libdir;	    /* absolute: holds libvfab-rdmav34.so */
+	const char *libdir;	    /* absolute: holds VFAB_PROVIDER_LIB */
 	const char *preload_lib;    /* absolute path of libvfab-preload.so */
 	const char *const *libdirs; /* absolute; the nodes' ld.so.cache covers them */
 	unsigned nlibdirs;

@@ -116,7 +116,7 @@ struct vfab_port;
 int vfab_port_ipv4_v2_gid(const struct vfab_port *p, uint32_t node);
 
 /* vfabd_control.c: the daemon's life cycle seen from the CLI. */
-int vfab_vfabd_start(const struct vfab_cli *cli, const char *config, pid_t *pid);
+int vfab_vfabd_start(const struct vfab_cli *cli, const char *exe, const char *config, pid_t *pid);
 /* Waits until the region is ready and STATUS answers; err gets the log tail. */
 int vfab_vfabd_wait_ready(const struct vfab_cli *cli, pid_t pid, int timeout_ms, char *err,
 			  size_t errlen);

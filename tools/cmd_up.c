@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "netns/launch_files.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
+#include "tools/layout.h"
 #include "tools/up_gpus.h"
 
 #define VFABD_READY_TIMEOUT_MS 10000
@@ -140,18 +140,6 @@ static int make_rundir(const struct vfab_cli *cli)
 	return make_shared_dir(path);
 }
 
-/* <prefix>/lib next to <prefix>/bin/vfab, absolute. */
-static void lib_paths(const struct vfab_cli *cli, char *libdir, size_t len, char *preload,
-		      size_t plen)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", cli->exedir);
-	snprintf(libdir, len, "%s/lib", dirname(tmp));
-	if (vfab_pathf(preload, plen, "%s/libvfab-preload.so", libdir))
-		preload[0] = '\0';
-}
-
 /*
  * The nodes load vfab's provider from libdir: where other users cannot
  * reach it (a build under /root, mode 700), only root can use the HCAs.
@@ -248,10 +236,16 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 		    const struct up_opts *o, const struct vfab_gpu_plan *gpus, pid_t *vfabd,
 		    const struct vfab_region *topo, char *err, size_t errlen)
 {
-	char libdir[PATH_MAX], preload[PATH_MAX], rpath[256];
+	struct vfab_layout parts;
 	struct vfab_sandbox sb;
+	char rpath[256];
 	int ret;
 
+	ret = vfab_layout_find(cli->exedir, &parts);
+	if (ret)
+		return snprintf(err, errlen, "find vfab's daemon and libraries from %.3000s",
+				cli->exedir),
+		       ret;
 	ret = make_rundir(cli);
 	if (ret)
 		return snprintf(err, errlen, "create %s", cli->rundir), ret;
@@ -261,22 +255,21 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 	/* vfabd reads the run dir's copy: the fabric never depends on the original. */
 	if (vfab_run_config_path(rpath, sizeof(rpath), cli->rundir))
 		return snprintf(err, errlen, "run dir path too long"), -ENAMETOOLONG;
-	ret = vfab_vfabd_start(cli, rpath, vfabd);
+	ret = vfab_vfabd_start(cli, parts.vfabd, rpath, vfabd);
 	if (ret)
-		return snprintf(err, errlen, "start %.3000s/vfabd", cli->exedir), ret;
+		return snprintf(err, errlen, "start %.3000s", parts.vfabd), ret;
 	ret = vfab_vfabd_wait_ready(cli, *vfabd, VFABD_READY_TIMEOUT_MS, err, errlen);
 	if (ret)
 		return ret;
 	if (interrupted())
 		return snprintf(err, errlen, "interrupted"), -EINTR;
-	lib_paths(cli, libdir, sizeof(libdir), preload, sizeof(preload));
-	warn_private_libdir(libdir);
+	warn_private_libdir(parts.provider_dir);
 	sb = (struct vfab_sandbox){.fabric = cli->fabric,
 				   .rundir = cli->rundir,
 				   .cfg = cfg,
 				   .topo = topo,
-				   .libdir = libdir,
-				   .preload_lib = preload,
+				   .libdir = parts.provider_dir,
+				   .preload_lib = parts.preload,
 				   .libdirs = o->libdirs,
 				   .nlibdirs = o->nlibdirs,
 				   .ssh = o->ssh,

@@ -22,13 +22,12 @@
 #define SHUTDOWN_ANSWER_MS 300
 #define EXIT_WAIT_MS 1000
 
-int vfab_vfabd_start(const struct vfab_cli *cli, const char *config, pid_t *pid)
+int vfab_vfabd_start(const struct vfab_cli *cli, const char *exe, const char *config, pid_t *pid)
 {
-	char exe[PATH_MAX], log[PATH_MAX];
+	char log[PATH_MAX];
 	pid_t child;
 
-	if (vfab_pathf(exe, sizeof(exe), "%s/vfabd", cli->exedir) ||
-	    vfab_pathf(log, sizeof(log), "%s/vfabd.log", cli->rundir))
+	if (vfab_pathf(log, sizeof(log), "%s/vfabd.log", cli->rundir))
 		return -ENAMETOOLONG;
 	if (access(exe, X_OK))
 		return -errno;

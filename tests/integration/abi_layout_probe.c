@@ -12,6 +12,7 @@
  * Prints one "ok"/"FAIL" line per check; exits 0 when all pass, 1 when one
  * fails, 2 when there is no vfab device to probe.
  */
+#include "base/paths.h"
 #include "fabric/region.h"
 #include "provider/verbs_abi.h"
 
@@ -25,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROVIDER_SO "libvfab-rdmav34.so"
+#define PROVIDER_SO VFAB_PROVIDER_LIB
 
 static int failures;
 

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# vfab as installed, not from its build tree: `cmake --install` of the build
+# into a staging root (DESTDIR, prefix /opt/vfab-test), then the installed
+# CLI brings up a fabric of its own and RDMA works across its nodes through
+# the installed daemon, provider and preload/CM libraries (ibv_devinfo,
+# ib_write_bw, rping over the RDMA CM); the man page and the completion are
+# there, nothing lands in the host's /etc; the uninstall target removes
+# every file; `cpack -G DEB` makes a package listing the same files.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+fabric=$VFAB_FABRIC
+stage=$VFAB_TMP/stage prefix=/opt/vfab-test
+chmod 755 "$VFAB_TMP"
+inst_cleanup()
+{
+	[ -x "$stage$prefix/bin/vfab" ] && "$stage$prefix/bin/vfab" --fabric "$fabric" down >/dev/null 2>&1
+	vfab_cleanup
+}
+trap inst_cleanup EXIT
+
+etc_before=$(find /etc/libibverbs.d -type f 2>/dev/null | sort)
+DESTDIR=$stage cmake --install "$VFAB_BUILD_DIR" --prefix "$prefix" >"$VFAB_TMP/install.log" 2>&1 ||
+	{ show "$VFAB_TMP/install.log"; fail "cmake --install"; }
+root=$stage$prefix
+pabi=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | sed 's/.*rdmav\([0-9]*\)\.so/\1/')
+for f in bin/vfab libexec/vfab/vfabd "lib/libibverbs/libvfab-rdmav$pabi.so" \
+	lib/vfab/libvfab-preload.so lib/vfab/libvfab-cm.so share/vfab/configs/default.yaml \
+	share/vfab/configs/dgx-2x8.yaml share/man/man1/vfab.1 share/doc/vfab/TRUST.md \
+	share/bash-completion/completions/vfab; do
+	[ -e "$root/$f" ] || fail "not installed: $prefix/$f"
+done
+[ "$(find /etc/libibverbs.d -type f 2>/dev/null | sort)" = "$etc_before" ] ||
+	fail "the install touched the host's /etc/libibverbs.d"
+grep -q '^.SH "VFAB doctor"' "$root/share/man/man1/vfab.1" || fail "vfab(1) lacks a verb's section"
+bash -n "$root/share/bash-completion/completions/vfab" || fail "the completion script does not parse"
+note "installed: $(find "$root" -type f | wc -l) files under $prefix"
+
+# The installed CLI finds its daemon and libraries from its own location.
+vfab=$root/bin/vfab
+"$vfab" --fabric "$fabric" up "$root/share/vfab/configs/default.yaml" >"$VFAB_TMP/up.log" 2>&1 ||
+	{ show "$VFAB_TMP/up.log"; fail "the installed vfab up"; }
+[ "$(readlink "/proc/$(cat "/run/vfab/$fabric/vfabd.pid")/exe")" = "$root/libexec/vfab/vfabd" ] ||
+	fail "the running vfabd is not the installed one"
+grep -qx "driver $root/lib/libibverbs/libvfab" "/run/vfab/$fabric/nodes/node0/etc-upper/libibverbs.d/vfab.driver" ||
+	fail "the nodes do not load the installed provider"
+"$vfab" --fabric "$fabric" exec node0 -- ibv_devinfo -d mlx5_0 >"$VFAB_TMP/devinfo.txt" 2>&1 ||
+	{ show "$VFAB_TMP/devinfo.txt"; fail "ibv_devinfo in a node of the installed vfab"; }
+grep -q PORT_ACTIVE "$VFAB_TMP/devinfo.txt" || fail "ibv_devinfo: no active port"
+"$vfab" --fabric "$fabric" exec node1 -- ib_write_bw -d mlx5_0 -x 3 -F -n 500 -p 18761 \
+	>"$VFAB_TMP/bw.srv" 2>&1 &
+srv=$!
+VFAB_SERVER_PIDS+=("$srv")
+sleep 1
+"$vfab" --fabric "$fabric" exec node0 -- ib_write_bw -d mlx5_0 -x 3 -F -n 500 -p 18761 "$NODE1_IP" \
+	>"$VFAB_TMP/bw.cli" 2>&1 || { show "$VFAB_TMP/bw.srv" "$VFAB_TMP/bw.cli"; fail "ib_write_bw"; }
+wait_pid "$srv" 30 || fail "the ib_write_bw server failed"
+"$vfab" --fabric "$fabric" exec node1 -- rping -s -a "$NODE1_IP" -C 5 -v >"$VFAB_TMP/rping.srv" 2>&1 &
+srv=$!
+VFAB_SERVER_PIDS+=("$srv")
+sleep 0.5
+timeout 30 "$vfab" --fabric "$fabric" exec node0 -- rping -c -a "$NODE1_IP" -C 5 -v \
+	>"$VFAB_TMP/rping.cli" 2>&1 || { show "$VFAB_TMP/rping.srv" "$VFAB_TMP/rping.cli"; fail "rping"; }
+wait_pid "$srv" 30 || fail "the rping server failed"
+[ "$(grep -c 'ping data' "$VFAB_TMP/rping.cli")" = 5 ] || fail "rping: not 5 pings"
+"$vfab" --fabric "$fabric" down >/dev/null || fail "the installed vfab down"
+note "installed vfab: up, ibv_devinfo, ib_write_bw ($(perftest_value "$VFAB_TMP/bw.cli" 'BW average' 4) MB/s), rping, down"
+
+# Uninstall: every installed file goes, and vfab's own directories with them.
+DESTDIR=$stage cmake --build "$VFAB_BUILD_DIR" --target uninstall >"$VFAB_TMP/uninstall.log" 2>&1 ||
+	{ show "$VFAB_TMP/uninstall.log"; fail "the uninstall target"; }
+left=$(find "$root" -type f | wc -l)
+[ "$left" = 0 ] || fail "uninstall left $left files: $(find "$root" -type f | head -3)"
+[ ! -e "$root/lib/vfab" ] && [ ! -e "$root/libexec/vfab" ] && [ ! -e "$root/share/vfab" ] ||
+	fail "uninstall left vfab's directories"
+
+# The Debian package of the same install.
+(cd "$VFAB_BUILD_DIR" && cpack -G DEB -B "$VFAB_TMP/deb" >"$VFAB_TMP/cpack.log" 2>&1) ||
+	{ show "$VFAB_TMP/cpack.log"; fail "cpack -G DEB"; }
+deb=$(ls "$VFAB_TMP"/deb/vfab_*.deb)
+dpkg-deb -c "$deb" >"$VFAB_TMP/deb.txt"
+for f in bin/vfab libexec/vfab/vfabd "lib/libibverbs/libvfab-rdmav$pabi.so" lib/vfab/libvfab-cm.so \
+	share/man/man1/vfab.1; do
+	grep -q "/$f\$" "$VFAB_TMP/deb.txt" || fail "the .deb lacks $f"
+done
+dpkg-deb -f "$deb" Depends | grep -q libibverbs1 || fail "the .deb does not depend on libibverbs1"
+note "$(basename "$deb"): $(grep -c '^-' "$VFAB_TMP/deb.txt") files, Depends: $(dpkg-deb -f "$deb" Depends)"
