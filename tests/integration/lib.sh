@@ -186,3 +186,18 @@ perftest_value()
 		index($0, "#bytes") && index($0, want) { armed = 1; next }
 		armed && $1 ~ /^[0-9]+$/ { print $field; exit }' "$1"
 }
+
+# perftest_bw CLIENT_LOG SERVER_LOG: the "BW average" a perftest pair measured.
+# perftest converts cycles to time with a CPU frequency it calibrates at
+# start against gettimeofday; on a loaded host that calibration can fail
+# ("Correlation coefficient r^2: ... < 0.9") and that side then prints 0.00
+# for every rate although its transfers ran. The client's figure is taken
+# unless its calibration failed, in which case the server's is.
+perftest_bw()
+{
+	if grep -q '^Correlation coefficient r^2' "$1"; then
+		perftest_value "$2" "BW average" 4
+	else
+		perftest_value "$1" "BW average" 4
+	fi
+}

@@ -44,7 +44,7 @@ echo "===== vfabd.log (this test)"
 echo "$new" | grep -v 'counters' | tail -n 20 || true
 [ "$rc" = 0 ] || fail "client exited $rc (124: stalled)"
 [ "$src" = 0 ] || fail "server exited $src"
-bw=$(perftest_value "$cli" "BW average" 4)
+bw=$(perftest_bw "$cli" "$srv")
 num_between "${bw:-x}" 0 inf || fail "client printed no bandwidth"
 note "ib_send_bw: $bw MB/s"
 if echo "$new" | grep -E 'reaped [1-9][0-9]* object' >/dev/null; then
