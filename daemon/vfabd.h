@@ -12,6 +12,7 @@
 #include "vfabd_counters.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
+#include "vfabd_ipwire.h"
 #include "vfabd_link.h"
 #include "vfabd_server.h"
 
@@ -38,6 +39,7 @@ struct vfabd {
 	struct vfabd_link link;		/* vfabd_link.c: link_downed counts */
 	struct vfabd_counters counters; /* vfabd_counters.c: last values written */
 	struct vfabd_addrwatch *aw;	/* vfabd_addrwatch.c; NULL: not followed */
+	struct vfabd_ipwire *ipw;	/* vfabd_ipwire.c: the IP side of the wires */
 };
 
 #endif /* VFAB_DAEMON_VFABD_H */

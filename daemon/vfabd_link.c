@@ -21,6 +21,8 @@
 #include "vfabd_conn.h"
 #include "vfabd_events.h"
 #include "vfabd_faultlog.h"
+#include "vfabd_ipwire.h"
+#include "vfabd_log.h"
 #include "vfabd_target.h"
 
 #define SHAPE_MAX_GBPS 1e6 /* rate_bps and speed_mbps must not overflow */
@@ -96,6 +98,10 @@ static int set_port(struct vfabd *d, uint32_t hca, uint32_t port, bool up, bool 
 		return 0;
 	if (!up)
 		d->link.downed[hca][port - 1]++;
+	/* One wire: the port's netdev loses its carrier with it. */
+	rc = vfabd_ipwire_carrier(d, hca, port, up);
+	if (rc)
+		vfabd_log("link %u/%u: carrier of its netdev: %s", hca, port, strerror(-rc));
 	rc = view_port_state(d, hca, port, up);
 	if (rc)
 		return rc;
@@ -210,7 +216,7 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	const char *bad = NULL;
 	struct shape s;
 	int32_t port_hca;
-	int n, rc = 0;
+	int n, rc = 0, ipw;
 
 	if (!target || parse_shape(save, &s, &bad)) {
 		vfabd_reply_err(c, -EINVAL,
@@ -237,6 +243,10 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	}
 	/* Requesters re-read the links they cached as unshaped (region.h). */
 	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
+	/* The IP side of the same wires follows (a failure is logged, not fatal). */
+	ipw = vfabd_ipwire_links_changed(d, links, n);
+	if (ipw)
+		vfabd_log("shape %s: IP side: %s", target, strerror(-ipw));
 	if (s.has_bw && s.bw > 0 && port_hca >= 0) {
 		first = port_no ? port_no : 1;
 		last = port_no ? port_no : d->t->hcas[port_hca].nports;
