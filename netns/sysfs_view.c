@@ -47,12 +47,27 @@ static const char *const port_counters[] = {
     "unicast_xmit_packets",
 };
 
+/* mlx5's q counters, its extended error counters among them (counters.c). */
 static const char *const hw_counters[] = {
-    "duplicate_request", "implied_nak_seq_err",	     "local_ack_timeout_err",
-    "out_of_buffer",	 "out_of_sequence",	     "packet_seq_err",
-    "req_cqe_error",	 "req_remote_access_errors", "req_remote_invalid_request",
-    "resp_cqe_error",	 "resp_local_length_error",  "resp_remote_access_errors",
-    "rnr_nak_retry_err", "rx_atomic_requests",	     "rx_read_requests",
+    "duplicate_request",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "out_of_buffer",
+    "out_of_sequence",
+    "packet_seq_err",
+    "req_cqe_error",
+    "req_cqe_flush_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "req_rnr_retries_exceeded",
+    "req_transport_retries_exceeded",
+    "resp_cqe_error",
+    "resp_cqe_flush_error",
+    "resp_local_length_error",
+    "resp_remote_access_errors",
+    "rnr_nak_retry_err",
+    "rx_atomic_requests",
+    "rx_read_requests",
     "rx_write_requests",
 };
 
