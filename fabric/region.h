@@ -27,8 +27,9 @@
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
- * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters. */
-#define VFAB_REGION_VERSION 10
+ * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
+ * 11 completion timestamps. */
+#define VFAB_REGION_VERSION 11
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -307,7 +308,12 @@ struct vfab_cqe {
 	uint16_t slid;
 	uint8_t sl;
 	uint8_t dlid_path_bits;
-	uint8_t pad[6];
+	/*
+	 * The device clock when the entry was written, its low 48 bits (78 hours
+	 * of ns: the reader restores the rest from the clock it reads), in CQs
+	 * made with a timestamp flag only. An entry stays one cache line.
+	 */
+	uint8_t ts_lo48[6];
 };
 
 /* A receive WQE header; VFAB sges follow it (max_sge per queue). */
@@ -387,6 +393,7 @@ struct vfab_cq_slot {
 	uint32_t chan_id;  /* 0 = no channel */
 	int32_t async_pid; /* async event FIFO of the owning context */
 	uint32_t async_id;
+	uint32_t stamp; /* entries carry ts_ns (ibv_create_cq_ex with a timestamp flag) */
 };
 
 struct vfab_srq_slot {

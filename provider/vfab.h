@@ -362,6 +362,7 @@ int vfab_destroy_channel(struct ibv_comp_channel *ch);
 int vfab_channel_id(struct ibv_comp_channel *ch, uint32_t *id);
 
 /* ---- vfab_query.c ---- */
+int vfab_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
 int vfab_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
 int vfab_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);

@@ -46,6 +46,7 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .create_ah = vfab_create_ah,
     .destroy_ah = vfab_destroy_ah,
     .query_device_ex = vfab_query_device_ex,
+    .query_rt_values = vfab_query_rt_values,
     .query_port = vfab_query_port,
     .free_context = vfab_free_context,
 };

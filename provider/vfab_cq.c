@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "provider/vfab_util.h"
 
 /* Send-side CQEs carry the WR's send queue index in src_qp (see vfab_comp.h). */
 static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
@@ -160,6 +163,22 @@ static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *cq)
 	return ex_to_vcq(cq)->cur.dlid_path_bits;
 }
 
+static uint64_t ex_read_completion_ts(struct ibv_cq_ex *cq)
+{
+	return vfab_ts48_load(ex_to_vcq(cq)->cur.ts_lo48, vfab_device_clock_ns());
+}
+
+/* The device clock is CLOCK_MONOTONIC: wall-clock time is it plus the offset now. */
+static uint64_t ex_read_completion_wallclock_ns(struct ibv_cq_ex *cq)
+{
+	uint64_t now = vfab_device_clock_ns();
+	struct timespec real;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	return vfab_ts48_load(ex_to_vcq(cq)->cur.ts_lo48, now) +
+	       ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec - now);
+}
+
 static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
 {
 	struct ibv_cq_ex *x = &cq->vcq.cq_ex;
@@ -184,6 +203,10 @@ static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
 		x->read_sl = ex_read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		x->read_dlid_path_bits = ex_read_dlid_path_bits;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		x->read_completion_ts = ex_read_completion_ts;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		x->read_completion_wallclock_ns = ex_read_completion_wallclock_ns;
 }
 
 static struct vfab_cq *cq_create(struct vfab_context *ctx, int cqe, struct ibv_comp_channel *ch,
@@ -222,6 +245,7 @@ static struct vfab_cq *cq_create(struct vfab_context *ctx, int cqe, struct ibv_c
 	s->chan_id = chan_id;
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
+	s->stamp = 0;
 	cq->ctx = ctx;
 	cq->slot = slot;
 	cq->s = s;
@@ -246,7 +270,9 @@ struct ibv_cq *vfab_create_cq(struct ibv_context *ibctx, int cqe, struct ibv_com
 
 struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_init_attr_ex *attr)
 {
-	const uint64_t supported = IBV_WC_STANDARD_FLAGS;
+	const uint64_t stamps =
+	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+	const uint64_t supported = IBV_WC_STANDARD_FLAGS | stamps;
 	struct vfab_cq *cq;
 
 	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
@@ -263,6 +289,7 @@ struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_ini
 	if (!cq)
 		return NULL;
 	cq->wc_flags = attr->wc_flags;
+	cq->s->stamp = (attr->wc_flags & stamps) != 0;
 	ex_init(cq, attr->wc_flags);
 	return &cq->vcq.cq_ex;
 }

@@ -8,6 +8,7 @@
  */
 #include "provider/vfab.h"
 #include "provider/vfab_counters.h"
+#include "provider/vfab_util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -127,6 +128,13 @@ int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, 
 	head = atomic_load_explicit(&s->head, memory_order_acquire);
 	cookie = s->user_cq;
 	ring = vfab_at(r, s->ring_off);
+	/* One reading of the device clock for the batch, and only when asked for. */
+	if (s->stamp) {
+		uint64_t ts = vfab_device_clock_ns();
+
+		for (i = 0; i < n; i++)
+			vfab_ts48_store(e[i].ts_lo48, ts);
+	}
 	for (i = 0; i < n; i++, tail++) {
 		if (tail - head >= s->cap) {
 			/* Hardware drops the CQE (and those after it) and reports CQ_ERR once. */

@@ -64,12 +64,27 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 		return EINVAL;
 	memset(&full, 0, sizeof(full));
 	fill_device_attr(ctx, &full.orig_attr);
-	/* No ODP, TSO, RSS, timestamps, tag matching or device memory. */
+	/* No ODP, TSO, RSS, tag matching or device memory; the device clock of vfab_util.h. */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
+	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;
 	full.phys_port_cnt_ex = ctx->hca->nports;
 	if (attr_size > sizeof(full))
 		attr_size = sizeof(full);
 	memcpy(attr, &full, attr_size);
+	return 0;
+}
+
+int vfab_query_rt_values(struct ibv_context *ibctx, struct ibv_values_ex *values)
+{
+	(void)ibctx;
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		/* As libmlx5: the raw clock's ticks in tv_nsec. */
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)vfab_device_clock_ns();
+	}
 	return 0;
 }
 

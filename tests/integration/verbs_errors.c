@@ -420,6 +420,7 @@ int main(int argc, char **argv)
 	test_retry_exceeded();
 	test_flush();
 	test_error_counters();
+	test_timestamps();
 	test_send_variants();
 	test_rdma_and_atomics();
 	test_rnr_order();
