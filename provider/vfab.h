@@ -68,7 +68,18 @@ struct vfab_context {
 struct vfab_pd {
 	struct ibv_pd ibv;
 	int slot;
-	atomic_int users; /* MRs, QPs, SRQs, AHs on it */
+	atomic_int users; /* MRs, QPs, SRQs, AHs, parent domains on it */
+	/*
+	 * A parent domain (ibv_alloc_parent_domain): the PD it wraps, which
+	 * every object made on it belongs to; NULL for a PD.
+	 */
+	struct vfab_pd *protection;
+	struct ibv_td *td;
+};
+
+struct vfab_td {
+	struct ibv_td ibv;
+	atomic_int users; /* parent domains on it */
 };
 
 struct vfab_mr {
@@ -299,9 +310,12 @@ static inline struct vfab_context *to_vctx(struct ibv_context *c)
 {
 	return (struct vfab_context *)((char *)c - offsetof(struct vfab_context, vctx.context));
 }
+/* The protection domain of a PD or of a parent domain. */
 static inline struct vfab_pd *to_vpd(struct ibv_pd *pd)
 {
-	return (struct vfab_pd *)pd;
+	struct vfab_pd *p = (struct vfab_pd *)pd;
+
+	return p->protection ? p->protection : p;
 }
 static inline struct vfab_cq *to_vcq(struct ibv_cq *cq)
 {
@@ -378,6 +392,10 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_
 int vfab_dereg_mr(struct vabi_mr *vmr);
 
 /* ---- vfab_cq.c ---- */
+struct ibv_pd *vfab_alloc_parent_domain(struct ibv_context *ctx,
+					struct ibv_parent_domain_init_attr *attr);
+struct ibv_td *vfab_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
+int vfab_dealloc_td(struct ibv_td *td);
 struct ibv_cq *vfab_create_cq(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
 			      int vector);
 struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);

@@ -275,9 +275,16 @@ struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_ini
 	const uint64_t supported = IBV_WC_STANDARD_FLAGS | stamps;
 	struct vfab_cq *cq;
 
-	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    attr->wc_flags & ~supported) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* A CQ may name a parent domain of its context (its allocators: vfab_pd.c). */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ibctx ||
+	     !((struct vfab_pd *)attr->parent_domain)->protection)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
