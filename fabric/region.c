@@ -392,7 +392,7 @@ void vfab_pd_free(struct vfab_region *r, int slot)
 	release_slot(r, &r->pds[slot].state, &r->pds[slot].owner, VFAB_OBJ_PD);
 }
 
-void vfab_mr_free(struct vfab_region *r, int slot)
+void vfab_mr_revoke(struct vfab_region *r, int slot)
 {
 	struct vfab_mr_slot *s = &r->mrs[slot];
 	long long deadline;
@@ -411,7 +411,12 @@ void vfab_mr_free(struct vfab_region *r, int slot)
 			sched_yield();
 		atomic_store(&s->inflight, 0); /* a requester that died mid-copy */
 	}
-	release_slot(r, &s->state, &s->owner, VFAB_OBJ_MR);
+}
+
+void vfab_mr_free(struct vfab_region *r, int slot)
+{
+	vfab_mr_revoke(r, slot);
+	release_slot(r, &r->mrs[slot].state, &r->mrs[slot].owner, VFAB_OBJ_MR);
 }
 
 void vfab_cq_free(struct vfab_region *r, int slot)

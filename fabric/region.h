@@ -536,6 +536,12 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,
 		  uint32_t rq_max_sge);
 void vfab_pd_free(struct vfab_region *r, int slot);
+/*
+ * Revokes a registration (its key then matches no check) and waits for the
+ * copies that passed the check before; the slot stays taken, to be
+ * published again (ibv_rereg_mr) or freed.
+ */
+void vfab_mr_revoke(struct vfab_region *r, int slot);
 void vfab_mr_free(struct vfab_region *r, int slot);
 void vfab_cq_free(struct vfab_region *r, int slot);
 void vfab_srq_free(struct vfab_region *r, int slot);

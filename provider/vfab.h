@@ -389,6 +389,8 @@ int vfab_dealloc_pd(struct ibv_pd *pd);
 /* ---- vfab_mr.c ---- */
 struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			   int access);
+int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		  int access);
 int vfab_dereg_mr(struct vabi_mr *vmr);
 
 /* ---- vfab_cq.c ---- */

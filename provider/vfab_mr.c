@@ -64,25 +64,42 @@ static int range_writable(const void *addr, size_t len)
 	return rc;
 }
 
+/* Checks a registration as pinning would: 0 or -errno. */
+static int check_range(void *addr, size_t length, int access)
+{
+	int rc = vfab_mr_access_valid((unsigned int)access);
+
+	if (rc)
+		return rc;
+	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
+		return -EINVAL;
+	rc = range_mapped(addr, length);
+	if (!rc && (access & IBV_ACCESS_LOCAL_WRITE))
+		rc = range_writable(addr, length);
+	return rc;
+}
+
+/* Fills a revoked or new slot; a zero length matches no key check, so it goes last. */
+static void publish(struct vfab_mr_slot *s, const struct vfab_pd *pd, void *addr, size_t length,
+		    uint64_t iova, int access)
+{
+	s->pd = (uint32_t)pd->slot;
+	s->access = (uint32_t)access;
+	s->addr = (uint64_t)(uintptr_t)addr;
+	s->iova = iova;
+	atomic_thread_fence(memory_order_release);
+	s->length = length;
+}
+
 struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			   int access)
 {
 	struct vfab_context *ctx = to_vctx(ibpd->context);
 	struct vfab_pd *pd = to_vpd(ibpd);
-	struct vfab_mr_slot *s;
 	struct vfab_mr *mr;
 	int rc, slot;
 
-	rc = vfab_mr_access_valid((unsigned int)access);
-	if (rc)
-		goto fail;
-	if (!length || (uintptr_t)addr + length < (uintptr_t)addr) {
-		rc = -EINVAL;
-		goto fail;
-	}
-	rc = range_mapped(addr, length);
-	if (!rc && (access & IBV_ACCESS_LOCAL_WRITE))
-		rc = range_writable(addr, length);
+	rc = check_range(addr, length, access);
 	if (rc)
 		goto fail;
 	mr = calloc(1, sizeof(*mr));
@@ -96,20 +113,12 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint6
 		rc = slot;
 		goto fail;
 	}
-	s = &ctx->r->mrs[slot];
-	s->hca = ctx->hca_idx;
-	s->pd = (uint32_t)pd->slot;
-	s->access = (uint32_t)access;
-	s->addr = (uint64_t)(uintptr_t)addr;
-	s->iova = hca_va;
-	/* A zero length matches no key check: publish it last. */
-	atomic_thread_fence(memory_order_release);
-	s->length = length;
-
+	ctx->r->mrs[slot].hca = ctx->hca_idx;
+	publish(&ctx->r->mrs[slot], pd, addr, length, hca_va, access);
 	mr->slot = slot;
 	mr->pd = pd;
-	mr->vmr.ibv_mr.lkey = s->key;
-	mr->vmr.ibv_mr.rkey = s->key;
+	mr->vmr.ibv_mr.lkey = ctx->r->mrs[slot].key;
+	mr->vmr.ibv_mr.rkey = ctx->r->mrs[slot].key;
 	mr->vmr.ibv_mr.handle = (uint32_t)slot;
 	mr->vmr.mr_type = VABI_MR_TYPE_MR;
 	mr->vmr.access = access;
@@ -118,6 +127,45 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint6
 fail:
 	errno = -rc;
 	return NULL;
+}
+
+/*
+ * ibv_rereg_mr, in place as a ConnectX modifies its mkey: the keys stay.
+ * The new translation, PD or rights are checked first (a failure leaves
+ * the registration as it was and its errno goes back: libibverbs answers
+ * IBV_REREG_MR_ERR_CMD); then the slot is revoked, which waits for the
+ * copies past its check, and published again, so a peer sees the old
+ * registration, none (an access error, as during a rereg on hardware) or
+ * the new one, never a mix.
+ */
+int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length,
+		  int access)
+{
+	struct vfab_mr *mr = (struct vfab_mr *)vmr;
+	struct vfab_context *ctx = to_vctx(vmr->ibv_mr.context);
+	struct vfab_mr_slot *s = &ctx->r->mrs[mr->slot];
+	bool translate = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	struct vfab_pd *pd = (flags & IBV_REREG_MR_CHANGE_PD) ? to_vpd(ibpd) : mr->pd;
+	int acc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : vmr->access, rc;
+	void *a = translate ? addr : vmr->ibv_mr.addr;
+	size_t len = translate ? length : vmr->ibv_mr.length;
+	uint64_t iova = translate ? (uint64_t)(uintptr_t)addr : s->iova;
+
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!ibpd || ibpd->context != vmr->ibv_mr.context)))
+		return errno = EINVAL;
+	rc = check_range(a, len, acc);
+	if (rc)
+		return errno = -rc;
+	vfab_mr_revoke(ctx->r, mr->slot);
+	publish(s, pd, a, len, iova, acc);
+	if (pd != mr->pd) {
+		atomic_fetch_add(&pd->users, 1);
+		atomic_fetch_sub(&mr->pd->users, 1);
+		mr->pd = pd;
+	}
+	vmr->access = acc;
+	return 0;
 }
 
 int vfab_dereg_mr(struct vabi_mr *vmr)
