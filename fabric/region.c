@@ -328,6 +328,46 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	return idx;
 }
 
+int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap)
+{
+	struct vfab_cq_slot *s = &r->cqs[slot];
+	uint64_t head, tail, old_off, old_bytes;
+	struct vfab_cqe *from, *to;
+	uint32_t c = 1;
+	int64_t off;
+
+	while (c < cap)
+		c <<= 1;
+	off = vfab_pool_alloc(r, (uint64_t)c * sizeof(struct vfab_cqe));
+	if (off < 0)
+		return (int)off;
+	to = vfab_at(r, (uint64_t)off);
+	/* An entry is valid when its seq is its position + 1: none may be by chance. */
+	memset(to, 0, (size_t)c * sizeof(*to));
+	if (vfab_lock(&s->lock)) {
+		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+		return -EIO;
+	}
+	head = atomic_load(&s->head);
+	tail = atomic_load(&s->tail);
+	if (tail - head >= c) {
+		vfab_unlock(&s->lock);
+		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+		return -EINVAL; /* fewer entries than are waiting */
+	}
+	from = vfab_at(r, s->ring_off);
+	/* The waiting entries keep their positions (and so their seq). */
+	for (uint64_t p = head; p < tail; p++)
+		memcpy(&to[p & (c - 1)], &from[p & (s->cap - 1)], sizeof(*to));
+	old_off = s->ring_off;
+	old_bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
+	s->ring_off = (uint64_t)off;
+	s->cap = c;
+	vfab_unlock(&s->lock);
+	vfab_pool_free(r, old_off, old_bytes);
+	return 0;
+}
+
 int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
 		   uint32_t max_sge)
 {

@@ -531,6 +531,12 @@ int vfab_mutex_init_shared(pthread_mutex_t *m);
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca);
 int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o);
 int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap);
+/*
+ * A CQ's ring to `cap` entries (rounded up to a power of two), the waiting
+ * entries moved along: 0, -EINVAL when more entries wait than fit, -ENOMEM.
+ * The caller holds off its own consumers; producers take the slot's lock.
+ */
+int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap);
 int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
 		   uint32_t max_sge);
 int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,

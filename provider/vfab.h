@@ -403,6 +403,7 @@ struct ibv_cq *vfab_create_cq(struct ibv_context *ctx, int cqe, struct ibv_comp_
 struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
 int vfab_destroy_cq(struct ibv_cq *cq);
 int vfab_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int vfab_resize_cq(struct ibv_cq *cq, int cqe);
 int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* ---- vfab_cqe.c: producing completions into a CQ ring ---- */

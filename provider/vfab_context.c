@@ -26,6 +26,7 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .reg_mr = vfab_reg_mr,
     .dereg_mr = vfab_dereg_mr,
     .create_cq = vfab_create_cq,
+    .resize_cq = vfab_resize_cq,
     .rereg_mr = vfab_rereg_mr,
     .alloc_parent_domain = vfab_alloc_parent_domain,
     .alloc_td = vfab_alloc_td,

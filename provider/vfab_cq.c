@@ -301,6 +301,25 @@ struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_ini
 	return &cq->vcq.cq_ex;
 }
 
+/* ibv_resize_cq: at least cqe entries, as many as mlx5 rounds to (a power of two, minus one). */
+int vfab_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct vfab_cq *cq = to_vcq(ibcq);
+	int rc;
+
+	if (cqe < 1 || cqe > VFAB_MAX_CQE)
+		return EINVAL;
+	pthread_spin_lock(&cq->poll_lock);
+	rc = vfab_cq_resize(cq->ctx->r, cq->slot, (uint32_t)cqe + 1);
+	if (!rc) {
+		cq->ring = vfab_at(cq->ctx->r, cq->s->ring_off);
+		cq->mask = cq->s->cap - 1;
+		ibcq->cqe = (int)(cq->s->cap - 1);
+	}
+	pthread_spin_unlock(&cq->poll_lock);
+	return -rc;
+}
+
 int vfab_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct vfab_cq *cq = to_vcq(ibcq);

@@ -11,6 +11,7 @@ add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_uc.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_counters.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_ts.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_cq.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_mr.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_pd.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)

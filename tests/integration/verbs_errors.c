@@ -421,6 +421,7 @@ int main(int argc, char **argv)
 	test_flush();
 	test_error_counters();
 	test_timestamps();
+	test_resize_cq();
 	test_rereg();
 	test_parent_domain();
 	test_send_variants();

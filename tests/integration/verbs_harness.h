@@ -84,6 +84,7 @@ void test_comp_channel(void);
 void test_rnr_order(void);
 void test_error_counters(void);
 void test_timestamps(void);
+void test_resize_cq(void);
 void test_rereg(void);
 void test_parent_domain(void);
 void test_uc(void);
