@@ -160,7 +160,8 @@ static bool child(const struct vfabd *d, const struct pos *dir, uint32_t i, stru
 		return i < d->t->nnodes && i < VFAB_MAX_NODES;
 	case K_NODE:
 		/* Slots whose HCA is gone from the topology are skipped, not listed. */
-		for (c->kind = K_HCA, c->slot = 0; c->slot < 8; c->slot++)
+		for (c->kind = K_HCA, c->slot = 0; c->slot < d->t->nodes[dir->node].nhcas;
+		     c->slot++)
 			if (hca_at(d, dir->node, c->slot) && i-- == 0)
 				return true;
 		return false;
