@@ -6,6 +6,8 @@
 # node0's counters/port_xmit_data read in the client's node as the client
 # exits, and node1's port_rcv_data read right after, equal the values read
 # 2 s later, and each grew by at least the run's 200 MiB (in 4-byte words).
+# Then three streams (ports PORT+3..PORT+5) stopped mid-way with SIGSTOP:
+# the read as the client stops equals the read 2 s later.
 # The counter files are read-only (0444, root's; writing fails, creating
 # fails) and counters/ and hw_counters/ list the names the view was written
 # with, and `vfab doctor` says the fabric's counters are the FUSE ones. Exit 77 (skipped) where vfabd serves no counters file system (no
@@ -71,17 +73,61 @@ for run in 1 2 3; do
 done
 note "three runs: every read as the client exited equals the read 2 s later"
 
+# The same in the middle of a stream, where no teardown separates the last
+# bytes from the read: the client (ib_write_bw -D) is stopped with SIGSTOP
+# once its bytes flow, and, as soon as every thread of it is stopped,
+# port_xmit_data is read in its node, then again 2 s later: equal, and
+# above the value before the stream (a file refreshed on a tick would show
+# the last tick's value, up to 250 ms of traffic behind).
+frozen='
+	ib_write_bw "$@" >/dev/null 2>&1 & c=$!
+	f=/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data
+	before=$(cat $f)
+	for _ in $(seq 200); do [ "$(cat $f)" -gt "$before" ] && break; sleep 0.05; done
+	sleep 0.3
+	kill -STOP $c
+	for _ in $(seq 1000); do
+		all=1
+		for t in /proc/$c/task/*/stat; do
+			[ "$(cut -d" " -f3 $t)" = T ] || all=0
+		done
+		[ $all = 1 ] && break
+	done
+	now=$(cat $f)
+	sleep 2
+	later=$(cat $f)
+	kill -CONT $c
+	kill $c
+	wait $c
+	echo "frozen $before $now $later"'
+for run in 1 2 3; do
+	port=$((base_port + 2 + run))
+	srv=$VFAB_TMP/server-frozen$run.log
+	args=(-d mlx5_0 -x 3 -s "$size" -D 5 -F -p "$port")
+	start_server node1 "$srv" ib_write_bw "${args[@]}"
+	wait_listen node1 "$port" 30 || { show "$srv"; fail "frozen $run: server did not listen on $port"; }
+	read -r _ before now later < <(timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+		sh -c "$frozen" sh "${args[@]}" "$NODE1_IP" | grep '^frozen ') ||
+		fail "frozen $run: no reading"
+	kill_tree "$SERVER_PID"
+	note "frozen $run: port_xmit_data $before before the stream, $now as the client stopped, $later 2 s later"
+	[ "$now" -gt "$before" ] || fail "frozen $run: no bytes counted before the client was stopped"
+	[ "$now" = "$later" ] || fail "frozen $run: read as the client stopped ($now) != 2 s later ($later)"
+done
+note "a stopped client: every read equals the read 2 s later"
+
 # Read-only, root's 0444, as sysfs attributes.
 for sub in counters hw_counters; do
 	modes=$(vx node0 sh -c "stat -c '%a %U %G' $dir/$sub/*" | sort -u)
 	[ "$modes" = "444 root root" ] || fail "$sub/: files are '$modes', not '444 root root'"
 done
+unwritten=$(counter node0 port_xmit_data)
 vx node0 sh -c "echo 5 >$dir/counters/port_xmit_data" 2>/dev/null &&
 	fail "writing counters/port_xmit_data succeeded"
 vx node0 sh -c "echo 5 >$dir/hw_counters/lifespan" 2>/dev/null &&
 	fail "writing hw_counters/lifespan succeeded"
 vx node0 touch "$dir/counters/new" 2>/dev/null && fail "creating a file in counters/ succeeded"
-[ "$(counter node0 port_xmit_data)" = "$xmit_later" ] || fail "port_xmit_data changed on a write"
+[ "$(counter node0 port_xmit_data)" = "$unwritten" ] || fail "port_xmit_data changed on a write"
 note "counter files: 0444 root's, writes and creation fail"
 
 # The same names as the view vfab up wrote (what the nodes listed before).
