@@ -62,6 +62,20 @@ int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node)
 	return rc ? rc : vfab_pathf(buf, len, "%s/%s", rundir, rel);
 }
 
+int vfab_netdev_speed_rel(char *buf, size_t len, const char *node, const char *netdev)
+{
+	return vfab_pathf(buf, len, "nodes/%s/net-speed/%s", node, netdev);
+}
+
+int vfab_netdev_speed_path(char *buf, size_t len, const char *rundir, const char *node,
+			   const char *netdev)
+{
+	char rel[VFAB_PATH_REL_MAX];
+	int rc = vfab_netdev_speed_rel(rel, sizeof(rel), node, netdev);
+
+	return rc ? rc : vfab_pathf(buf, len, "%s/%s", rundir, rel);
+}
+
 int vfab_holder_pid_rel(char *buf, size_t len, const char *node)
 {
 	return vfab_pathf(buf, len, "nodes/%s/" VFAB_HOLDER_PID_FILE, node);

@@ -65,6 +65,16 @@ int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir);
 int vfab_node_dir(char *buf, size_t len, const char *rundir, const char *node);
 int vfab_node_rel_dir(char *buf, size_t len, const char *node);
 
+/*
+ * The speed (Mb/s) of a node netdev an HCA port is bound to, as the node's
+ * /sys/class/net/<netdev>/speed shows it (a bind of this file):
+ * <rundir>/nodes/<node>/net-speed/<netdev>; written by `vfab up`, rewritten
+ * in place by vfabd when the port is shaped (_rel: below the run dir).
+ */
+int vfab_netdev_speed_path(char *buf, size_t len, const char *rundir, const char *node,
+			   const char *netdev);
+int vfab_netdev_speed_rel(char *buf, size_t len, const char *node, const char *netdev);
+
 /* A node's holder pid file: <rundir>/nodes/<node>/holder.pid (_rel: below the run dir). */
 int vfab_holder_pid_path(char *buf, size_t len, const char *rundir, const char *node);
 int vfab_holder_pid_rel(char *buf, size_t len, const char *node);

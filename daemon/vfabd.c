@@ -283,6 +283,10 @@ static int setup(const struct opts *o, struct vfabd *d)
 		if (aw)
 			vfabd_log("address changes in the nodes will not reach the GID tables: %s",
 				  strerror(-aw));
+		aw = vfabd_ipwire_init(d);
+		if (aw)
+			vfabd_log("the IP side of the wires will not follow the links: %s",
+				  strerror(-aw));
 		return 0;
 	}
 	fprintf(stderr, "vfabd: cannot set up %s: %s\n", o->rundir, strerror(-rc));
@@ -315,6 +319,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	vfabd_countersfs_free(d);
 	vfabd_counters_free(d);
 	vfabd_addrwatch_free(d);
+	vfabd_ipwire_free(d);
 	remove_run_files(o->rundir);
 	close(d->srv.signal_fd);
 	close(d->srv.timer_fd);

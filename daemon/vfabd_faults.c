@@ -19,6 +19,7 @@
 #include "vfabd.h"
 #include "vfabd_conn.h"
 #include "vfabd_faultlog.h"
+#include "vfabd_ipwire.h"
 #include "vfabd_link.h"
 #include "vfabd_nodeproc.h"
 #include "vfabd_target.h"
@@ -155,6 +156,7 @@ static void spike_end(struct vfabd *d, size_t i)
 		d->faults.spike_add_ns[l] -= s->add_ns;
 		vfabd_link_set_latency(d, l, base);
 	}
+	vfabd_ipwire_links_changed(d, s->links, (int)s->nlinks);
 	snprintf(params, sizeof(params), "lat=%.6g", s->add_ns / 1e3);
 	vfabd_event_add(&d->log, "spike_end", s->target, params, "latency restored");
 	d->faults.spikes[i] = d->faults.spikes[--d->faults.nspikes];
@@ -209,6 +211,7 @@ static void fault_spike(struct vfabd *d, struct vfabd_conn *c, char *target, cha
 		d->faults.spike_add_ns[l] += s.add_ns;
 		vfabd_link_set_latency(d, l, base);
 	}
+	vfabd_ipwire_links_changed(d, s.links, n);
 	d->faults.spikes[d->faults.nspikes++] = s;
 	snprintf(params, sizeof(params), "lat=%.6g for=%.6g", lat, secs);
 	vfabd_event_add(&d->log, "spike", target, params, "");

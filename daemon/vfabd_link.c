@@ -8,9 +8,13 @@
 #include "vfabd_link.h"
 
 #include "fabric/topology.h"
+#include "base/beneath.h"
+#include "base/paths.h"
+#include "netns/pci_view.h"
 #include "netns/sysfs_view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +25,8 @@
 #include "vfabd_conn.h"
 #include "vfabd_events.h"
 #include "vfabd_faultlog.h"
+#include "vfabd_ipwire.h"
+#include "vfabd_log.h"
 #include "vfabd_target.h"
 
 #define SHAPE_MAX_GBPS 1e6 /* rate_bps and speed_mbps must not overflow */
@@ -96,6 +102,10 @@ static int set_port(struct vfabd *d, uint32_t hca, uint32_t port, bool up, bool 
 		return 0;
 	if (!up)
 		d->link.downed[hca][port - 1]++;
+	/* One wire: the port's netdev loses its carrier with it. */
+	rc = vfabd_ipwire_carrier(d, hca, port, up);
+	if (rc)
+		vfabd_log("link %u/%u: carrier of its netdev: %s", hca, port, strerror(-rc));
 	rc = view_port_state(d, hca, port, up);
 	if (rc)
 		return rc;
@@ -189,18 +199,48 @@ static void shape_text(const struct shape *s, char *buf, size_t len)
 		snprintf(buf + n, len - n, "%sloss=%.6g", n ? " " : "", s->loss);
 }
 
+/*
+ * The speed file of the port's netdev (/sys/class/net/<netdev>/speed in the
+ * node is a bind of it): rewritten in place, a rename would leave the bind
+ * on the old file. A port without a netdev, or a node without a view, has none.
+ */
+static int netdev_speed(struct vfabd *d, uint32_t hca, uint32_t port, uint32_t mbps)
+{
+	const struct vfab_hca *h = &d->t->hcas[hca];
+	const char *netdev = vfab_pci_port_netdev(d->t, h->node, hca, port - 1);
+	char rel[VFAB_PATH_REL_MAX], text[16];
+	int fd, rc = 0, n;
+
+	if (!netdev)
+		return 0;
+	if (vfab_netdev_speed_rel(rel, sizeof(rel), d->t->nodes[h->node].id, netdev))
+		return -ENAMETOOLONG;
+	fd = vfab_open_beneath(d->rundir_fd, rel, O_WRONLY | O_CLOEXEC, 0);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	n = snprintf(text, sizeof(text), "%u\n", mbps);
+	if (pwrite(fd, text, (size_t)n, 0) != n || ftruncate(fd, n))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 /* A shaped port advertises the new rate (unshaped, bw=0, keeps what it had). */
 static int shape_port(struct vfabd *d, uint32_t hca, uint32_t port, double gbps)
 {
 	struct vfab_port *p = &d->r->hcas[hca].ports[port - 1];
 	uint32_t mbps = (uint32_t)llround(gbps * 1000.0);
 	uint8_t width, speed;
+	int rc;
 
 	vfab_topology_encode_speed(mbps, &width, &speed);
 	STORE(p->speed_mbps, mbps);
 	STORE(p->active_width, width);
 	STORE(p->active_speed, speed);
-	return view_port_rate(d, hca, port);
+	rc = netdev_speed(d, hca, port, mbps);
+	return rc ? rc : view_port_rate(d, hca, port);
 }
 
 void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
@@ -210,7 +250,7 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	const char *bad = NULL;
 	struct shape s;
 	int32_t port_hca;
-	int n, rc = 0;
+	int n, rc = 0, ipw;
 
 	if (!target || parse_shape(save, &s, &bad)) {
 		vfabd_reply_err(c, -EINVAL,
@@ -237,6 +277,10 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	}
 	/* Requesters re-read the links they cached as unshaped (region.h). */
 	atomic_fetch_add_explicit(&d->r->link_gen, 1, memory_order_release);
+	/* The IP side of the same wires follows (a failure is logged, not fatal). */
+	ipw = vfabd_ipwire_links_changed(d, links, n);
+	if (ipw)
+		vfabd_log("shape %s: IP side: %s", target, strerror(-ipw));
 	if (s.has_bw && s.bw > 0 && port_hca >= 0) {
 		first = port_no ? port_no : 1;
 		last = port_no ? port_no : d->t->hcas[port_hca].nports;

@@ -273,7 +273,7 @@ int vfabd_serve(struct vfabd *d)
 	d->srv.max_conns = conn_limit();
 	while (!d->srv.stop) {
 		size_t i, n = NFIXED + d->srv.nconns, nc = d->srv.nconns;
-		int timeout = vfabd_faults_due(d);
+		int timeout = vfabd_faults_due(d), wire = vfabd_ipwire_due(d);
 
 		if (n > pcap) {
 			struct pollfd *np = realloc(pfds, n * 2 * sizeof(*np));
@@ -300,12 +300,15 @@ int vfabd_serve(struct vfabd *d)
 			if (has_line(c) && !backlogged(c))
 				timeout = 0; /* requests left from the last turn */
 		}
+		if (wire >= 0 && (timeout < 0 || wire < timeout))
+			timeout = wire;
 		if (poll(pfds, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
 			break;
 		}
+		vfabd_ipwire_run(d);
 		if (pfds[1].revents)
 			on_signal(d);
 		if (pfds[2].revents)

@@ -122,6 +122,19 @@ static uint64_t take_link(struct vfab_link *l, uint64_t arrive, uint64_t last_in
 	return start;
 }
 
+void fabric_link_occupy(struct vfab_region *r, uint32_t link, uint64_t now_ns, uint64_t bytes)
+{
+	struct vfab_link *l;
+	uint64_t rate, end;
+
+	if (link >= VFAB_MAX_LINKS || !bytes)
+		return;
+	l = &r->links[link];
+	rate = rate_of(l);
+	if (rate)
+		take_link(l, now_ns, now_ns, fabric_ser_ns(bytes, rate), &end);
+}
+
 static uint64_t book_chunk(struct vfab_region *r, const struct fabric_path *p, uint64_t now,
 			   uint64_t size, struct hop_state *hs, uint64_t *sent, uint64_t *idle)
 {

@@ -86,6 +86,14 @@ bool fabric_path_drop(struct vfab_region *r, const struct fabric_path *p, uint64
  */
 uint32_t fabric_lost_packet(uint64_t *rng, uint32_t npkts);
 
+/*
+ * Other traffic on the same wire: `bytes` (the IP packets a converged port
+ * carried, vfabd's one-wire coupling) take link `link` from now_ns on, as a
+ * burst queued behind what is booked already. Counts nothing: the link's
+ * counters stay RDMA's. No-op on an unshaped link.
+ */
+void fabric_link_occupy(struct vfab_region *r, uint32_t link, uint64_t now_ns, uint64_t bytes);
+
 /* CLOCK_MONOTONIC in ns: the clock busy_until_ns is kept in. */
 uint64_t fabric_now_ns(void);
 

@@ -27,8 +27,8 @@
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
- * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid. */
-#define VFAB_REGION_VERSION 9
+ * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters. */
+#define VFAB_REGION_VERSION 10
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -143,6 +143,21 @@ struct vfab_port_counters {
 	_Atomic uint64_t rx_write_requests;
 	_Atomic uint64_t rx_read_requests;
 	_Atomic uint64_t rx_atomic_requests;
+	/*
+	 * Error events, as mlx5's extended error counters name them (rare:
+	 * counted where the completion or NAK is made, whoever's process that is).
+	 */
+	_Alignas(64) _Atomic uint64_t out_of_buffer; /* responder: RNR, no receive WQE */
+	_Atomic uint64_t req_cqe_error;		     /* send completions in error, flushes apart */
+	_Atomic uint64_t req_cqe_flush_error;
+	_Atomic uint64_t req_remote_access_errors;	 /* the responder answered: access error */
+	_Atomic uint64_t req_remote_invalid_request;	 /* ... invalid request */
+	_Atomic uint64_t req_transport_retries_exceeded; /* IBV_WC_RETRY_EXC_ERR */
+	_Atomic uint64_t req_rnr_retries_exceeded;	 /* IBV_WC_RNR_RETRY_EXC_ERR */
+	_Atomic uint64_t resp_cqe_error;		 /* receive completions in error */
+	_Atomic uint64_t resp_cqe_flush_error;
+	_Atomic uint64_t resp_local_length_error;   /* a message longer than the receive WQE */
+	_Atomic uint64_t resp_remote_access_errors; /* an RDMA/atomic request failed its rkey */
 };
 
 struct vfab_port {

@@ -71,6 +71,17 @@ struct fabric_ns_args {
 	size_t errlen;
 };
 
+static int shape_downlink(const struct vfab_region *r, struct nl_sock *sk,
+			  const struct vfab_leaf *l)
+{
+	int ifindex;
+
+	if (l->downlink >= r->nlinks || !r->links[l->downlink].rate_bps)
+		return 0;
+	ifindex = vfab_nl_ifindex(sk, l->bridge);
+	return ifindex < 0 ? ifindex : vfab_ip_leaf_apply(sk, ifindex, &r->links[l->downlink]);
+}
+
 static int build_leaves(struct fabric_ns_args *a, struct nl_sock *sk)
 {
 	const struct vfab_region *r = a->r;
@@ -87,6 +98,10 @@ static int build_leaves(struct fabric_ns_args *a, struct nl_sock *sk)
 		if (ret)
 			return vfab_fail(a->err, a->errlen, ret,
 					 "give the spine its gateway addresses on %s (%s)",
+					 l->bridge, l->name);
+		ret = r->spine.present ? shape_downlink(r, sk, l) : 0;
+		if (ret)
+			return vfab_fail(a->err, a->errlen, ret, "shape the downlink of %s (%s)",
 					 l->bridge, l->name);
 	}
 	return 0;

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "fabric/region.h"
+#include "netns/ip_shape.h"
 #include "netns/netns_file.h"
 
 #define VFAB_NET_MAX_IFACES VFAB_CFG_MAX_NETDEVS
@@ -32,6 +33,8 @@ struct vfab_net_iface {
 	uint16_t vlan; /* the addresses go on the VLAN upper <name>.<vlan>; 0: on name */
 	uint32_t naddrs;
 	const struct vfab_cfg_addr *addrs; /* in the configured order */
+	/* The links of the HCA port bound to it (ip_shape.h); zero: unshaped. */
+	struct vfab_ip_shape ip_up, ip_down;
 };
 
 /* A route of a node towards the spine: dst/prefix via gw on iface[iface]. */
@@ -58,6 +61,13 @@ struct vfab_net_node {
  */
 int vfab_net_host_end_name(char *buf, size_t len, const char *node, uint32_t node_index,
 			   uint32_t k);
+
+/*
+ * The first HCA port of node `node` (its own HCAs, not a shared one) bound
+ * to netdev `netdev`: 0 with *hca and *port (from 1), or -ENOENT.
+ */
+int vfab_net_netdev_port(const struct vfab_region *r, uint32_t node, const char *netdev,
+			 uint32_t *hca, uint32_t *port);
 
 /* An unset address: every byte zero (net_plan.c). */
 int vfab_net_addr_is_zero(const uint8_t *p, size_t len);

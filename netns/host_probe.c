@@ -20,6 +20,7 @@
 
 #include "base/fsutil.h"
 #include "fabric/region.h"
+#include "netns/ip_shape.h"
 #include "netns/netcfg.h"
 
 /* Where the child probes mount what they try: hidden by their own mount namespace. */
@@ -132,6 +133,41 @@ static int probe_veth(char *d, size_t len)
 	return 0;
 }
 
+/*
+ * The IP side of the wires (ip_shape.h): HTB on a veth, loss by a classifier
+ * program, latency by netem. Without netem vfab works, without IP latency:
+ * -EOPNOTSUPP, a warning.
+ */
+static int probe_ipshape(char *d, size_t len)
+{
+	struct vfab_ip_plan p = {.htb = true, .rate_Bps = 125000000, .burst_bytes = 65536};
+	struct nl_sock *sk;
+	int ret, veth, netem;
+
+	if (unshare(CLONE_NEWNET))
+		return say(d, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), -errno;
+	ret = vfab_nl_open(&sk);
+	if (!ret)
+		ret = vfab_nl_veth_add(sk, "vfprobe1", "vfprobe2");
+	veth = ret ? ret : vfab_nl_ifindex(sk, "vfprobe1");
+	if (veth < 0)
+		return say(d, len, "veth pair: %s", strerror(-veth)), veth;
+	ret = vfab_ip_egress_apply(sk, veth, &p);
+	if (ret)
+		return say(d, len, "HTB (rates): %s", strerror(-ret)), ret;
+	ret = vfab_ip_loss_bpf(sk, veth, 1u << 24);
+	if (ret)
+		return say(d, len, "loss by a clsact classifier program: %s", strerror(-ret)), ret;
+	netem = vfab_ip_netem_probe(sk, veth);
+	if (netem <= 0)
+		return say(d, len,
+			   "HTB rates and loss; no netem (sch_netem): IP latency is not "
+			   "modelled"),
+		       -EOPNOTSUPP;
+	say(d, len, "HTB rates, netem latency and loss");
+	return 0;
+}
+
 static int probe_sysfs(char *d, size_t len)
 {
 	int ret;
@@ -210,6 +246,8 @@ static int probe_pvm(char *d, size_t len)
 
 typedef int (*probe_fn)(char *detail, size_t len);
 
+static int in_child_status; /* the last child_probe's result */
+
 static void child_probe(struct vfab_probe_result *p, const char *name, const char *needed_by,
 			probe_fn fn)
 {
@@ -217,10 +255,19 @@ static void child_probe(struct vfab_probe_result *p, const char *name, const cha
 
 	p->name = name;
 	p->needed_by = needed_by;
-	ret = in_child(fn, p->detail, sizeof(p->detail));
+	ret = in_child_status = in_child(fn, p->detail, sizeof(p->detail));
 	p->verdict = ret ? VFAB_PROBE_FAIL : VFAB_PROBE_OK;
 	if (ret && !p->detail[0])
 		say(p->detail, sizeof(p->detail), "%s", strerror(-ret));
+}
+
+/* A probe whose -EOPNOTSUPP is a limit (a warning), not a failure. */
+static void child_probe_limited(struct vfab_probe_result *p, const char *name,
+				const char *needed_by, probe_fn fn)
+{
+	child_probe(p, name, needed_by, fn);
+	if (p->verdict == VFAB_PROBE_FAIL && in_child_status == -EOPNOTSUPP)
+		p->verdict = VFAB_PROBE_WARN;
 }
 
 static void probe_root(struct vfab_probe_result *p)
@@ -361,6 +408,8 @@ size_t vfab_host_probe_run(struct vfab_probe_result *out)
 	probe_ptrace(&out[n++]);
 	probe_shm(&out[n++]);
 	probe_cpuset(&out[n++]);
+	child_probe_limited(&out[n++], "IP shaping",
+			    "the IP side of the wires (docs/LINK_MODEL.md)", probe_ipshape);
 	probe_fuse(&out[n++]);
 	probe_verbs(&out[n++]);
 	return n;

@@ -94,10 +94,29 @@ static void plan_route(const struct vfab_region *r, const struct vfab_node *rn,
 	}
 }
 
+int vfab_net_netdev_port(const struct vfab_region *r, uint32_t node, const char *netdev,
+			 uint32_t *hca, uint32_t *port)
+{
+	for (uint32_t h = 0; h < r->nhcas && h < VFAB_MAX_HCAS; h++) {
+		const struct vfab_hca *x = &r->hcas[h];
+
+		if (!x->in_use || x->shared || x->node != node)
+			continue;
+		for (uint32_t p = 0; p < x->nports && p < VFAB_MAX_PORTS; p++)
+			if (strcmp(x->ports[p].netdev, netdev) == 0) {
+				*hca = h;
+				*port = p + 1;
+				return 0;
+			}
+	}
+	return -ENOENT;
+}
+
 int vfab_net_plan_node(const struct vfab_region *r, uint32_t node, const struct vfab_cfg_node *cn,
 		       uint32_t cfg_index, struct vfab_net_node *out)
 {
 	const struct vfab_node *rn;
+	uint32_t hca, port;
 	int ret;
 
 	if (node >= r->nnodes || node >= VFAB_MAX_NODES)
@@ -125,6 +144,14 @@ int vfab_net_plan_node(const struct vfab_region *r, uint32_t node, const struct 
 		ifc->vlan = nd->vlan;
 		ifc->naddrs = cd->naddrs;
 		ifc->addrs = cd->addrs;
+		if (!vfab_net_netdev_port(r, node, nd->name, &hca, &port)) {
+			const struct vfab_port *pt = &r->hcas[hca].ports[port - 1];
+
+			if (pt->link_up < r->nlinks && pt->link_down < r->nlinks) {
+				vfab_ip_shape_of_link(&r->links[pt->link_up], &ifc->ip_up);
+				vfab_ip_shape_of_link(&r->links[pt->link_down], &ifc->ip_down);
+			}
+		}
 	}
 	if (!r->spine.present)
 		return 0;

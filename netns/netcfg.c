@@ -103,6 +103,38 @@ int vfab_nl_link_up(struct nl_sock *sk, const char *name)
 	return ret;
 }
 
+int vfab_nl_link_set_up(struct nl_sock *sk, int ifindex, bool up)
+{
+	struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
+	int ret;
+
+	if (!change)
+		return -ENOMEM;
+	ret = rtnl_link_get_kernel(sk, ifindex, NULL, &link);
+	if (ret >= 0) {
+		if (up)
+			rtnl_link_set_flags(change, IFF_UP);
+		else
+			rtnl_link_unset_flags(change, IFF_UP);
+		ret = rtnl_link_change(sk, link, change, 0);
+		rtnl_link_put(link);
+	}
+	rtnl_link_put(change);
+	return ret < 0 ? vfab_nl_errno(ret) : 0;
+}
+
+int vfab_nl_iflink(struct nl_sock *sk, int ifindex)
+{
+	struct rtnl_link *link = NULL;
+	int ret = rtnl_link_get_kernel(sk, ifindex, NULL, &link);
+
+	if (ret < 0)
+		return vfab_nl_errno(ret);
+	ret = rtnl_link_get_link(link);
+	rtnl_link_put(link);
+	return ret > 0 && ret != ifindex ? ret : -ENODEV;
+}
+
 int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, uint16_t vlan)
 {
 	struct rtnl_link *l = rtnl_link_vlan_alloc();

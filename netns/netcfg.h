@@ -9,6 +9,7 @@
 #ifndef VFAB_NETNS_NETCFG_H
 #define VFAB_NETNS_NETCFG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct nl_sock;
@@ -23,6 +24,10 @@ int vfab_nl_open(struct nl_sock **sk);
 int vfab_nl_ifindex(struct nl_sock *sk, const char *name);
 
 int vfab_nl_link_up(struct nl_sock *sk, const char *name);
+/* Sets or clears IFF_UP of ifindex (a veth end down drops its peer's carrier). */
+int vfab_nl_link_set_up(struct nl_sock *sk, int ifindex, bool up);
+/* The peer of a veth ifindex: its ifindex in the peer's namespace, or -errno. */
+int vfab_nl_iflink(struct nl_sock *sk, int ifindex);
 
 /*
  * The 802.1Q VLAN `name` (id `vlan`) on the netdev `lower_ifindex`, down;

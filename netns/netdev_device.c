@@ -35,8 +35,13 @@ static int make_stub(const struct stat *st, const char *to)
 	return 0;
 }
 
-/* The entries of `orig` (a netdev's sysfs directory) into the tmpfs at `dst`. */
-static int mirror_entries(const char *orig, const char *dst, char *err, size_t errlen)
+/*
+ * The entries of `orig` (a netdev's sysfs directory) into the tmpfs at `dst`;
+ * `speed` from the file at `speed` instead (the port's rate: a veth
+ * reports a fixed 10000).
+ */
+static int mirror_entries(const char *orig, const char *dst, const char *speed, char *err,
+			  size_t errlen)
 {
 	char src[4096], to[4096], target[4096];
 	struct dirent *de;
@@ -66,7 +71,8 @@ static int mirror_entries(const char *orig, const char *dst, char *err, size_t e
 				ret = vfab_fail(err, errlen, -errno, "symlink %s", to);
 		} else if ((ret = make_stub(&st, to))) {
 			ret = vfab_fail(err, errlen, ret, "create %s", to);
-		} else if (mount(src, to, NULL, MS_BIND, NULL)) {
+		} else if (mount(strcmp(de->d_name, "speed") ? src : speed, to, NULL, MS_BIND,
+				 NULL)) {
 			ret = vfab_fail(err, errlen, -errno, "bind %s", src);
 		}
 	}
@@ -80,8 +86,8 @@ static int mirror_entries(const char *orig, const char *dst, char *err, size_t e
  * directory at <nd>/mnt/netdev-orig) and device -> `function`, then moved
  * over the directory.
  */
-static int cover_netdev(const char *nd, const char *netdev, const char *function, char *err,
-			size_t errlen)
+static int cover_netdev(const char *nd, const char *netdev, const char *function, const char *speed,
+			char *err, size_t errlen)
 {
 	char link[4096], text[4096], rel[4096], dir[4096], orig[4096], fresh[4096], dev[4096];
 	struct stat st;
@@ -112,7 +118,7 @@ static int cover_netdev(const char *nd, const char *netdev, const char *function
 	if (mount("tmpfs", fresh, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=16k"))
 		ret = vfab_fail(err, errlen, -errno, "tmpfs on %s", fresh);
 	if (ret == 0)
-		ret = mirror_entries(orig, fresh, err, errlen);
+		ret = mirror_entries(orig, fresh, speed, err, errlen);
 	if (ret == 0 && (vfab_pci_rel_link(rel, function, text, sizeof(text)) ||
 			 vfab_pathf(link, sizeof(link), "%s/device", fresh)))
 		ret = vfab_fail(err, errlen, -ENAMETOOLONG, "device link of %s", netdev);
@@ -130,12 +136,31 @@ static int cover_netdev(const char *nd, const char *netdev, const char *function
 	return ret;
 }
 
+/* Writes the port's rate (Mb/s) to the netdev's speed file; its path in `path`. */
+static int speed_file(const char *rundir, const char *node, const char *netdev, uint32_t mbps,
+		      char *path, size_t len, char *err, size_t errlen)
+{
+	char text[16], *slash;
+	int ret;
+
+	if (vfab_netdev_speed_path(path, len, rundir, node, netdev))
+		return vfab_fail(err, errlen, -ENAMETOOLONG, "speed file of %s", netdev);
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	ret = vfab_mkdir_p(path, 0755);
+	*slash = '/';
+	snprintf(text, sizeof(text), "%u\n", mbps);
+	if (!ret)
+		ret = vfab_write_file(path, text, strlen(text), 0444);
+	return ret ? vfab_fail(err, errlen, ret, "write %s", path) : 0;
+}
+
 static __attribute__((noreturn)) void child_main(const char *rundir, const struct vfab_region *r,
 						 uint32_t node, const struct vfab_pci_layout *l,
 						 int fd)
 {
 	struct link_report rep = {0};
-	char nd[4096], function[VFAB_PCI_PATH_MAX];
+	char nd[4096], function[VFAB_PCI_PATH_MAX], speed[4096];
 	const char *id = r->nodes[node].id;
 
 	rep.error = vfab_node_enter(rundir, id);
@@ -153,8 +178,12 @@ static __attribute__((noreturn)) void child_main(const char *rundir, const struc
 			const char *netdev = vfab_pci_port_netdev(r, node, d->hca, p);
 
 			if (netdev)
-				rep.error =
-				    cover_netdev(nd, netdev, function, rep.text, sizeof(rep.text));
+				rep.error = speed_file(rundir, id, netdev,
+						       r->hcas[d->hca].ports[p].speed_mbps, speed,
+						       sizeof(speed), rep.text, sizeof(rep.text));
+			if (netdev && !rep.error)
+				rep.error = cover_netdev(nd, netdev, function, speed, rep.text,
+							 sizeof(rep.text));
 		}
 	}
 	if (write(fd, &rep, sizeof(rep)) < 0)

@@ -223,6 +223,46 @@ struct sock_args {
 	struct nl_sock *sk;
 };
 
+static bool shaped(const struct vfab_ip_shape *s)
+{
+	return s->rate_bps || s->delay_ns || s->loss_ppm;
+}
+
+/*
+ * The IP side of each netdev's wire from its port's links (ip_shape.h),
+ * before the node's first process runs: its TCP is shaped from the start.
+ */
+static int shape_wires(struct nl_sock *fab, struct nl_sock *nsk, const struct vfab_net_node *node,
+		       char *err, size_t errlen)
+{
+	int has_netem = -1, ret;
+
+	for (uint32_t i = 0; i < node->niface; i++) {
+		const struct vfab_net_iface *ifc = &node->iface[i];
+		struct vfab_ip_wire w = {.node_sk = nsk, .fab_sk = fab};
+
+		if (!shaped(&ifc->ip_up) && !shaped(&ifc->ip_down))
+			continue;
+		if (has_netem < 0) {
+			int lo = vfab_nl_ifindex(fab, "lo");
+
+			has_netem = lo < 0 ? lo : vfab_ip_netem_probe(fab, lo);
+			if (has_netem < 0)
+				return vfab_fail(err, errlen, has_netem,
+						 "probe for netem in the fabric namespace");
+		}
+		w.node_ifindex = vfab_nl_ifindex(nsk, ifc->name);
+		w.host_ifindex = vfab_nl_ifindex(fab, ifc->host_end);
+		ret = w.node_ifindex < 0 ? w.node_ifindex : w.host_ifindex < 0 ? w.host_ifindex : 0;
+		if (!ret)
+			ret = vfab_ip_wire_apply(&w, &ifc->ip_up, &ifc->ip_down, has_netem > 0);
+		if (ret)
+			return vfab_fail(err, errlen, ret, "shape the IP side of %s of node %s",
+					 ifc->name, node->id);
+	}
+	return 0;
+}
+
 static int sock_body(void *arg)
 {
 	return vfab_nl_open(&((struct sock_args *)arg)->sk);
@@ -256,6 +296,8 @@ int vfab_net_node_setup(const char *fabric, const struct vfab_net_node *node, ch
 		goto out;
 	na.defaults = 0;
 	ret = vfab_netns_run(node_fd, node_sysctl_body, &na);
+	if (ret == 0)
+		ret = shape_wires(fa.sk, na.sk, node, err, errlen);
 	if (ret == 0)
 		ret = configure_node(na.sk, node, err, errlen);
 out:

@@ -42,6 +42,17 @@ const char *const vfab_sysfs_counter_names[VFAB_NCOUNTERS] = {
     [VFAB_CNT_RX_WRITE] = "rx_write_requests",
     [VFAB_CNT_RX_READ] = "rx_read_requests",
     [VFAB_CNT_RX_ATOMIC] = "rx_atomic_requests",
+    [VFAB_CNT_OUT_OF_BUFFER] = "out_of_buffer",
+    [VFAB_CNT_REQ_CQE_ERROR] = "req_cqe_error",
+    [VFAB_CNT_REQ_CQE_FLUSH_ERROR] = "req_cqe_flush_error",
+    [VFAB_CNT_REQ_REMOTE_ACCESS] = "req_remote_access_errors",
+    [VFAB_CNT_REQ_REMOTE_INVALID] = "req_remote_invalid_request",
+    [VFAB_CNT_REQ_TRANSPORT_RETRIES] = "req_transport_retries_exceeded",
+    [VFAB_CNT_REQ_RNR_RETRIES] = "req_rnr_retries_exceeded",
+    [VFAB_CNT_RESP_CQE_ERROR] = "resp_cqe_error",
+    [VFAB_CNT_RESP_CQE_FLUSH_ERROR] = "resp_cqe_flush_error",
+    [VFAB_CNT_RESP_LOCAL_LENGTH] = "resp_local_length_error",
+    [VFAB_CNT_RESP_REMOTE_ACCESS] = "resp_remote_access_errors",
 };
 
 bool vfab_sysfs_counter_is_hw(int counter)
@@ -82,6 +93,25 @@ void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
 	v[VFAB_CNT_RX_WRITE] = atomic_load_explicit(&c->rx_write_requests, memory_order_relaxed);
 	v[VFAB_CNT_RX_READ] = atomic_load_explicit(&c->rx_read_requests, memory_order_relaxed);
 	v[VFAB_CNT_RX_ATOMIC] = atomic_load_explicit(&c->rx_atomic_requests, memory_order_relaxed);
+	v[VFAB_CNT_OUT_OF_BUFFER] = atomic_load_explicit(&c->out_of_buffer, memory_order_relaxed);
+	v[VFAB_CNT_REQ_CQE_ERROR] = atomic_load_explicit(&c->req_cqe_error, memory_order_relaxed);
+	v[VFAB_CNT_REQ_CQE_FLUSH_ERROR] =
+	    atomic_load_explicit(&c->req_cqe_flush_error, memory_order_relaxed);
+	v[VFAB_CNT_REQ_REMOTE_ACCESS] =
+	    atomic_load_explicit(&c->req_remote_access_errors, memory_order_relaxed);
+	v[VFAB_CNT_REQ_REMOTE_INVALID] =
+	    atomic_load_explicit(&c->req_remote_invalid_request, memory_order_relaxed);
+	v[VFAB_CNT_REQ_TRANSPORT_RETRIES] =
+	    atomic_load_explicit(&c->req_transport_retries_exceeded, memory_order_relaxed);
+	v[VFAB_CNT_REQ_RNR_RETRIES] =
+	    atomic_load_explicit(&c->req_rnr_retries_exceeded, memory_order_relaxed);
+	v[VFAB_CNT_RESP_CQE_ERROR] = atomic_load_explicit(&c->resp_cqe_error, memory_order_relaxed);
+	v[VFAB_CNT_RESP_CQE_FLUSH_ERROR] =
+	    atomic_load_explicit(&c->resp_cqe_flush_error, memory_order_relaxed);
+	v[VFAB_CNT_RESP_LOCAL_LENGTH] =
+	    atomic_load_explicit(&c->resp_local_length_error, memory_order_relaxed);
+	v[VFAB_CNT_RESP_REMOTE_ACCESS] =
+	    atomic_load_explicit(&c->resp_remote_access_errors, memory_order_relaxed);
 }
 
 const char *vfab_sysfs_state_text(uint32_t state)

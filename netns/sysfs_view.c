@@ -47,6 +47,7 @@ static const char *const port_counters[] = {
     "unicast_xmit_packets",
 };
 
+/* mlx5's q counters, its extended error counters among them (counters.c). */
 static const char *const hw_counters[] = {
     "duplicate_request",
     "implied_nak_seq_err",
@@ -55,9 +56,13 @@ static const char *const hw_counters[] = {
     "out_of_sequence",
     "packet_seq_err",
     "req_cqe_error",
+    "req_cqe_flush_error",
     "req_remote_access_errors",
     "req_remote_invalid_request",
+    "req_rnr_retries_exceeded",
+    "req_transport_retries_exceeded",
     "resp_cqe_error",
+    "resp_cqe_flush_error",
     "resp_local_length_error",
     "resp_remote_access_errors",
     "rnr_nak_retry_err",

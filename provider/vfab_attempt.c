@@ -254,6 +254,9 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 			: qp->req.dest.memfd >= 0 && !vfab_xfer_mem_alive(qp->req.dest.memfd))
 			return no_answer(qp, w, now);
 		qp->req.psn = w->psn;
+		/* The responder found no receive WQE: its port's out_of_buffer. */
+		vfab_count_event(
+		    &m.r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_buffer, 1);
 		if (w->rnr_left == 0)
 			return failed(w, IBV_WC_RNR_RETRY_EXC_ERR);
 		/* mlx5 counts the RNR NAKs it retries (not the one that exceeds the limit). */

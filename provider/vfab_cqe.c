@@ -7,6 +7,7 @@
  * entry also sees the bytes. An armed CQ wakes its channel's FIFO.
  */
 #include "provider/vfab.h"
+#include "provider/vfab_counters.h"
 
 #include <errno.h>
 #include <string.h>
@@ -65,6 +66,37 @@ static bool take_arm(struct vfab_cq_slot *s, const struct vfab_cqe *e, bool soli
 	return true;
 }
 
+/*
+ * mlx5's extended error counters of the completion's QP's port: receive
+ * completions are the responder's (resp_*), the others the requester's.
+ * The port is the QP slot's (any user can rewrite it: it only picks a
+ * counter, within bounds).
+ */
+static __attribute__((cold)) void count_error(struct vfab_region *r, const struct vfab_cqe *e)
+{
+	const struct vfab_qp_slot *q = &r->qps[e->qp_num % VFAB_MAX_QPS];
+	bool resp = e->opcode & IBV_WC_RECV, flush = e->status == IBV_WC_WR_FLUSH_ERR;
+	uint32_t hca = q->hca, port = q->port;
+	struct vfab_port_counters *c;
+
+	if (hca >= VFAB_MAX_HCAS || port < 1 || port > VFAB_MAX_PORTS)
+		return;
+	c = &r->hcas[hca].ports[port - 1].cnt;
+	if (resp) {
+		vfab_count_event(flush ? &c->resp_cqe_flush_error : &c->resp_cqe_error, 1);
+		return;
+	}
+	vfab_count_event(flush ? &c->req_cqe_flush_error : &c->req_cqe_error, 1);
+	if (e->status == IBV_WC_REM_ACCESS_ERR)
+		vfab_count_event(&c->req_remote_access_errors, 1);
+	else if (e->status == IBV_WC_REM_INV_REQ_ERR)
+		vfab_count_event(&c->req_remote_invalid_request, 1);
+	else if (e->status == IBV_WC_RETRY_EXC_ERR)
+		vfab_count_event(&c->req_transport_retries_exceeded, 1);
+	else if (e->status == IBV_WC_RNR_RETRY_EXC_ERR)
+		vfab_count_event(&c->req_rnr_retries_exceeded, 1);
+}
+
 int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited)
 {
 	return vfab_cq_push_n(r, cq_slot, e, 1, &solicited);
@@ -104,6 +136,8 @@ int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, 
 			rc = -ENOSPC;
 			break;
 		}
+		if (e[i].status != IBV_WC_SUCCESS)
+			count_error(r, &e[i]);
 		d = &ring[tail & (s->cap - 1)];
 		memcpy((char *)d + sizeof(d->seq), (const char *)&e[i] + sizeof(e[i].seq),
 		       sizeof(*d) - sizeof(d->seq));

@@ -31,6 +31,8 @@ static __attribute__((cold)) void nak(struct vfab_resp *res, enum ibv_wc_status 
 static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ibv_wc_status st,
 					       struct vfab_resp *res)
 {
+	if (st == IBV_WC_REM_ACCESS_ERR)
+		vfab_count_event(&vfab_resp_dst_port(m)->cnt.resp_remote_access_errors, 1);
 	if (m->qp_type == IBV_QPT_UC) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -115,6 +117,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	if (st == IBV_WC_SUCCESS && cap < m->len) {
 		vfab_resp_unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
+		vfab_count_event(&vfab_resp_dst_port(m)->cnt.resp_local_length_error, 1);
 	}
 	if (st != IBV_WC_SUCCESS) {
 		/* The receiver sees its own error; the sender hears why. */

@@ -37,11 +37,16 @@
 #             local_ack_timeout_err: the ACK timer did), goodput as the
 #             model predicts with 128 and with 1 message in flight (±5 %),
 #             and lossy_verify's patterned writes, sends and reads intact.
+#   ip        the IP side of the links (one wire): iperf3 TCP on 1/2/10 Gb/s
+#             links (skipped above the unshaped TCP rate / 1.05)    ±10 %
+#             ping RTT on 200 us links (SKIPPED without netem)  ±(50 us + 10 %)
+#             4 TCP flows leaf0 -> leaf1 over 2 Gb/s ports, 2:1: their sum
+#             against leaf1's downlink                               ±10 %
 # A check that fails is measured again, up to N more times (--retries,
 # default 1): the host is shared, and a busy neighbour can take the cores a
 # measurement needs; rows that needed more than one try say so.
 # --only runs the named checks alone (comma-separated: bw,lat,incast,
-# nccl,oversub,loss). --quick shortens every measurement (about half the time); --json writes
+# nccl,oversub,loss,ip). --quick shortens every measurement (about half the time); --json writes
 # every row and the ceiling to FILE. Prints the table
 #   check | configured | measured | ratio | margin | verdict
 # then the notes (how each expectation is derived, why a row was skipped).
@@ -51,7 +56,7 @@
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
 
-quick=0 json="" build="" fabric=tshape retries=1 only=bw,lat,incast,nccl,oversub,loss
+quick=0 json="" build="" fabric=tshape retries=1 only=bw,lat,incast,nccl,oversub,loss,ip
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 && shift ;;
@@ -304,6 +309,79 @@ check_oversub()
 	fabric_down
 }
 
+# tcp_rate SRC DST_NODE PORT SECS OUT: iperf3 SRC -> DST_NODE; prints Gb/s received.
+tcp_rate()
+{
+	local src=$1 dst=$2 p=$3 secs=$4 out=$5 ip
+	ip=$(node_ip "$dst")
+	start_server "$dst" "$out.srv" iperf3 -s -1 -p "$p"
+	wait_listen "$dst" "$p" 20 || return 1
+	vx "$src" iperf3 -c "$ip" -p "$p" -t "$secs" -J >"$out" 2>&1 || return 1
+	python3 -c 'import json, sys
+print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$out"
+}
+
+# The IP side of the links (one wire): TCP through each shaped rate, ping
+# through a latency (where the kernel has netem), and 4 TCP flows across a
+# 2:1 leaf into the downlink of the other leaf.
+check_ip()
+{
+	local rate=$1 name="TCP (iperf3) @ $rate Gb/s" got
+	note "$name"
+	fabric_up "$(gen_config "ip$rate" 2 "$rate" -)"
+	port=$((port + 1))
+	got=$(tcp_rate node0 node1 "$port" "$fair_secs" "$VFAB_TMP/ip$rate.json") || got=x
+	judge_rel "$name" "$rate" "$got" 0.10 Gb/s
+	fabric_down
+}
+
+check_ip_rtt()
+{
+	local lat=200 name="ping RTT, 200 us one way" rtt
+	note "$name"
+	fabric_up "$(gen_config iprtt 2 - "$lat")"
+	if ! vx node0 tc qdisc show dev eth0 | grep -q netem; then
+		row "$name" "$(fmt "2 * $lat") us" "-" "-" "+/-(50 us + 10 %)" SKIP
+		note_add "ping RTT SKIPPED: this kernel has no netem (sch_netem); IP latency is not" \
+			"modelled here (vfab doctor: IP shaping)"
+	else
+		rtt=$(vx node0 ping -c 20 -i 0.05 -q "$(node_ip node1)" | awk -F/ '/^rtt/ {print $5 * 1000}')
+		judge "$name" "$((2 * lat))" "${rtt:-x}" us "+/-(50 us + 10 %)" \
+			"g - w <= 50 + 0.1 * w && w - g <= 50 + 0.1 * w"
+	fi
+	fabric_down
+}
+
+check_ip_oversub()
+{
+	local orate=2 name="TCP: node0..3 (leaf0) -> node4..7 (leaf1), 2:1" i p pids=() sum=0 each=""
+	note "$name, ports $orate Gb/s"
+	fabric_up "$(gen_config ipover 8 "$orate" - 0 4 2 0)"
+	for i in 0 1 2 3; do
+		p=$((port + 1 + i))
+		start_server "node$((i + 4))" "$VFAB_TMP/ipover.$i.srv" iperf3 -s -1 -p "$p"
+		wait_listen "node$((i + 4))" "$p" 20 || fail "iperf3 server in node$((i + 4))"
+	done
+	for i in 0 1 2 3; do
+		vx "node$i" iperf3 -c "$(node_ip "node$((i + 4))")" -p "$((port + 1 + i))" -t "$fair_secs" -J \
+			>"$VFAB_TMP/ipover.$i.json" 2>&1 &
+		pids+=("$!")
+	done
+	for i in 0 1 2 3; do
+		wait "${pids[$i]}" || true
+		got=$(python3 -c 'import json, sys
+print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
+			"$VFAB_TMP/ipover.$i.json" 2>/dev/null) || got=0
+		sum=$(calc "$sum + $got" 3)
+		each="$each node$i:$got"
+	done
+	port=$((port + 4))
+	judge_rel "$name" "$(calc "4 * $orate / 2")" "$sum" 0.10 Gb/s
+	note_add "TCP oversub: per flow (Gb/s)$each; configured = 4 ports x $orate Gb/s / 2," \
+		"the IP side of leaf1's downlink (HTB on its bridge)"
+	fabric_down
+}
+
 # port_delta R0 R1 COUNTER: how much a counter of node0's port grew between two reports.
 port_delta()
 {
@@ -480,6 +558,26 @@ if wanted nccl; then
 	done
 fi
 wanted oversub && with_retry check_oversub
+if wanted ip; then
+	fabric_up "$(gen_config iptcp 2 - -)"
+	port=$((port + 1))
+	tcp_limit=$(tcp_rate node0 node1 "$port" "$fair_secs" "$VFAB_TMP/iptcp.json") || tcp_limit=0
+	fabric_down
+	row "TCP (iperf3), unshaped link" "-" "$(fmt "$tcp_limit") Gb/s" "-" "-" INFO
+	note_add "TCP rates above the unshaped TCP rate / 1.05 ($(fmt "$tcp_limit / 1.05") Gb/s) are" \
+		"skipped: the host cannot carry them with the tolerance to spare"
+	for rate in 1 2 10; do
+		if awk "BEGIN { exit !($rate > $tcp_limit / 1.05) }"; then
+			row "TCP (iperf3) @ $rate Gb/s" "$rate.00 Gb/s" "> unshaped / 1.05" "-" "+/-10 %" SKIP
+		else
+			with_retry check_ip "$rate"
+		fi
+	done
+	with_retry check_ip_rtt
+	with_retry check_ip_oversub
+	note_add "TCP: iperf3's received rate (goodput) against the link's rate (HTB counts" \
+		"Ethernet frames: goodput is 95-99 % of it); one wire, docs/LINK_MODEL.md"
+fi
 if wanted loss; then
 	for p in 0.01 0.05; do
 		with_retry check_loss "$p"

@@ -419,6 +419,7 @@ int main(int argc, char **argv)
 	test_rnr();
 	test_retry_exceeded();
 	test_flush();
+	test_error_counters();
 	test_send_variants();
 	test_rdma_and_atomics();
 	test_rnr_order();

@@ -82,6 +82,7 @@ void test_rdma_and_atomics(void);
 void test_ud(void);
 void test_comp_channel(void);
 void test_rnr_order(void);
+void test_error_counters(void);
 void test_uc(void);
 void test_cq_overflow(void);
 void test_srq_limit(void);

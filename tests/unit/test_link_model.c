@@ -376,6 +376,32 @@ static void test_in_order(void **state)
 	free(r);
 }
 
+/*
+ * IP bytes of a converged port occupy its link: an RDMA message booked
+ * after them waits for their serialization, and the link's counters stay
+ * RDMA's. An unshaped link is not occupied.
+ */
+static void test_occupy(void **state)
+{
+	struct vfab_region *r = leafspine_region(2);
+	struct fabric_path p;
+	uint64_t idle, busy, bytes;
+
+	(void)state;
+	path(r, 0, 1, &p);
+	idle = fabric_path_reserve(r, &p, T0, 4096, NULL) - T0;
+	bytes = link_of(r, &p, 0)->bytes;
+	/* 1 MiB of IP at 100 Gb/s: 83886 ns on node0's up link. */
+	fabric_link_occupy(r, p.link[0], 2 * T0, MIB);
+	busy = fabric_path_reserve(r, &p, 2 * T0, 4096, NULL) - 2 * T0;
+	assert_int_equal(busy, idle + fabric_ser_ns(MIB, 100000000000ull));
+	assert_int_equal(link_of(r, &p, 0)->bytes, bytes + 4096);
+	link_of(r, &p, 0)->rate_bps = 0;
+	fabric_link_occupy(r, p.link[0], 3 * T0, MIB);
+	assert_true(link_of(r, &p, 0)->busy_until_ns < 3 * T0);
+	free(r);
+}
+
 struct booker {
 	struct vfab_region *r;
 	struct fabric_path p;
@@ -423,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_loss),
 	    cmocka_unit_test(test_lost_packet),
 	    cmocka_unit_test(test_in_order),
+	    cmocka_unit_test(test_occupy),
 	    cmocka_unit_test(test_concurrent_bookings),
 	};
 
