@@ -115,3 +115,8 @@ int vfab_host_proc_dir(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/proc", rundir);
 }
+
+int vfab_counters_fs_dir(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/counters", rundir);
+}

@@ -106,4 +106,11 @@ int vfab_cm_dir(char *buf, size_t len, const char *rundir);
  */
 int vfab_host_proc_dir(char *buf, size_t len, const char *rundir);
 
+/*
+ * Where vfabd serves the ports' live counters (daemon/vfabd_countersfs.c):
+ * <rundir>/counters, a FUSE mount holding <node>/<hca>/<port>/{counters,hw_counters}/;
+ * each node binds its own over its view's (netns/ctrfs_view.h).
+ */
+int vfab_counters_fs_dir(char *buf, size_t len, const char *rundir);
+
 #endif /* VFAB_BASE_PATHS_H */

@@ -33,6 +33,7 @@
 #include "vfabd.h"
 #include "vfabd_addrwatch.h"
 #include "vfabd_counters.h"
+#include "vfabd_countersfs.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
 #include "vfabd_log.h"
@@ -43,26 +44,32 @@
 struct opts {
 	const char *fabric;
 	const char *config;
+	bool counters_tick; /* --counters tick */
 	char rundir[RUNDIR_MAX + 1];
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfabd [--fabric NAME] [--config FILE] [--rundir DIR]\n"
-		   "  --fabric NAME  fabric name (default vfab): region /dev/shm/vfab-NAME\n"
-		   "  --config FILE  fabric YAML (default: the built-in 2-node fabric)\n"
-		   "  --rundir DIR   run directory (default /run/vfab/NAME)\n"
-		   "Runs in the foreground until SIGTERM or a SHUTDOWN request on\n"
-		   "DIR/vfabd.sock. Exit: 0 ok, 1 runtime failure, 2 usage/config error.\n");
+	fprintf(f,
+		"usage: vfabd [--fabric NAME] [--config FILE] [--rundir DIR] [--counters fs|tick]\n"
+		"  --fabric NAME  fabric name (default vfab): region /dev/shm/vfab-NAME\n"
+		"  --config FILE  fabric YAML (default: the built-in 2-node fabric)\n"
+		"  --rundir DIR   run directory (default /run/vfab/NAME)\n"
+		"  --counters fs|tick  the nodes' port counters: a FUSE file system at\n"
+		"                 DIR/counters computing each value when read (fs, the\n"
+		"                 default; tick where FUSE cannot mount), or the view's\n"
+		"                 files rewritten every %d ms (tick)\n"
+		"Runs in the foreground until SIGTERM or a SHUTDOWN request on\n"
+		"DIR/vfabd.sock. Exit: 0 ok, 1 runtime failure, 2 usage/config error.\n",
+		VFABD_TICK_MS);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {{"fabric", required_argument, NULL, 'f'},
-					   {"config", required_argument, NULL, 'c'},
-					   {"rundir", required_argument, NULL, 'r'},
-					   {"help", no_argument, NULL, 'h'},
-					   {NULL, 0, NULL, 0}};
+	static const struct option lo[] = {
+	    {"fabric", required_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
+	    {"rundir", required_argument, NULL, 'r'}, {"counters", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0}};
 	const char *rundir = NULL;
 	int ch;
 
@@ -77,6 +84,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'r':
 			rundir = optarg;
+			break;
+		case 'C':
+			if (strcmp(optarg, "fs") && strcmp(optarg, "tick")) {
+				fprintf(stderr, "vfabd: --counters: fs or tick, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->counters_tick = !strcmp(optarg, "tick");
 			break;
 		case 'h':
 			usage(stdout);
@@ -232,6 +247,7 @@ static int setup(const struct opts *o, struct vfabd *d)
 	int rc;
 
 	d->srv.listen_fd = d->srv.signal_fd = d->srv.timer_fd = -1;
+	d->countersfs.fd = -1;
 	/*
 	 * Every file vfabd touches below the run dir is opened from this
 	 * descriptor without following links (base/beneath.h).
@@ -248,6 +264,17 @@ static int setup(const struct opts *o, struct vfabd *d)
 	}
 	if (rc >= 0)
 		rc = write_pid_file(o->rundir);
+	/* Before the socket: `vfab up` builds the nodes, which bind it, once vfabd answers. */
+	if (rc >= 0) {
+		int fs = o->counters_tick ? -ENOTSUP : vfabd_countersfs_init(d);
+
+		if (fs)
+			vfabd_log("counters: refreshed every %d ms (no FUSE file system: %s)",
+				  VFABD_TICK_MS,
+				  o->counters_tick ? "--counters tick" : strerror(-fs));
+		else
+			vfabd_log("counters: computed at every read (FUSE file system)");
+	}
 	if (rc >= 0)
 		rc = d->srv.listen_fd = listen_socket(o->rundir);
 	if (rc >= 0) {
@@ -269,6 +296,7 @@ static int setup(const struct opts *o, struct vfabd *d)
 		close(d->srv.timer_fd);
 	if (d->rundir_fd >= 0)
 		close(d->rundir_fd);
+	vfabd_countersfs_free(d);
 	vfabd_counters_free(d);
 	remove_run_files(o->rundir);
 	return rc;
@@ -288,6 +316,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	vfabd_faults_release(d);
 	vfabd_faultlog_free(&d->log);
 	vfabd_close_all(d);
+	vfabd_countersfs_free(d);
 	vfabd_counters_free(d);
 	vfabd_addrwatch_free(d);
 	vfabd_ipwire_free(d);

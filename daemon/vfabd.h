@@ -10,6 +10,7 @@
 
 #include "fabric/region.h"
 #include "vfabd_counters.h"
+#include "vfabd_countersfs.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
 #include "vfabd_ipwire.h"
@@ -33,13 +34,14 @@ struct vfabd {
 	int rundir_fd; /* O_PATH descriptor of the run dir: files below it via base/beneath.h */
 	const char *fabric;
 	const char *rundir; /* vfabd's own, never the region's copy (any user can write that) */
-	struct vfabd_server srv;	/* vfabd_server.c: fds, connections */
-	struct vfabd_faultlog log;	/* vfabd_faultlog.c */
-	struct vfabd_faults faults;	/* vfabd_faults.c: pauses, spikes */
-	struct vfabd_link link;		/* vfabd_link.c: link_downed counts */
-	struct vfabd_counters counters; /* vfabd_counters.c: last values written */
-	struct vfabd_addrwatch *aw;	/* vfabd_addrwatch.c; NULL: not followed */
-	struct vfabd_ipwire *ipw;	/* vfabd_ipwire.c: the IP side of the wires */
+	struct vfabd_server srv;	    /* vfabd_server.c: fds, connections */
+	struct vfabd_faultlog log;	    /* vfabd_faultlog.c */
+	struct vfabd_faults faults;	    /* vfabd_faults.c: pauses, spikes */
+	struct vfabd_link link;		    /* vfabd_link.c: link_downed counts */
+	struct vfabd_counters counters;	    /* vfabd_counters.c: last values written */
+	struct vfabd_countersfs countersfs; /* vfabd_countersfs.c: counters on every read */
+	struct vfabd_addrwatch *aw;	    /* vfabd_addrwatch.c; NULL: not followed */
+	struct vfabd_ipwire *ipw;	    /* vfabd_ipwire.c: the IP side of the wires */
 };
 
 #endif /* VFAB_DAEMON_VFABD_H */

@@ -35,6 +35,7 @@
 #include "vfabd_addrwatch.h"
 #include "vfabd_conn.h"
 #include "vfabd_counters.h"
+#include "vfabd_countersfs.h"
 #include "vfabd_faults.h"
 #include "vfabd_log.h"
 #include "vfabd_proto.h"
@@ -50,6 +51,8 @@
 #define VFABD_OUT_BACKLOG (1u << 20)
 #define VFABD_MAX_CONNS 4096
 #define VFABD_SPARE_FDS 64 /* the run dir, nodes' files, FIFOs vfabd opens */
+/* poll()'s fds before the connections: listen, signal, timer, address watch, counters fs */
+#define NFIXED 5
 
 static bool pid_has_other_conn(const struct vfabd *d, const struct vfabd_conn *c)
 {
@@ -223,7 +226,9 @@ static void on_tick(struct vfabd *d)
 	    (ssize_t)sizeof(expirations))
 		return;
 	d->srv.accept_paused = false;
-	vfabd_counters_tick(d);
+	/* With the counters file system every read computes its value: nothing to refresh. */
+	if (!vfabd_countersfs_on(d))
+		vfabd_counters_tick(d);
 	vfabd_addrwatch_tick(d);
 	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
 		vfabd_reap_dead(d->r);
@@ -267,7 +272,7 @@ int vfabd_serve(struct vfabd *d)
 		return -errno;
 	d->srv.max_conns = conn_limit();
 	while (!d->srv.stop) {
-		size_t i, n = 4 + d->srv.nconns, nc = d->srv.nconns;
+		size_t i, n = NFIXED + d->srv.nconns, nc = d->srv.nconns;
 		int timeout = vfabd_faults_due(d), wire = vfabd_ipwire_due(d);
 
 		if (n > pcap) {
@@ -285,12 +290,13 @@ int vfabd_serve(struct vfabd *d)
 		pfds[1] = (struct pollfd){.fd = d->srv.signal_fd, .events = POLLIN};
 		pfds[2] = (struct pollfd){.fd = d->srv.timer_fd, .events = POLLIN};
 		pfds[3] = (struct pollfd){.fd = vfabd_addrwatch_fd(d), .events = POLLIN};
+		pfds[4] = (struct pollfd){.fd = vfabd_countersfs_fd(d), .events = POLLIN};
 		for (i = 0; i < nc; i++) {
 			struct vfabd_conn *c = &d->srv.conns[i];
 
-			pfds[4 + i] = (struct pollfd){.fd = c->fd,
-						      .events = (backlogged(c) ? 0 : POLLIN) |
-								(c->out_len ? POLLOUT : 0)};
+			pfds[NFIXED + i] = (struct pollfd){.fd = c->fd,
+							   .events = (backlogged(c) ? 0 : POLLIN) |
+								     (c->out_len ? POLLOUT : 0)};
 			if (has_line(c) && !backlogged(c))
 				timeout = 0; /* requests left from the last turn */
 		}
@@ -309,12 +315,14 @@ int vfabd_serve(struct vfabd *d)
 			on_tick(d);
 		if (pfds[3].revents)
 			vfabd_addrwatch_run(d);
+		if (pfds[4].revents)
+			vfabd_countersfs_run(d);
 		/* Backwards: drop_conn moves the last connection into the hole. */
 		for (i = nc; i-- > 0;) {
 			struct vfabd_conn *c = &d->srv.conns[i];
 			bool ok = true;
 
-			if ((pfds[4 + i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+			if ((pfds[NFIXED + i].revents & (POLLIN | POLLHUP | POLLERR)) ||
 			    (has_line(c) && !backlogged(c)))
 				ok = serve_conn(d, c);
 			/* Replies are sent even for a request that came with the peer's close. */

@@ -12,6 +12,7 @@
 
 #include "base/fsutil.h"
 #include "base/paths.h"
+#include "netns/ctrfs_view.h"
 #include "netns/node_bin.h"
 #include "netns/mountinfo.h"
 #include "netns/node_gpus.h"
@@ -275,6 +276,9 @@ int vfab_node_mounts_setup(const char *rundir, const char *node, const char *reg
 	ret = vfab_node_gpus_mount(rundir, node, err, errlen);
 	if (ret == 0)
 		ret = mount_node_sysfs(nd, err, errlen);
+	/* Counters read at every read, where vfabd serves them (ctrfs_view.h). */
+	if (ret == 0)
+		ret = vfab_ctrfs_bind_node(rundir, node, "/sys/class", err, errlen);
 	if (ret == 0)
 		ret = mount_dev_view(nd, err, errlen);
 	if (ret == 0)

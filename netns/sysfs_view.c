@@ -69,7 +69,26 @@ static const char *const hw_counters[] = {
     "rx_atomic_requests",
     "rx_read_requests",
     "rx_write_requests",
+    "lifespan",
 };
+
+const char *const *vfab_sysfs_counter_files(bool hw, size_t *n)
+{
+	*n = hw ? sizeof(hw_counters) / sizeof(hw_counters[0])
+		: sizeof(port_counters) / sizeof(port_counters[0]);
+	return hw ? hw_counters : port_counters;
+}
+
+int vfab_sysfs_counter_text(const uint64_t v[VFAB_NCOUNTERS], const char *name, char *buf,
+			    size_t len)
+{
+	int i = vfab_sysfs_counter_find(name);
+	/* hw_counters/lifespan: how long (ms) mlx5 caches its hw counters. */
+	uint64_t value = strcmp(name, "lifespan") == 0 ? 10 : i < 0 ? 0 : v[i];
+	int n = snprintf(buf, len, "%llu\n", (unsigned long long)value);
+
+	return n < 0 || (size_t)n >= len ? -EOVERFLOW : n;
+}
 
 static int put(int dirfd, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,38 +226,28 @@ out:
 	return ret;
 }
 
-/* The value of a counter file: its live counter, or 0 for those vfab does not count. */
-static uint64_t counter_value(const uint64_t v[VFAB_NCOUNTERS], const char *name)
-{
-	int i = vfab_sysfs_counter_find(name);
-
-	return i < 0 ? 0 : v[i];
-}
-
 /* A new view: link_downed starts at 0 (vfabd counts the downs it makes). */
 static int write_counters(int portfd, const struct vfab_port *p)
 {
 	uint64_t v[VFAB_NCOUNTERS];
-	int cnt = subdir(portfd, "counters"), hw, ret = 0;
+	int dir, ret = 0;
 
-	if (cnt < 0)
-		return cnt;
 	vfab_sysfs_counter_values(p, 0, v);
-	for (size_t i = 0; i < sizeof(port_counters) / sizeof(port_counters[0]) && !ret; i++)
-		ret = put(cnt, port_counters[i], "%llu\n",
-			  (unsigned long long)counter_value(v, port_counters[i]));
-	close(cnt);
-	if (ret)
-		return ret;
-	hw = subdir(portfd, "hw_counters");
-	if (hw < 0)
-		return hw;
-	for (size_t i = 0; i < sizeof(hw_counters) / sizeof(hw_counters[0]) && !ret; i++)
-		ret = put(hw, hw_counters[i], "%llu\n",
-			  (unsigned long long)counter_value(v, hw_counters[i]));
-	if (ret == 0)
-		ret = put(hw, "lifespan", "10\n");
-	close(hw);
+	for (int hw = 0; hw < 2 && !ret; hw++) {
+		size_t n;
+		const char *const *names = vfab_sysfs_counter_files(hw, &n);
+
+		dir = subdir(portfd, hw ? "hw_counters" : "counters");
+		if (dir < 0)
+			return dir;
+		for (size_t i = 0; i < n && !ret; i++) {
+			char text[32];
+			int len = vfab_sysfs_counter_text(v, names[i], text, sizeof(text));
+
+			ret = len < 0 ? len : put(dir, names[i], "%s", text);
+		}
+		close(dir);
+	}
 	return ret;
 }
 

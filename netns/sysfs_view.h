@@ -84,6 +84,20 @@ int vfab_sysfs_counter_find(const char *name);
 void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
 			       uint64_t v[VFAB_NCOUNTERS]);
 
+/*
+ * The files of ports/<p>/counters/ (hw false) or hw_counters/ (hw true), the
+ * same for every port, *n of them: the view's first write and vfabd's
+ * counters file system (daemon/vfabd_countersfs.c) list the same names.
+ */
+const char *const *vfab_sysfs_counter_files(bool hw, size_t *n);
+/*
+ * The text of counter file `name` ("123\n") for a port whose live counters
+ * are v: its live counter, 0 for the files vfab does not count. Its length,
+ * or -EOVERFLOW when len is too small (32 always suffices).
+ */
+int vfab_sysfs_counter_text(const uint64_t v[VFAB_NCOUNTERS], const char *name, char *buf,
+			    size_t len);
+
 /* ports/<p>/state and phys_state of a port state (IBV_PORT_*), newline included. */
 const char *vfab_sysfs_state_text(uint32_t state);
 const char *vfab_sysfs_phys_state_text(uint32_t state);

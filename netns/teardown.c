@@ -17,6 +17,7 @@
 #include "base/fsutil.h"
 #include "base/paths.h"
 #include "base/proc.h"
+#include "netns/ctrfs_view.h"
 #include "netns/fabric_net.h"
 #include "netns/holder.h"
 #include "netns/host_dirs.h"
@@ -182,6 +183,9 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	note(err, errlen, &first, ret, "remove the fabric namespace file");
 	ret = vfab_region_unlink(fabric);
 	note(err, errlen, &first, ret == -ENOENT ? 0 : ret, "unlink the region of %s", fabric);
+	/* vfabd's counters file system, also a killed vfabd's (its readers get ENOTCONN). */
+	ret = vfab_ctrfs_unmount(rundir);
+	note(err, errlen, &first, ret, "unmount the counters under %s", rundir);
 	ret = unmount_views(rundir);
 	note(err, errlen, &first, ret, "unmount the views under %s", rundir);
 	ret = vfab_host_dir_release(rundir, VFAB_HOST_DEVIB, VFAB_DEVIB_MARKER, 1);

@@ -6,7 +6,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include "netns/ctrfs_view.h"
 #include "netns/host_probe.h"
 #include "tools/cli.h"
 
@@ -19,13 +21,25 @@ static void usage(FILE *f)
 		   "tmpfs over /sys/class, overlayfs, process_vm_writev, and reads the Yama\n"
 		   "ptrace scope, /dev/shm's free space, the cpuset cgroup, /dev/fuse and\n"
 		   "libibverbs (its provider ABI). One line each: ok, warn (vfab works with\n"
-		   "the limit named) or FAIL (the part named cannot work here).\n"
+		   "the limit named) or FAIL (the part named cannot work here). When the\n"
+		   "fabric (--fabric, default vfab) is up, also how its port counters are\n"
+		   "kept: computed at every read (FUSE) or refreshed every 250 ms.\n"
 		   "Exit: 0 nothing failed, 1 a probe failed, 2 usage error.\n");
 }
 
-static void print_json(const struct utsname *u, const struct vfab_probe_result *p, size_t n,
-		       int failed)
+/* How the running fabric keeps its counters: "fuse", "tick", or NULL when it is not up. */
+static const char *counters_mode(const struct vfab_cli *cli)
 {
+	if (access(cli->rundir, F_OK))
+		return NULL;
+	return vfab_ctrfs_mounted(cli->rundir) == 1 ? "fuse" : "tick";
+}
+
+static void print_json(const struct vfab_cli *cli, const struct utsname *u,
+		       const struct vfab_probe_result *p, size_t n, int failed)
+{
+	const char *mode = counters_mode(cli);
+
 	printf("{\"kernel\":");
 	vfab_cli_json_str(u->release);
 	printf(",\"machine\":");
@@ -42,7 +56,15 @@ static void print_json(const struct utsname *u, const struct vfab_probe_result *
 		vfab_cli_json_str(p[i].detail);
 		printf("}");
 	}
-	printf("]}\n");
+	printf("]");
+	if (mode) {
+		printf(",\"counters\":{\"fabric\":");
+		vfab_cli_json_str(cli->fabric);
+		printf(",\"mode\":");
+		vfab_cli_json_str(mode);
+		printf("}");
+	}
+	printf("}\n");
 }
 
 int vfab_cmd_doctor(struct vfab_cli *cli, int argc, char **argv)
@@ -75,7 +97,7 @@ int vfab_cmd_doctor(struct vfab_cli *cli, int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		failed |= p[i].verdict == VFAB_PROBE_FAIL;
 	if (json) {
-		print_json(&u, p, n, failed);
+		print_json(cli, &u, p, n, failed);
 		return failed ? VFAB_EXIT_FAIL : VFAB_EXIT_OK;
 	}
 	printf("kernel %s %s\n", u.release, u.machine);
@@ -83,6 +105,11 @@ int vfab_cmd_doctor(struct vfab_cli *cli, int argc, char **argv)
 		printf("%-4s  %-18s %s%s%s\n", vfab_probe_verdict_name(p[i].verdict), p[i].name,
 		       p[i].detail, p[i].verdict == VFAB_PROBE_OK ? "" : " -- needed by: ",
 		       p[i].verdict == VFAB_PROBE_OK ? "" : p[i].needed_by);
+	if (counters_mode(cli))
+		printf("fabric %s: port counters %s\n", cli->fabric,
+		       counters_mode(cli)[0] == 'f'
+			   ? "computed at every read (FUSE file system)"
+			   : "refreshed every 250 ms (files rewritten by vfabd; no FUSE mount)");
 	printf("%s\n", failed ? "vfab cannot run here: see the FAIL lines" : "vfab can run here");
 	return failed ? VFAB_EXIT_FAIL : VFAB_EXIT_OK;
 }

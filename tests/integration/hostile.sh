@@ -64,7 +64,7 @@ as ln -s "$victim" "$stage/s/ports/1/hw_counters"
 as "$scribble" "$region" count 1000
 note "region rewritten by $u: run dir $stage, HCA name ../../../../../..$stage/s"
 
-# vfabd's tick (250 ms) writes the counter into node0's own view.
+# node0's own view shows the counter (vfabd's counters file system; its tick where there is none).
 got=''
 for _ in $(seq 40); do
 	got=$(vx node0 cat /sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data)

@@ -84,4 +84,6 @@ for f in bin/vfab libexec/vfab/vfabd "lib/libibverbs/libvfab-rdmav$pabi.so" lib/
 	grep -q "/$f\$" "$VFAB_TMP/deb.txt" || fail "the .deb lacks $f"
 done
 dpkg-deb -f "$deb" Depends | grep -q libibverbs1 || fail "the .deb does not depend on libibverbs1"
+dpkg-deb -f "$deb" Depends | grep -q libfuse3-3 ||
+	fail "the .deb does not depend on libfuse3-3 (vfabd's counters file system)"
 note "$(basename "$deb"): $(grep -c '^-' "$VFAB_TMP/deb.txt") files, Depends: $(dpkg-deb -f "$deb" Depends)"

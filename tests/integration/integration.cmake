@@ -49,6 +49,9 @@ foreach(_tool write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw ato
     ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -n 2000)
   math(EXPR _vfab_port "${_vfab_port} + 1")
 endforeach()
+# Port counters exact at every read (vfabd's counters file system): TCP ports 18731-18736.
+vfab_integration_test(int_counters_exact 300 ${_vfab_it}/counters_exact.sh 18731)
+set_tests_properties(int_counters_exact PROPERTIES SKIP_RETURN_CODE 77)
 # The unreliable connection (UC): the tools that have it.
 set(_vfab_port 18541)
 foreach(_tool write_bw write_lat send_bw send_lat)

@@ -16,3 +16,10 @@ set_tests_properties(test_vfabd_report PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FI
 vfab_unit_test(test_vfabd_hostile SOURCES unit/test_vfabd_hostile.c LIBS vfab_fabric)
 add_dependencies(test_vfabd_hostile vfabd)
 set_tests_properties(test_vfabd_hostile PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
+
+# vfabd's counters file system (a FUSE mount computing each value when read):
+# exact at every read, read-only, vfabd's own tree; skipped where it cannot mount.
+vfab_unit_test(test_vfabd_countersfs SOURCES unit/test_vfabd_countersfs.c
+  LIBS vfab_netns vfab_fabric)
+add_dependencies(test_vfabd_countersfs vfabd)
+set_tests_properties(test_vfabd_countersfs PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <poll.h>
 #include <linux/sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
@@ -50,6 +51,10 @@ static void cleanup_files(void)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
 	unlink(path);
+	/* The counters file system of the vfabd killed above (`vfab down` does the same). */
+	snprintf(path, sizeof(path), "%s/counters", rundir);
+	umount2(path, MNT_DETACH);
+	rmdir(path);
 	rmdir(rundir);
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +26,12 @@
 
 static char fx_fabric[64], fx_rundir[128];
 static pid_t fx_daemon;
+/*
+ * vfabd's --counters: "tick" (the view's files rewritten on the tick, which
+ * the tests of the view read) unless a test asks for "fs" (its FUSE file
+ * system at <rundir>/counters) before fx_start.
+ */
+static const char *fx_counters = "tick";
 
 static inline int fx_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -45,8 +52,15 @@ static inline void fx_cleanup(void)
 		return;
 	vfab_region_unlink(fx_fabric);
 	/* Only ever our own /tmp/unit-... directory. */
-	if (!strncmp(fx_rundir, "/tmp/unit-", 10))
+	if (!strncmp(fx_rundir, "/tmp/unit-", 10)) {
+		char mnt[192];
+
+		/* The counters file system of the vfabd killed above (`vfab down` does the same).
+		 */
+		snprintf(mnt, sizeof(mnt), "%s/counters", fx_rundir);
+		umount2(mnt, MNT_DETACH);
 		nftw(fx_rundir, fx_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
 }
 
 static inline void fx_sleep_ms(int ms)
@@ -83,7 +97,8 @@ static inline int fx_start(const char *tag)
 
 		if (!getenv("VFAB_TEST_VERBOSE"))
 			(void)!freopen("/dev/null", "w", stderr);
-		execl(bin, bin, "--fabric", fx_fabric, "--rundir", fx_rundir, (char *)NULL);
+		execl(bin, bin, "--fabric", fx_fabric, "--rundir", fx_rundir, "--counters",
+		      fx_counters, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 250; i++) {
