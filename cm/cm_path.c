@@ -130,3 +130,32 @@ int vfab_cm_qp_attr(const struct vfab_cm_qp_params *p, int state, struct ib_uver
 		return -EINVAL;
 	}
 }
+
+int vfab_cm_path_mgid(const struct sockaddr *addr, uint8_t mgid[16])
+{
+	if (addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)addr;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+			return -EINVAL;
+		memcpy(mgid, &s6->sin6_addr, 16);
+		return 0;
+	}
+	if (addr->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)addr;
+
+		if (s4->sin_addr.s_addr == htonl(INADDR_ANY))
+			return -EINVAL;
+		memset(mgid, 0, 10);
+		mgid[10] = 0xff;
+		mgid[11] = 0xff;
+		memcpy(mgid + 12, &s4->sin_addr, 4);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+uint8_t vfab_cm_path_mc_hop_limit(int family)
+{
+	return family == AF_INET ? VFAB_CM_HOP_LIMIT : 1;
+}

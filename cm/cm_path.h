@@ -24,6 +24,20 @@
 /* The GID of an IPv4 (::ffff:a.b.c.d) or IPv6 address; -EAFNOSUPPORT otherwise. */
 int vfab_cm_gid_of(const struct sockaddr *sa, uint8_t gid[16]);
 
+/*
+ * The MGID of a group address on RoCE v2, the GID type of vfab's IDs
+ * (cma_iboe_set_mgid): an IPv4 address IPv4-mapped, an IPv6 one as it is.
+ * -EINVAL for the wildcard or a family other than AF_INET/AF_INET6. The
+ * address need not be a multicast one (the kernel does not check it
+ * either: ibv_attach_mcast then fails and librdmacm reports
+ * MULTICAST_ERROR).
+ */
+int vfab_cm_path_mgid(const struct sockaddr *addr, uint8_t mgid[16]);
+
+/* The hop limit of the group's address handle: 64 for IPv4 on RoCE v2 (IPV6_DEFAULT_HOPLIMIT),
+ * else 1. */
+uint8_t vfab_cm_path_mc_hop_limit(int family);
+
 /* The IB path MTU (enum ibv_mtu) for a netdev MTU in bytes (iboe_get_mtu). */
 int vfab_cm_mtu_of_netdev(int netdev_mtu);
 
