@@ -159,6 +159,31 @@ static void ud_states(void **state)
 	assert_int_equal(a.sq_psn, 0);
 }
 
+/* The group's MGID and hop limit (cma_iboe_set_mgid, cma_iboe_join_multicast on RoCE v2). */
+static void mgids(void **state)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	struct sockaddr un = {.sa_family = AF_UNIX};
+	uint8_t g[16], want[16] = {[10] = 0xff, [11] = 0xff, 239, 1, 2, 3};
+
+	(void)state;
+	inet_pton(AF_INET, "239.1.2.3", &s4.sin_addr);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s4, g), 0);
+	assert_memory_equal(g, want, 16);
+	inet_pton(AF_INET6, "ff0e::1:2", &s6.sin6_addr);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s6, g), 0);
+	assert_memory_equal(g, &s6.sin6_addr, 16);
+	/* The wildcard joins nothing; other families neither. */
+	s4.sin_addr.s_addr = 0;
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s4, g), -EINVAL);
+	memset(&s6.sin6_addr, 0, 16);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s6, g), -EINVAL);
+	assert_int_equal(vfab_cm_path_mgid(&un, g), -EINVAL);
+	assert_int_equal(vfab_cm_path_mc_hop_limit(AF_INET), 64);
+	assert_int_equal(vfab_cm_path_mc_hop_limit(AF_INET6), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +193,7 @@ int main(void)
 	    cmocka_unit_test(rc_states),
 	    cmocka_unit_test(rc_before_connect),
 	    cmocka_unit_test(ud_states),
+	    cmocka_unit_test(mgids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
