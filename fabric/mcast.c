@@ -69,7 +69,9 @@ int vfab_mcast_attach(struct vfab_region *r, uint32_t hca, uint32_t qpn, const u
 		}
 		if (memcmp(s->gid, gid, 16))
 			continue;
-		if (s->hca == hca && s->qpn == qpn)
+		if (s->hca != hca)
+			continue; /* another device's group table */
+		if (s->qpn == qpn)
 			goto out; /* already attached */
 		members++;
 	}

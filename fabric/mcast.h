@@ -22,8 +22,10 @@
 
 /*
  * What a ConnectX-6 reports (mlx5: 1 << log_max_mcg groups, max_qp_mcg QPs
- * per group, their product in all). The fabric's table is smaller
- * (VFAB_MAX_MCAST_ATTACH attachments in all): past it, attach says ENOMEM.
+ * of the device per group, their product in all). Each HCA has its own
+ * group table on hardware, so the limit of QPs per group is per device.
+ * The fabric's table is smaller than the total (VFAB_MAX_MCAST_ATTACH
+ * attachments in all): past it, attach says ENOMEM.
  */
 #define VFAB_MCAST_MAX_GRP (1u << 21)
 #define VFAB_MCAST_MAX_QP_ATTACH 240u
@@ -38,8 +40,8 @@ int vfab_mcast_check(uint32_t qp_type, const uint8_t gid[16]);
 /*
  * Attaches QP qpn of device hca to gid: 0, also when it already is (the
  * uverbs command answers 0 and keeps one attachment, so the QP gets one
- * copy); -ENOMEM when the group has VFAB_MCAST_MAX_QP_ATTACH QPs or the
- * fabric's table is full.
+ * copy); -ENOMEM when the group has VFAB_MCAST_MAX_QP_ATTACH QPs of that
+ * device or the fabric's table is full.
  */
 int vfab_mcast_attach(struct vfab_region *r, uint32_t hca, uint32_t qpn, const uint8_t gid[16]);
 

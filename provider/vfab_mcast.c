@@ -43,38 +43,29 @@ int vfab_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t li
 	return -rc;
 }
 
-/* One copy's destination. */
-struct mdest {
-	uint32_t hca, port, qpn;
-	struct fabric_path path;
-};
-
-/* The QPs of the group that a datagram of w reaches now, at most one group's worth. */
-static uint32_t collect(struct vfab_qp *qp, const struct vfab_swqe *w, const struct vfab_gid *sgid,
-			struct mdest *out)
+/*
+ * The next QP of the group, from *cursor on, that a datagram of w reaches
+ * now: its device, port and QPN and the path there; false past the last.
+ */
+static bool next_dest(struct vfab_qp *qp, const struct vfab_swqe *w, const struct vfab_gid *sgid,
+		      uint32_t *cursor, uint32_t *h, uint32_t *p, uint32_t *qpn,
+		      struct fabric_path *path)
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_region *r = ctx->r;
-	uint32_t cursor = 0, n = 0, h, qpn;
 
-	while (n < VFAB_MCAST_MAX_QP_ATTACH &&
-	       !vfab_mcast_next(r, w->ah->dgid, &cursor, &h, &qpn)) {
-		struct vfab_qp_slot *d = vfab_qp_lookup(r, h, qpn);
-		uint32_t p;
+	while (!vfab_mcast_next(r, w->ah->dgid, cursor, h, qpn)) {
+		struct vfab_qp_slot *d = vfab_qp_lookup(r, *h, *qpn);
 
-		if (!d || (qp->block_self_mcast && qpn == qp->qpn && h == ctx->hca_idx))
+		if (!d || (qp->block_self_mcast && *qpn == qp->qpn && *h == ctx->hca_idx))
 			continue;
-		p = d->port;
-		if (!fabric_reach_mcast(r, ctx->hca_idx, w->ah->port, sgid, w->ah->dgid, h, p) ||
-		    !vfab_port_active(r, h, p) ||
-		    fabric_path_resolve(r, ctx->hca_idx, w->ah->port, h, p, &out[n].path))
-			continue;
-		out[n].hca = h;
-		out[n].port = p;
-		out[n].qpn = qpn;
-		n++;
+		*p = d->port;
+		if (fabric_reach_mcast(r, ctx->hca_idx, w->ah->port, sgid, w->ah->dgid, *h, *p) &&
+		    vfab_port_active(r, *h, *p) &&
+		    !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path))
+			return true;
 	}
-	return n;
+	return false;
 }
 
 enum vfab_stage vfab_mcast_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
@@ -83,26 +74,24 @@ enum vfab_stage vfab_mcast_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint
 {
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_region *r = ctx->r;
-	struct mdest to[VFAB_MCAST_MAX_QP_ATTACH];
 	const struct vfab_gid *sgid;
-	uint32_t i, nto;
+	struct fabric_path path;
+	uint32_t cursor, h, p, qpn;
 
 	sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index);
 	if (!sgid || !vfab_port_active(r, ctx->hca_idx, w->ah->port))
 		return VFAB_ST_ACKED;
-	nto = collect(qp, w, sgid, to);
-	if (!booked && nto) {
+	if (!booked) {
+		struct fabric_booking b;
 		uint64_t due = 0;
 		bool shaped = false;
-		struct fabric_booking b;
 
-		for (i = 0; i < nto && !shaped; i++)
-			shaped = fabric_path_shaped(r, &to[i].path);
-		if ((shaped || behind) && !now)
+		if (!now)
 			now = vfab_mono_ns();
 		/* Each copy books its own path (a switch's replication is not modelled). */
-		for (i = 0; i < nto; i++) {
-			fabric_path_book(r, &to[i].path, now, len, true, &b);
+		for (cursor = 0; next_dest(qp, w, sgid, &cursor, &h, &p, &qpn, &path);) {
+			shaped = shaped || fabric_path_shaped(r, &path);
+			fabric_path_book(r, &path, now, len, true, &b);
 			if (b.deliver_ns > due)
 				due = b.deliver_ns;
 		}
@@ -113,9 +102,8 @@ enum vfab_stage vfab_mcast_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		}
 	}
 	/* Loss is drawn per copy, as each crosses its own links. */
-	for (i = 0; i < nto; i++)
-		if (!fabric_path_drop(r, &to[i].path, &qp->req.rng))
-			vfab_resp_ud_send(qp, w, iov, n, len, to[i].hca, to[i].port, to[i].qpn,
-					  sgid->type);
+	for (cursor = 0; next_dest(qp, w, sgid, &cursor, &h, &p, &qpn, &path);)
+		if (!fabric_path_drop(r, &path, &qp->req.rng))
+			vfab_resp_ud_send(qp, w, iov, n, len, h, p, qpn, sgid->type);
 	return VFAB_ST_ACKED;
 }

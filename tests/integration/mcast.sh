@@ -5,7 +5,10 @@
 #            errors, delivery in one node); then 100 datagrams from node0 to
 #            an IPv4 group with a receiver in node1 and one in node0, all
 #            arriving; with node1's port down the node0 receiver still gets
-#            them and node1's none (a down port carries nothing)
+#            them and node1's none (a down port carries nothing); a process
+#            holding a group's 240 places of node1's HCA keeps another from
+#            attaching (ENOMEM); once it is killed and vfabd reaps it, the
+#            other takes all 240
 #   mckey4   librdmacm's mckey: receivers in node1 and node0 join 239.21.0.4,
 #            the sender in node0 sends 100 messages, both receivers get all
 #   mckey6   the same over an IPv6 group (ff0e::21:6) between addresses
@@ -92,6 +95,27 @@ verbs_case()
 	collect
 	V link node1/mlx5_0 up >/dev/null || fail "vfab link node1/mlx5_0 up"
 	note "node1's port down: node0's receiver got $N, node1's none"
+
+	# A killed process's attachments go with its QPs when vfabd reaps them:
+	# the group's 240 places of node1's HCA are free again.
+	log=$VFAB_TMP/fill1.log
+	start_server node1 "$log" "$bin" -d mlx5_0 -g 3 --fill 239.21.0.9 60
+	wait_for "$log" '^ready'
+	rc=0
+	timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node1 -- "$bin" -d mlx5_0 -g 3 --fill 239.21.0.9 0 \
+		>"$VFAB_TMP/fill2.log" 2>&1 || rc=$?
+	[ "$rc" = 3 ] || { show "$VFAB_TMP/fill2.log"; fail "a second process filled a full group ($rc)"; }
+	kill_tree "$SERVER_PID"
+	for try in $(seq 40); do
+		rc=0
+		timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node1 -- "$bin" -d mlx5_0 -g 3 --fill 239.21.0.9 0 \
+			>"$VFAB_TMP/fill2.log" 2>&1 || rc=$?
+		[ "$rc" = 3 ] || break
+		sleep 0.25
+	done
+	show "$log" "$VFAB_TMP/fill2.log"
+	[ "$rc" = 0 ] || fail "a second process could not fill the group after the first was killed ($rc)"
+	note "group full while its 240 QPs' process lives (ENOMEM); free once it is killed and reaped (attempt $try)"
 }
 
 # mckey_case GROUP ADDR0 ADDR1 MGID: receivers in node1 (ADDR1) and node0 (ADDR0), sender in

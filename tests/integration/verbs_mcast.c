@@ -20,6 +20,12 @@
  *       COUNT 0: that none arrives in 5 s.
  *   verbs_mcast -g IDX --send GROUP COUNT
  *       sends COUNT datagrams to GROUP from the GID at IDX.
+ *   verbs_mcast --fill GROUP SECONDS
+ *       attaches 240 UD QPs of one context to GROUP (exit 3 when one
+ *       attach fails with ENOMEM: the group is full), checks that the
+ *       241st gets ENOMEM (a ConnectX-6's 240 QPs of a device per group),
+ *       prints "ready" and sleeps SECONDS before it cleans up; killed
+ *       meanwhile, it leaves its attachments to vfabd's reaper.
  * Each check prints "ok NAME" or "FAIL NAME: why"; exit 0 when all pass.
  */
 #include "verbs_harness.h"
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MC_QPN 0xffffffu
 #define QKEY 0x01234567u
@@ -338,6 +345,50 @@ static int recv_main(const char *group, int count)
 	return failures ? 1 : 0;
 }
 
+static int fill_main(const char *group, int secs)
+{
+	union ibv_gid g = mgid_of(group);
+	struct ibv_qp *qps[241];
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	int i, rc = 0;
+
+	if (!cq)
+		die("context, PD or CQ");
+	for (i = 0; i < 241; i++) {
+		struct ibv_qp_init_attr a = {
+		    .send_cq = cq,
+		    .recv_cq = cq,
+		    .cap = {.max_send_wr = 1,
+			    .max_recv_wr = 1,
+			    .max_send_sge = 1,
+			    .max_recv_sge = 1},
+		    .qp_type = IBV_QPT_UD,
+		};
+
+		qps[i] = ibv_create_qp(pd, &a);
+		if (!qps[i])
+			die("ibv_create_qp");
+		ud_up(qps[i]);
+		rc = ibv_attach_mcast(qps[i], &g, 0);
+		if (rc && i < 240) {
+			printf("attach %d: %s\n", i, strerror(rc));
+			return rc == ENOMEM ? 3 : 1;
+		}
+	}
+	check(rc == ENOMEM, "a device's 241st QP in one group: ENOMEM", "returned %d", rc);
+	printf("ready\n");
+	fflush(stdout);
+	sleep((unsigned)secs);
+	for (i = 0; i < 241; i++)
+		ibv_destroy_qp(qps[i]);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return failures ? 1 : 0;
+}
+
 static int send_main(const char *group, int count)
 {
 	union ibv_gid g = mgid_of(group);
@@ -361,15 +412,17 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	int i, opt, mode = 0, count = 0;
 
-	static const struct option longopts[] = {
-	    {"recv", required_argument, NULL, 'R'}, {"send", required_argument, NULL, 'S'}, {0}};
+	static const struct option longopts[] = {{"recv", required_argument, NULL, 'R'},
+						 {"send", required_argument, NULL, 'S'},
+						 {"fill", required_argument, NULL, 'F'},
+						 {0}};
 
 	while ((opt = getopt_long(argc, argv, "d:g:", longopts, NULL)) != -1) {
 		if (opt == 'd')
 			want = optarg;
 		else if (opt == 'g')
 			gid_index = atoi(optarg);
-		else if (opt == 'R' || opt == 'S')
+		else if (opt == 'R' || opt == 'S' || opt == 'F')
 			mode = opt, group = optarg;
 		else
 			return fprintf(stderr,
@@ -407,6 +460,8 @@ int main(int argc, char **argv)
 		return recv_main(group, count);
 	if (mode == 'S')
 		return send_main(group, count);
+	if (mode == 'F')
+		return fill_main(group, count);
 	printf("# %s, GID index %d\n", ibv_get_device_name(dev), gid_index);
 	test_attrs();
 	test_attach_errors();

@@ -3,7 +3,7 @@
  * UD multicast groups (fabric/mcast.c): which GIDs are multicast, the rules
  * of ib_attach_mcast and the uverbs commands (a second attach is one
  * attachment, a detach of what is not attached is EINVAL), the ConnectX-6
- * limit of QPs per group, a full table, the detach of every group of a QP
+ * limit of one device's QPs per group, a full table, the detach of every group of a QP
  * (its destroy, the reaper), and a table whose bound anyone may forge.
  */
 #include <arpa/inet.h>
@@ -123,6 +123,10 @@ static void group_limit(void **state)
 	assert_int_equal(vfab_mcast_attach(r, 0, 0x200, g), 0);
 	assert_int_equal(vfab_mcast_attach(r, 0, 0x200 + i, g2), 0);
 	assert_int_equal(members(r, g), (int)VFAB_MCAST_MAX_QP_ATTACH);
+	/* The limit is each device's (its own group table): another HCA's QPs join. */
+	assert_int_equal(vfab_mcast_attach(r, 1, 0x200 + i, g), 0);
+	assert_int_equal(vfab_mcast_attach(r, 1, 0x200, g), 0);
+	assert_int_equal(members(r, g), (int)VFAB_MCAST_MAX_QP_ATTACH + 2);
 	assert_int_equal(vfab_mcast_detach(r, 0, 0x200, g), 0);
 	assert_int_equal(vfab_mcast_attach(r, 0, 0x200 + i, g), 0);
 }
