@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cm/cm_addr.h"
 #include "cm/cm_path.h"
 
 /* The multicast QPN every member sends to (the event's qp_num). */
@@ -48,26 +47,24 @@ static void join_event(const struct vfab_cm_id *id, const struct vfab_cm_mc *mc,
 int vfab_cm_mc_join(struct vfab_cm_id *id, const struct sockaddr *addr, uint32_t addr_size,
 		    uint64_t uid, uint32_t join_flags, uint32_t *handle)
 {
+	/* rdma_join_multicast: bound to a device (ADDR_BOUND) or resolved, a UD ID. */
+	struct vfab_cm_mc_req q = {
+	    .bound =
+		id->have_dev && (id->state == VFAB_CS_IDLE || id->state == VFAB_CS_ADDR_RESOLVED),
+	    .loopback = id->loopback,
+	    .ud = id->qp_type == IBV_QPT_UD,
+	    .join_flags = join_flags,
+	    .addr = addr,
+	    .addr_size = addr_size,
+	};
 	struct rdma_ucm_event_resp r;
 	struct vfab_cm_mc *mc;
 	uint8_t mgid[16];
 	int ret;
 
-	if ((addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
-	    addr_size != vfab_cm_sa_len(addr))
-		return -EINVAL;
-	if (join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
-	    join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
-		return -EINVAL;
-	/* rdma_join_multicast: bound to a device (ADDR_BOUND) or resolved, a UD ID. */
-	if (!id->have_dev || (id->state != VFAB_CS_IDLE && id->state != VFAB_CS_ADDR_RESOLVED) ||
-	    id->qp_type != IBV_QPT_UD)
-		return -EINVAL;
-	ret = vfab_cm_path_mgid(addr, mgid);
+	ret = vfab_cm_path_mc_check(&q, mgid);
 	if (ret)
 		return ret;
-	if (id->loopback) /* cma_iboe_join_multicast: no bound netdev */
-		return -ENODEV;
 	mc = calloc(1, sizeof(*mc));
 	if (!mc)
 		return -ENOMEM;

@@ -38,6 +38,25 @@ int vfab_cm_path_mgid(const struct sockaddr *addr, uint8_t mgid[16]);
  * else 1. */
 uint8_t vfab_cm_path_mc_hop_limit(int family);
 
+/* What a multicast join asks of an ID (JOIN_MCAST / JOIN_IP_MCAST). */
+struct vfab_cm_mc_req {
+	int bound;    /* bound to an HCA (ADDR_BOUND) or its address resolved */
+	int loopback; /* resolved to a loopback destination: no netdev */
+	int ud;	      /* a UD ID (RDMA_PS_UDP, RDMA_PS_IPOIB) */
+	uint32_t join_flags;
+	const struct sockaddr *addr;
+	uint32_t addr_size;
+};
+
+/*
+ * The kernel's rules for a join (ucma_process_join, rdma_join_multicast,
+ * cma_iboe_join_multicast): 0 with the group's MGID in mgid, or -EINVAL (a
+ * size that is not the family's, flags other than FULLMEMBER and
+ * SENDONLY_FULLMEMBER, an ID neither bound nor resolved, not UD, the
+ * wildcard group), -ENODEV (a loopback ID has no netdev).
+ */
+int vfab_cm_path_mc_check(const struct vfab_cm_mc_req *q, uint8_t mgid[16]);
+
 /* The IB path MTU (enum ibv_mtu) for a netdev MTU in bytes (iboe_get_mtu). */
 int vfab_cm_mtu_of_netdev(int netdev_mtu);
 
