@@ -185,13 +185,15 @@ void vfab_cm_id_free(struct vfab_cm_id *id)
 	free(id);
 }
 
-int vfab_cm_event_push(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp)
+int vfab_cm_event_push_mc(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp,
+			  uint32_t *mc_reported)
 {
 	struct vfab_cm_file *f = id->file;
 	struct vfab_cm_event *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->id = id->handle;
+	e->mc_reported = mc_reported;
 	e->resp = *resp;
 	if (f->tail)
 		f->tail->next = e;
@@ -202,6 +204,11 @@ int vfab_cm_event_push(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *
 	if (f->installed && eventfd_write(f->fd, 1))
 		return -errno;
 	return 0;
+}
+
+int vfab_cm_event_push(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp)
+{
+	return vfab_cm_event_push_mc(id, resp, NULL);
 }
 
 struct vfab_cm_event *vfab_cm_event_pop(struct vfab_cm_file *f)
@@ -217,18 +224,21 @@ struct vfab_cm_event *vfab_cm_event_pop(struct vfab_cm_file *f)
 	id = vfab_cm_id_find(e->id);
 	if (id)
 		id->events_reported++;
+	if (e->mc_reported)
+		(*e->mc_reported)++;
 	return e;
 }
 
-/* Unlink the events of f for which keep() is false, into *out. */
-static void take_events(struct vfab_cm_file *f, uint32_t handle, struct vfab_cm_event **out)
+/* Unlink the events of f of ID handle (and of membership mc, when not NULL), into *out. */
+static void take_events(struct vfab_cm_file *f, uint32_t handle, const uint32_t *mc,
+			struct vfab_cm_event **out)
 {
 	struct vfab_cm_event **pp = &f->head, *last = NULL;
 
 	while (*pp) {
 		struct vfab_cm_event *e = *pp;
 
-		if (e->id == handle) {
+		if (e->id == handle && (!mc || e->mc_reported == mc)) {
 			*pp = e->next;
 			e->next = *out;
 			*out = e;
@@ -246,7 +256,7 @@ void vfab_cm_event_drop(struct vfab_cm_id *id)
 
 	if (!id->file)
 		return;
-	take_events(id->file, id->handle, &gone);
+	take_events(id->file, id->handle, NULL, &gone);
 	while (gone) {
 		struct vfab_cm_event *e = gone;
 		struct vfab_cm_id *child;
@@ -262,11 +272,26 @@ void vfab_cm_event_drop(struct vfab_cm_id *id)
 	}
 }
 
+void vfab_cm_event_drop_mc(struct vfab_cm_id *id, const uint32_t *mc_reported)
+{
+	struct vfab_cm_event *gone = NULL;
+
+	if (!id->file)
+		return;
+	take_events(id->file, id->handle, mc_reported, &gone);
+	while (gone) {
+		struct vfab_cm_event *e = gone;
+
+		gone = e->next;
+		free(e);
+	}
+}
+
 void vfab_cm_event_move(struct vfab_cm_id *id, struct vfab_cm_file *from)
 {
 	struct vfab_cm_event *moved = NULL, *rev = NULL;
 
-	take_events(from, id->handle, &moved);
+	take_events(from, id->handle, NULL, &moved);
 	while (moved) { /* take_events reversed them */
 		struct vfab_cm_event *e = moved;
 

@@ -54,6 +54,8 @@ enum vfab_cm_state {
 struct vfab_cm_event {
 	struct vfab_cm_event *next;
 	uint32_t id; /* whose event it is (for a CONNECT_REQUEST: the listener's) */
+	/* A multicast event: its membership's count of events reported (cm_mcast.h). */
+	uint32_t *mc_reported;
 	struct rdma_ucm_event_resp resp;
 };
 
@@ -154,6 +156,15 @@ uint32_t vfab_cm_random24(void);
 
 /* Queue an event for id on its file (and wake the file's fd). */
 int vfab_cm_event_push(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp);
+/*
+ * The same for an event of one of id's multicast memberships, which counts
+ * it in *mc_reported too when it is reported (as the kernel counts it in
+ * both the ID's and the membership's events_reported).
+ */
+int vfab_cm_event_push_mc(struct vfab_cm_id *id, const struct rdma_ucm_event_resp *resp,
+			  uint32_t *mc_reported);
+/* Drop the queued events of the membership whose count is mc_reported. */
+void vfab_cm_event_drop_mc(struct vfab_cm_id *id, const uint32_t *mc_reported);
 /* Take the first event of f, counting it as reported; NULL when none. */
 struct vfab_cm_event *vfab_cm_event_pop(struct vfab_cm_file *f);
 /* Drop id's queued events (for CONNECT_REQUESTs also the IDs they carry). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
+#include <rdma/rdma_user_cm.h>
 #include <string.h>
 
 int vfab_cm_gid_of(const struct sockaddr *sa, uint8_t gid[16])
@@ -129,4 +130,53 @@ int vfab_cm_qp_attr(const struct vfab_cm_qp_params *p, int state, struct ib_uver
 	default:
 		return -EINVAL;
 	}
+}
+
+int vfab_cm_path_mgid(const struct sockaddr *addr, uint8_t mgid[16])
+{
+	if (addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)addr;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+			return -EINVAL;
+		memcpy(mgid, &s6->sin6_addr, 16);
+		return 0;
+	}
+	if (addr->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)addr;
+
+		if (s4->sin_addr.s_addr == htonl(INADDR_ANY))
+			return -EINVAL;
+		memset(mgid, 0, 10);
+		mgid[10] = 0xff;
+		mgid[11] = 0xff;
+		memcpy(mgid + 12, &s4->sin_addr, 4);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+uint8_t vfab_cm_path_mc_hop_limit(int family)
+{
+	return family == AF_INET ? VFAB_CM_HOP_LIMIT : 1;
+}
+
+int vfab_cm_path_mc_check(const struct vfab_cm_mc_req *q, uint8_t mgid[16])
+{
+	int ret;
+
+	if (q->addr_size != (q->addr->sa_family == AF_INET6  ? sizeof(struct sockaddr_in6)
+			     : q->addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+							     : 0) ||
+	    !q->addr_size)
+		return -EINVAL;
+	if (q->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
+	    q->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return -EINVAL;
+	if (!q->bound || !q->ud)
+		return -EINVAL;
+	ret = vfab_cm_path_mgid(q->addr, mgid);
+	if (ret)
+		return ret;
+	return q->loopback ? -ENODEV : 0;
 }

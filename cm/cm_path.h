@@ -24,6 +24,39 @@
 /* The GID of an IPv4 (::ffff:a.b.c.d) or IPv6 address; -EAFNOSUPPORT otherwise. */
 int vfab_cm_gid_of(const struct sockaddr *sa, uint8_t gid[16]);
 
+/*
+ * The MGID of a group address on RoCE v2, the GID type of vfab's IDs
+ * (cma_iboe_set_mgid): an IPv4 address IPv4-mapped, an IPv6 one as it is.
+ * -EINVAL for the wildcard or a family other than AF_INET/AF_INET6. The
+ * address need not be a multicast one (the kernel does not check it
+ * either: ibv_attach_mcast then fails and librdmacm reports
+ * MULTICAST_ERROR).
+ */
+int vfab_cm_path_mgid(const struct sockaddr *addr, uint8_t mgid[16]);
+
+/* The hop limit of the group's address handle: 64 for IPv4 on RoCE v2 (IPV6_DEFAULT_HOPLIMIT),
+ * else 1. */
+uint8_t vfab_cm_path_mc_hop_limit(int family);
+
+/* What a multicast join asks of an ID (JOIN_MCAST / JOIN_IP_MCAST). */
+struct vfab_cm_mc_req {
+	int bound;    /* bound to an HCA (ADDR_BOUND) or its address resolved */
+	int loopback; /* resolved to a loopback destination: no netdev */
+	int ud;	      /* a UD ID (RDMA_PS_UDP, RDMA_PS_IPOIB) */
+	uint32_t join_flags;
+	const struct sockaddr *addr;
+	uint32_t addr_size;
+};
+
+/*
+ * The kernel's rules for a join (ucma_process_join, rdma_join_multicast,
+ * cma_iboe_join_multicast): 0 with the group's MGID in mgid, or -EINVAL (a
+ * size that is not the family's, flags other than FULLMEMBER and
+ * SENDONLY_FULLMEMBER, an ID neither bound nor resolved, not UD, the
+ * wildcard group), -ENODEV (a loopback ID has no netdev).
+ */
+int vfab_cm_path_mc_check(const struct vfab_cm_mc_req *q, uint8_t mgid[16]);
+
 /* The IB path MTU (enum ibv_mtu) for a netdev MTU in bytes (iboe_get_mtu). */
 int vfab_cm_mtu_of_netdev(int netdev_mtu);
 

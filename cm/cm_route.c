@@ -121,6 +121,9 @@ int vfab_cm_route_neigh(const struct sockaddr *dst, int timeout_ms)
 		return 0;
 	if (dst->sa_family != AF_INET)
 		return 0; /* IPv6: the route alone (see docs/DESIGN.md) */
+	/* A group's MAC is its address's (ip_eth_mc_map): nothing to resolve. */
+	if (IN_MULTICAST(ntohl(((const struct sockaddr_in *)dst)->sin_addr.s_addr)))
+		return 0;
 	hop = next_hop4(((const struct sockaddr_in *)dst)->sin_addr.s_addr);
 	if (arp_complete(hop))
 		return 0;

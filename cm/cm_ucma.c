@@ -12,11 +12,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cm/cm_addr.h"
 #include "cm/cm_agent.h"
 #include "cm/cm_conn.h"
 #include "cm/cm_id.h"
 #include "cm/cm_listen.h"
 #include "cm/cm_log.h"
+#include "cm/cm_mcast.h"
 #include "cm/cm_recv.h"
 #include "cm/cm_resolve.h"
 #include "cm/cm_timer.h"
@@ -327,12 +329,71 @@ static int cmd_migrate_id(struct vfab_cm_file *f, const void *body, size_t in, s
 	return respond(c.response, out, &r, sizeof(r));
 }
 
+/* ucma_process_join: the membership's handle is the answer (a create_id answer's shape). */
+static int join(struct vfab_cm_file *f, uint32_t handle, const struct sockaddr *addr,
+		uint32_t addr_size, uint64_t uid, uint32_t join_flags, uint64_t response,
+		size_t out)
+{
+	struct rdma_ucm_create_id_resp r;
+	struct vfab_cm_id *id = my_id(f, handle);
+	uint32_t mc;
+	int ret;
+
+	if (out < sizeof(r))
+		return -ENOSPC;
+	if (!id)
+		return -EINVAL;
+	ret = vfab_cm_mc_join(id, addr, addr_size, uid, join_flags, &mc);
+	if (ret)
+		return ret;
+	r.id = mc;
+	if (respond(response, out, &r, sizeof(r))) {
+		uint32_t reported;
+
+		vfab_cm_mc_leave(f, mc, &reported);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* rdma_join_multicast when AF_IB is not offered (as here): a full member, the family's size. */
+static int cmd_join_ip_mcast(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_join_ip_mcast, c);
+	struct sockaddr_storage ss;
+
+	vfab_cm_sa_copy(&ss, (const struct sockaddr *)&c.addr);
+	return join(f, c.id, (const struct sockaddr *)&ss,
+		    vfab_cm_sa_len((const struct sockaddr *)&ss), c.uid,
+		    RDMA_MC_JOIN_FLAG_FULLMEMBER, c.response, out);
+}
+
+static int cmd_join_mcast(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_join_mcast, c);
+
+	return join(f, c.id, (const struct sockaddr *)&c.addr, c.addr_size, c.uid, c.join_flags,
+		    c.response, out);
+}
+
+static int cmd_leave_mcast(struct vfab_cm_file *f, const void *body, size_t in, size_t out)
+{
+	BODY(struct rdma_ucm_destroy_id, c);
+	struct rdma_ucm_destroy_id_resp r;
+	int ret;
+
+	if (out < sizeof(r))
+		return -ENOSPC;
+	ret = vfab_cm_mc_leave(f, c.id, &r.events_reported);
+	return ret ? ret : respond(c.response, out, &r, sizeof(r));
+}
+
 typedef int (*cmd_fn)(struct vfab_cm_file *f, const void *body, size_t in, size_t out);
 
 /*
  * The commands served here (GET_EVENT blocks, so it runs outside the lock:
  * vfab_cm_file_write). Not offered, ENOSYS: QUERY (the AF_IB queries),
- * GET_OPTION, multicast.
+ * GET_OPTION.
  */
 static const cmd_fn cmds[] = {
     [RDMA_USER_CM_CMD_CREATE_ID] = cmd_create_id,
@@ -352,6 +413,9 @@ static const cmd_fn cmds[] = {
     [RDMA_USER_CM_CMD_MIGRATE_ID] = cmd_migrate_id,
     [RDMA_USER_CM_CMD_BIND] = cmd_bind,
     [RDMA_USER_CM_CMD_RESOLVE_ADDR] = cmd_resolve_addr,
+    [RDMA_USER_CM_CMD_JOIN_IP_MCAST] = cmd_join_ip_mcast,
+    [RDMA_USER_CM_CMD_LEAVE_MCAST] = cmd_leave_mcast,
+    [RDMA_USER_CM_CMD_JOIN_MCAST] = cmd_join_mcast,
 };
 
 static int get_event(struct vfab_cm_file *f, uint64_t response, size_t out)
@@ -375,12 +439,19 @@ static int get_event(struct vfab_cm_file *f, uint64_t response, size_t out)
 	}
 }
 
+/* What goes with an ID: its connection's resources, its multicast memberships. */
+static void id_gone(struct vfab_cm_id *id)
+{
+	vfab_cm_conn_forget(id);
+	vfab_cm_mc_forget(id);
+}
+
 EXPORT int vfab_cm_file_open(int fd)
 {
 	struct vfab_cm_file *f;
 	int ret;
 
-	vfab_cm_id_on_free(vfab_cm_conn_forget);
+	vfab_cm_id_on_free(id_gone);
 	ret = vfab_cm_agent_start(&hooks);
 	if (ret)
 		return ret;

@@ -134,3 +134,18 @@ int fabric_reach_by_index(const struct vfab_region *r, uint32_t src_hca, uint32_
 			return fabric_reach(r, src_hca, src_port, &sp->gids[i], dgid, out);
 	return -EADDRNOTAVAIL;
 }
+
+bool fabric_reach_mcast(const struct vfab_region *r, uint32_t src_hca, uint32_t src_port,
+			const struct vfab_gid *sgid, const uint8_t mgid[16], uint32_t dst_hca,
+			uint32_t dst_port)
+{
+	const struct vfab_port *sp = port_at(r, src_hca, src_port);
+	const struct vfab_port *dp = port_at(r, dst_hca, dst_port);
+
+	if (!sp || !dp || !sgid || sgid->type == VFAB_GID_EMPTY)
+		return false;
+	if (sgid->type == VFAB_GID_ROCE_V2 &&
+	    (bool)vfab_gid_is_v4mapped(sgid->raw) != (bool)vfab_gid_is_v4mapped(mgid))
+		return false;
+	return sp->segment == dp->segment;
+}

@@ -19,6 +19,7 @@
 #ifndef VFAB_REACH_H
 #define VFAB_REACH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fabric/region.h"
@@ -40,5 +41,16 @@ int fabric_reach(const struct vfab_region *r, uint32_t src_hca, uint32_t src_por
 /* The same with the source GID given by its table index; -EADDRNOTAVAIL if unpopulated. */
 int fabric_reach_by_index(const struct vfab_region *r, uint32_t src_hca, uint32_t src_port,
 			  uint32_t sgid_index, const uint8_t dgid[16], struct fabric_reach *out);
+
+/*
+ * Multicast (fabric/mcast.h): may a datagram to group mgid, sent from a port
+ * with source GID sgid, reach port dst of HCA dst_hca? Only on the sender's
+ * segment: the fabric's routers run no multicast routing (no PIM), so the
+ * spine forwards none, RoCE v1 or v2. RoCE v2 carries an IP header: an
+ * IPv4-mapped source needs an IPv4-mapped group, an IPv6 source an IPv6 one.
+ */
+bool fabric_reach_mcast(const struct vfab_region *r, uint32_t src_hca, uint32_t src_port,
+			const struct vfab_gid *sgid, const uint8_t mgid[16], uint32_t dst_hca,
+			uint32_t dst_port);
 
 #endif /* VFAB_REACH_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "fabric/mcast.h"
 #include "fabric/region_map.h"
 
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out)
@@ -487,6 +488,8 @@ void vfab_qp_free(struct vfab_region *r, int slot)
 {
 	struct vfab_qp_slot *s = &r->qps[slot];
 
+	/* Its groups first (destroy_qp and the reaper alike): no copy reaches it after. */
+	vfab_mcast_detach_qp(r, s->hca, s->qpn);
 	vfab_lock(&s->lock);
 	atomic_store(&s->qp_state, IBV_QPS_ERR);
 	release_slot(r, &s->state, &s->owner, VFAB_OBJ_QP);

@@ -28,8 +28,8 @@
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
  * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
- * 11 completion timestamps. */
-#define VFAB_REGION_VERSION 11
+ * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h). */
+#define VFAB_REGION_VERSION 12
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -48,6 +48,8 @@
 #define VFAB_MAX_QPS 16384
 #define VFAB_MAX_SRQS 2048
 #define VFAB_MAX_SGE 30
+/* (QP, multicast group) attachments of the whole fabric (fabric/mcast.h). */
+#define VFAB_MAX_MCAST_ATTACH 8192
 #define VFAB_MAX_COPY_ENGINES 16	/* hcas[].copy_engines */
 #define VFAB_DEFAULT_COPY_ENGINES_MAX 8 /* the default: the node's CPUs, at most this */
 /*
@@ -441,6 +443,21 @@ struct vfab_qp_slot {
 };
 
 /*
+ * One QP attached to one multicast group (ibv_attach_mcast). state is
+ * (generation << 1) | 1 while used, even while free: a sender reads the
+ * fields between two equal loads of it, so a slot reused meanwhile is
+ * skipped (fabric/mcast.h). Nothing in it is followed but through
+ * vfab_qp_lookup: the QP found is delivered to as a unicast datagram is.
+ */
+struct vfab_mcast_slot {
+	_Atomic uint32_t state;
+	uint32_t hca; /* the QP's device */
+	uint32_t qpn;
+	uint32_t pad;
+	uint8_t gid[16]; /* the group's MGID */
+};
+
+/*
  * Free lists of the ring pool's buddy allocator (pool.c): pool_free[k] heads
  * the free blocks of 2^k bytes, VFAB_POOL_MIN_ORDER <= k < VFAB_POOL_CLASSES.
  */
@@ -472,6 +489,9 @@ struct vfab_region {
 	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
 	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
 	struct vfab_qp_slot qps[VFAB_MAX_QPS];
+	/* Attachments; those at or above mcast_top are all free (a scan's bound). */
+	struct vfab_mcast_slot mcast[VFAB_MAX_MCAST_ATTACH];
+	_Atomic uint32_t mcast_top;
 
 	/*
 	 * Informational (tools, tests): each process takes the pool's bounds

@@ -236,6 +236,8 @@ struct vfab_qp {
 	struct vfab_srq *srq;
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
+	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy of its own multicast sends. */
+	bool block_self_mcast;
 	uint64_t send_ops_flags;
 
 	/* Under sq.lock: this side's view of the state (the slot is authoritative). */
@@ -469,6 +471,18 @@ int vfab_destroy_qp(struct ibv_qp *qp);
 int vfab_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 void vfab_qp_ex_init(struct vfab_qp *qp);
 void vfab_qp_ex_fini(struct vfab_qp *qp);
+
+/* ---- vfab_mcast.c: UD multicast (fabric/mcast.h holds the groups) ---- */
+int vfab_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int vfab_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+/*
+ * A UD WR to a multicast GID with remote QPN 0xFFFFFF (vfab_attempt): its
+ * copies booked (booked false) and, when due, delivered; behind: a WR
+ * before it is still in flight. Returns the stage it leaves w in.
+ */
+enum vfab_stage vfab_mcast_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
+				   bool booked, bool behind, struct iovec *iov, unsigned int n,
+				   uint64_t len);
 
 /* ---- vfab_req.c: posting ---- */
 int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

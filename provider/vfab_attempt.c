@@ -13,6 +13,7 @@
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
+#include "fabric/mcast.h"
 
 #include <string.h>
 
@@ -372,31 +373,6 @@ static bool ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h,
 	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
 }
 
-static void ud_transfer(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
-			unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint8_t type)
-{
-	struct vfab_context *ctx = qp->ctx;
-	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, w->remote_qpn);
-	struct vfab_owner_fds *f = NULL;
-	struct vfab_msg m;
-
-	/* Each datagram reaches only the registered owner, as an RC message does. */
-	if (d && (d->owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, d, &f))) {
-		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, f ? f->memfd : -1);
-		m.pidfd1 = f ? f->pidfd + 1 : 0;
-		m.src_port = w->ah->port;
-		m.src_qkey = qp->attr.qkey;
-		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
-		m.dgid = w->ah->dgid;
-		m.sgid_type = type;
-		m.traffic_class = w->ah->traffic_class;
-		m.hop_limit = w->ah->hop_limit;
-		m.flow_label = w->ah->flow_label;
-		vfab_resp_ud(&m);
-	}
-	vfab_count_ports(ctx->r, ctx->hca_idx, w->ah->port, h, p, len, 1);
-}
-
 /* UD has no ACK: once sent, the WR succeeds whatever happens to the datagram. */
 static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
 				  bool booked)
@@ -418,6 +394,9 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	w->byte_len = (uint32_t)len;
 	w->stage = VFAB_ST_ACKED;
 	w->due_ns = now;
+	if (w->remote_qpn == VFAB_MCAST_QPN && vfab_mcast_gid_is_mc(w->ah->dgid))
+		return vfab_mcast_attempt(qp, w, now, booked, behind_undelivered(qp, w), iov, n,
+					  len);
 	if (!ud_route(qp, w, &h, &p, &type, &path))
 		return VFAB_ST_ACKED;
 	if (!booked) {
@@ -436,7 +415,7 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 			return VFAB_ST_FLIGHT;
 		}
 	}
-	ud_transfer(qp, w, iov, n, len, h, p, type);
+	vfab_resp_ud_send(qp, w, iov, n, len, h, p, w->remote_qpn, type);
 	return VFAB_ST_ACKED;
 }
 

@@ -108,7 +108,7 @@ static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_at
 		return EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
 		return EINVAL;
-	/* Blocking multicast loopback is moot without multicast: accepted for UD. */
+	/* UD only: multicast loopback to the sending QP itself (vfab_mcast.c). */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
 	    (a->qp_type != IBV_QPT_UD || a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
 		return EOPNOTSUPP;
@@ -192,6 +192,8 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		qp->cap.max_recv_sge = a->cap.max_recv_sge;
 	}
 	qp->sq_sig_all = a->sq_sig_all != 0;
+	qp->block_self_mcast = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+			       (a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		qp->send_ops_flags = a->send_ops_flags;
 

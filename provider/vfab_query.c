@@ -6,6 +6,7 @@
  * provider accepts. GIDs and P_Keys are read from sysfs by libibverbs.
  */
 #include "provider/vfab.h"
+#include "fabric/mcast.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -43,6 +44,9 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->max_res_rd_atom = VFAB_MAX_RD_ATOM * a->max_qp;
 	a->max_qp_init_rd_atom = VFAB_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_mcast_grp = (int)VFAB_MCAST_MAX_GRP;
+	a->max_mcast_qp_attach = (int)VFAB_MCAST_MAX_QP_ATTACH;
+	a->max_total_mcast_qp_attach = (int)VFAB_MCAST_MAX_TOTAL_ATTACH;
 	a->max_ah = INT_MAX;
 	a->max_srq = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_SRQ);
 	a->max_srq_wr = VFAB_MAX_SRQ_WR;

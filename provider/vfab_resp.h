@@ -96,5 +96,13 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res);
 uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n);
 /* UD has no answer: the datagram is delivered or silently dropped. */
 void vfab_resp_ud(const struct vfab_msg *m);
+/*
+ * A datagram of qp's WR w (its bytes in iov) to QP qpn of port p of HCA h,
+ * which the sender reaches with a source GID of this type: only to its
+ * registered owner, through vfab_resp_ud; the ports count it either way.
+ */
+void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
+		       unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint32_t qpn,
+		       uint8_t type);
 
 #endif /* VFAB_RESP_H */

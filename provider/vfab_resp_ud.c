@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * UD delivery (vfab_resp_ud, see vfab_resp.h): a datagram lands in the next
- * posted receive behind the 40 bytes of its GRH, or is silently dropped.
+ * posted receive behind the 40 bytes of its GRH, or is silently dropped;
+ * vfab_resp_ud_send sends one to a QP (unicast, or one copy of a multicast).
  */
 #include "provider/vfab_resp.h"
+#include "provider/vfab_counters.h"
+#include "provider/vfab_dest.h"
 #include "provider/vfab_resp_check.h"
 #include "provider/vfab_xfer.h"
 
@@ -113,4 +116,30 @@ void vfab_resp_ud(const struct vfab_msg *m)
 			    IBV_WC_GRH);
 out:
 	vfab_unlock(&d->lock);
+}
+
+void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iovec *iov,
+		       unsigned int n, uint64_t len, uint32_t h, uint32_t p, uint32_t qpn,
+		       uint8_t type)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, qpn);
+	struct vfab_owner_fds *f = NULL;
+	struct vfab_msg m;
+
+	/* Each datagram reaches only the registered owner, as an RC message does. */
+	if (d && (d->owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, d, &f))) {
+		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, f ? f->memfd : -1);
+		m.pidfd1 = f ? f->pidfd + 1 : 0;
+		m.src_port = w->ah->port;
+		m.src_qkey = qp->attr.qkey;
+		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
+		m.dgid = w->ah->dgid;
+		m.sgid_type = type;
+		m.traffic_class = w->ah->traffic_class;
+		m.hop_limit = w->ah->hop_limit;
+		m.flow_label = w->ah->flow_label;
+		vfab_resp_ud(&m);
+	}
+	vfab_count_ports(ctx->r, ctx->hca_idx, w->ah->port, h, p, len, 1);
 }

@@ -17,6 +17,11 @@ add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})
 
+# UD multicast through the verbs API (attach/detach errors, delivery), run by mcast.sh.
+add_executable(verbs_mcast ${CMAKE_CURRENT_LIST_DIR}/verbs_mcast.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
+target_link_libraries(verbs_mcast PRIVATE ${IBVERBS_LIB})
+
 # nccl_pattern: verbs as NCCL's net_ib uses them (see its header comment).
 add_executable(nccl_pattern ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_ib.c ${CMAKE_CURRENT_LIST_DIR}/nccl_pattern_flow.c)

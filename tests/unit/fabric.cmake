@@ -8,6 +8,8 @@ target_compile_definitions(test_config PRIVATE
 vfab_unit_test(test_gid SOURCES unit/test_gid.c LIBS vfab_fabric)
 
 vfab_unit_test(test_region SOURCES unit/test_region.c LIBS vfab_fabric)
+# UD multicast groups (fabric/mcast.c): the attach/detach rules, limits, detach on free.
+vfab_unit_test(test_mcast SOURCES unit/test_mcast.c LIBS vfab_fabric)
 # The ring pool's buddy allocator: exhaustion then full reuse, forged lists.
 vfab_unit_test(test_pool SOURCES unit/test_pool.c LIBS vfab_fabric)
 

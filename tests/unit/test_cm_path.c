@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
+#include <rdma/rdma_user_cm.h>
 #include <string.h>
 
 static void gids(void **state)
@@ -159,6 +160,70 @@ static void ud_states(void **state)
 	assert_int_equal(a.sq_psn, 0);
 }
 
+/* The group's MGID and hop limit (cma_iboe_set_mgid, cma_iboe_join_multicast on RoCE v2). */
+static void mgids(void **state)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	struct sockaddr un = {.sa_family = AF_UNIX};
+	uint8_t g[16], want[16] = {[10] = 0xff, [11] = 0xff, 239, 1, 2, 3};
+
+	(void)state;
+	inet_pton(AF_INET, "239.1.2.3", &s4.sin_addr);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s4, g), 0);
+	assert_memory_equal(g, want, 16);
+	inet_pton(AF_INET6, "ff0e::1:2", &s6.sin6_addr);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s6, g), 0);
+	assert_memory_equal(g, &s6.sin6_addr, 16);
+	/* The wildcard joins nothing; other families neither. */
+	s4.sin_addr.s_addr = 0;
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s4, g), -EINVAL);
+	memset(&s6.sin6_addr, 0, 16);
+	assert_int_equal(vfab_cm_path_mgid((struct sockaddr *)&s6, g), -EINVAL);
+	assert_int_equal(vfab_cm_path_mgid(&un, g), -EINVAL);
+	assert_int_equal(vfab_cm_path_mc_hop_limit(AF_INET), 64);
+	assert_int_equal(vfab_cm_path_mc_hop_limit(AF_INET6), 1);
+}
+
+/* A join's rules, in the kernel's order. */
+static void mc_checks(void **state)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	struct vfab_cm_mc_req q = {
+	    .bound = 1, .ud = 1, .addr = (struct sockaddr *)&s4, .addr_size = sizeof(s4)};
+	uint8_t g[16];
+
+	(void)state;
+	inet_pton(AF_INET, "239.1.2.3", &s4.sin_addr);
+	inet_pton(AF_INET6, "ff0e::1", &s6.sin6_addr);
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), 0);
+	assert_int_equal(g[12], 239);
+	q.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), 0);
+	q.join_flags = RDMA_MC_JOIN_FLAG_RESERVED;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -EINVAL);
+	q.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	/* The size must be the family's. */
+	q.addr_size = sizeof(s6);
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -EINVAL);
+	q.addr = (struct sockaddr *)&s6;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), 0);
+	assert_memory_equal(g, &s6.sin6_addr, 16);
+	/* Neither bound nor resolved, or not UD (an RDMA_PS_TCP ID): EINVAL. */
+	q.bound = 0;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -EINVAL);
+	q.bound = 1;
+	q.ud = 0;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -EINVAL);
+	q.ud = 1;
+	/* A loopback ID has no netdev; the wildcard group is refused first. */
+	q.loopback = 1;
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -ENODEV);
+	memset(&s6.sin6_addr, 0, 16);
+	assert_int_equal(vfab_cm_path_mc_check(&q, g), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +233,8 @@ int main(void)
 	    cmocka_unit_test(rc_states),
 	    cmocka_unit_test(rc_before_connect),
 	    cmocka_unit_test(ud_states),
+	    cmocka_unit_test(mgids),
+	    cmocka_unit_test(mc_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,13 +245,48 @@ static void test_duplicate_owner(void **state)
 	free(r);
 }
 
+/* Multicast stays on the sender's segment (no multicast routing at the spine). */
+static void test_mcast(void **state)
+{
+	struct vfab_region *r = fixture_fill(two_leaves, NULL);
+	const struct vfab_port *pa = fixture_port(r, 0, 0, NULL);
+	uint32_t ha, ha1, hb, hc;
+	uint8_t g4[16], g6[16];
+
+	(void)state;
+	fixture_port(r, 0, 0, &ha);
+	fixture_port(r, 0, 1, &ha1);
+	fixture_port(r, 1, 0, &hb);
+	fixture_port(r, 2, 0, &hc);
+	v4gid("239.1.1.1", g4);
+	v6gid("ff0e::1", g6);
+	/* RoCE v2 IPv4 source (index 3): IPv4 groups on its leaf, itself included. */
+	assert_true(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, hb, 1));
+	assert_true(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, ha, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, hc, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, ha1, 1)); /* other rail */
+	/* v2 carries an IP header: the group's family is the source's. */
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g6, hb, 1));
+	assert_true(fabric_reach_mcast(r, ha, 1, &pa->gids[5], g6, hb, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[5], g4, hb, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[5], g6, hc, 1));
+	/* RoCE v1 (index 2): the GRH takes either; one segment still. */
+	assert_true(fabric_reach_mcast(r, ha, 1, &pa->gids[2], g6, hb, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[2], g4, hc, 1));
+	/* Unknown ports or an empty GID: nowhere. */
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, hb, 2));
+	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, VFAB_MAX_HCAS, 1));
+	assert_false(fabric_reach_mcast(r, ha, 1, NULL, g4, hb, 1));
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roce_versions),    cmocka_unit_test(test_family_and_link_local),
 	    cmocka_unit_test(test_errors),	     cmocka_unit_test(test_on_link_only),
 	    cmocka_unit_test(test_secondary_prefix), cmocka_unit_test(test_duplicate_owner),
-	    cmocka_unit_test(test_forged_counts),
+	    cmocka_unit_test(test_forged_counts),    cmocka_unit_test(test_mcast),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
