@@ -15,11 +15,13 @@ static void usage(FILE *f)
 	fprintf(f, "usage: vfab doctor [--json]\n"
 		   "Tries, in child processes with namespaces of their own (nothing reaches\n"
 		   "the host), what vfab needs: root, network/mount/UTS/IPC and PID\n"
-		   "namespaces, a veth pair and a bridge, a namespace's own sysfs with a\n"
-		   "tmpfs over /sys/class, overlayfs, process_vm_writev, and reads the Yama\n"
-		   "ptrace scope, /dev/shm's free space, the cpuset cgroup, /dev/fuse and\n"
-		   "libibverbs (its provider ABI). One line each: ok, warn (vfab works with\n"
-		   "the limit named) or FAIL (the part named cannot work here).\n"
+		   "namespaces, a veth pair and a bridge, a namespace's /proc/sys/net, a\n"
+		   "namespace's own sysfs with a tmpfs over /sys/class, a character device\n"
+		   "(mknod), overlayfs, process_vm_writev, and reads the Yama ptrace scope,\n"
+		   "/dev/shm's free space, the cpuset cgroup (and whether it is writable),\n"
+		   "/dev/fuse and libibverbs (its provider ABI). One line each: ok, warn\n"
+		   "(vfab works with the limit named) or FAIL (the part named cannot work\n"
+		   "here).\n"
 		   "Exit: 0 nothing failed, 1 a probe failed, 2 usage error.\n");
 }
 

@@ -208,8 +208,8 @@ checked privileged --privileged --shm-size=2g
 checked mincaps "${MIN_CAPS[@]}" --shm-size=2g
 
 # ---- 4. what fails without them --------------------------------------------
-# refused NAME "WHAT MUST FAIL" PATTERN OPTS...: doctor, then up; the output
-# must match PATTERN (grep -E) and up must fail.
+# refused NAME WHAT PATTERN OPTS...: doctor, then up, under OPTS; the output
+# must match PATTERN (grep -E); WHAT must fail: doctor, or both (doctor and up).
 refused()
 {
 	local name=$1 what=$2 pat=$3 out
@@ -219,18 +219,23 @@ refused()
 	out=$work/$name.log
 	grep -qE "$pat" "$out" || { cat "$out"; fail "$name: no '$pat' in the output"; }
 	case $what in
-	up) grep -q '^up exit 1$' "$out" || { cat "$out"; fail "$name: vfab up did not fail"; } ;;
-	doctor) grep -q '^doctor exit 1$' "$out" || { cat "$out"; fail "$name: vfab doctor did not fail"; } ;;
+	both) grep -q '^up exit 1$' "$out" || { cat "$out"; fail "$name: vfab up did not fail"; } ;;&
+	doctor | both)
+		grep -q '^doctor exit 1$' "$out" || { cat "$out"; fail "$name: vfab doctor did not fail"; }
+		;;
 	esac
 	note "$name ($*):"
-	grep -E '^FAIL |^vfab (up|cannot)|^(doctor|up) exit' "$out" | sed 's/^/  /'
+	grep -E '^(FAIL|warn) |^vfab (up|cannot)|^(doctor|up) exit' "$out" | sed 's/^/  /'
 }
 
-refused nocaps doctor '^FAIL  namespaces' --shm-size=2g
-refused nomknod up 'write the sysfs view of node' \
+refused nocaps both '^FAIL  namespaces' --shm-size=2g
+refused nomknod both '^FAIL  device nodes .*CAP_MKNOD' \
 	--cap-add SYS_ADMIN,NET_ADMIN,SYS_PTRACE --security-opt unmask=/proc/sys --shm-size=2g
-refused procsys-ro up 'forwarding sysctls.*Read-only file system|Read-only file system.*forwarding' \
+grep -q 'write the sysfs view of node' "$work/nomknod.log" || fail "nomknod: vfab up's message changed"
+refused procsys-ro both '^FAIL  net sysctls .*read-only' \
 	--cap-add SYS_ADMIN,NET_ADMIN,SYS_PTRACE,MKNOD --shm-size=2g
+grep -q 'Read-only file system.*forwarding sysctls' "$work/procsys-ro.log" ||
+	fail "procsys-ro: vfab up's message changed"
 refused shm-64m doctor '^FAIL  /dev/shm' "${MIN_CAPS[@]}"
 
 note "all container checks passed"
