@@ -6,7 +6,7 @@
 #
 #   in_container.sh FABRIC     doctor, up, ibv_devinfo, ib_write_bw and rping
 #                              node0 -> node1, pyverbs, CPU sets, loss (tc +
-#                              bpf(2) or netem), down
+#                              bpf(2) or netem), up --ssh and ssh node1, down
 set -uo pipefail
 fabric=$1
 node1_ip=198.18.0.2
@@ -90,6 +90,14 @@ step "vfab shape node0/mlx5_0 loss=0.01 (IP loss: netem, else tc + bpf(2))"
 v shape node0/mlx5_0 loss=0.01 || fail "vfab shape"
 v shape node0/mlx5_0 loss=0 || fail "vfab shape loss=0"
 result shape "loss=0.01 set and cleared"
+
+step "vfab up --ssh: ssh node1 from node0 (MPI, pdsh, DeepSpeed launchers)"
+v down >/dev/null || fail "vfab down before vfab up --ssh"
+v up --ssh >/dev/null || fail "vfab up --ssh"
+out=$(timeout 60 vfab --fabric "$fabric" exec node0 -- ssh node1 hostname 2>&1) ||
+	fail "ssh node1 from node0: $out"
+[ "$out" = node1 ] || fail "ssh node1 hostname printed '$out'"
+result ssh "node0: ssh node1 hostname -> $out"
 
 step "vfab down"
 v down || fail "vfab down"
