@@ -15,7 +15,8 @@
 #
 # Everything lives in a podman storage of its own under one temporary folder
 # (--root/--runroot), removed on exit, failure included: the host's podman
-# images and containers are only read (the base image, when present). The
+# images and containers are only read (the base image, when present); the
+# empty libpod_parent cgroups podman leaves go too when this run made them. The
 # containers run with --network=none (vfab builds its bridges and veths in the
 # container's own network namespace) and the build with --network=host (apt),
 # so nothing is added to the host's network.
@@ -56,6 +57,9 @@ skip()
 command -v podman >/dev/null || skip "no podman (apt-get install podman)"
 
 work=$(mktemp -d /var/tmp/vfab-ctr.XXXXXX)
+# With cgroupfs, podman makes libpod_parent/ (and libpod_parent/conmon) in
+# each hierarchy and leaves them: the ones this run made go at the end.
+cg_before=$(ls -d /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/*/libpod_parent 2>/dev/null || true)
 P=(podman --root "$work/storage" --runroot "$work/run" --tmpdir "$work/tmp"
 	--storage-driver "$driver" --events-backend none)
 
@@ -83,6 +87,12 @@ cleanup()
 	fi
 	umount_below
 	rm -rf --one-file-system "$work"
+	# Empty cgroups only: rmdir refuses one with tasks or children (someone else's podman).
+	for d in /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/*/libpod_parent; do
+		if [ -d "$d" ] && ! grep -qxF "$d" <<<"$cg_before"; then
+			find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		fi
+	done
 	[ ! -e "$work" ] || printf 'container: could not remove %s\n' "$work" >&2
 	return $rc
 }
