@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,49 @@ static int probe_ipshape(char *d, size_t len)
 			   "modelled"),
 		       -EOPNOTSUPP;
 	say(d, len, "HTB rates, netem latency and loss");
+	return 0;
+}
+
+/*
+ * What vfab up writes in the fabric's network namespace (fabric_net.c): a
+ * container's read-only /proc/sys refuses it with EROFS.
+ */
+static int probe_net_sysctl(char *d, size_t len)
+{
+	int ret;
+
+	if (unshare(CLONE_NEWNET))
+		return say(d, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), -errno;
+	ret = vfab_net_sysctl("ipv4/conf/all/rp_filter", "0");
+	if (!ret)
+		ret = vfab_net_sysctl("ipv4/ip_forward", "1");
+	if (ret == -EROFS)
+		return say(d, len,
+			   "/proc/sys is read-only (a container's default: podman "
+			   "--security-opt unmask=/proc/sys, docker --security-opt "
+			   "systempaths=unconfined, or --privileged)"),
+		       ret;
+	if (ret)
+		return say(d, len, "write /proc/sys/net/ipv4/ip_forward: %s", strerror(-ret)), ret;
+	say(d, len, "a network namespace's /proc/sys/net written");
+	return 0;
+}
+
+/* The nodes' /dev/infiniband entries are character devices (sysfs_view.c): CAP_MKNOD. */
+static int probe_mknod(char *d, size_t len)
+{
+	int ret = private_mounts(d, len);
+
+	if (ret)
+		return ret;
+	if (mount("tmpfs", PROBE_MNT, "tmpfs", 0, "size=64k"))
+		return say(d, len, "tmpfs on " PROBE_MNT ": %s", strerror(errno)), -errno;
+	if (mknod(PROBE_MNT "/uverbs0", S_IFCHR | 0666, makedev(1, 7)))
+		return say(d, len, "mknod of a character device: %s%s", strerror(errno),
+			   errno == EPERM ? " (no CAP_MKNOD: a container needs --cap-add MKNOD)"
+					  : ""),
+		       -errno;
+	say(d, len, "a character device made in a tmpfs");
 	return 0;
 }
 
@@ -324,13 +368,17 @@ static void probe_cpuset(struct vfab_probe_result *p)
 		  strstr(text, "cpuset");
 	bool v1 = !access("/sys/fs/cgroup/cpuset/cpuset.cpus", F_OK);
 
+	/* A container mounts it read-only unless privileged: vfab up falls back then. */
+	bool ro = (v1 || v2) && access(v1 ? "/sys/fs/cgroup/cpuset" : "/sys/fs/cgroup", W_OK);
+
 	p->name = "cpuset cgroup";
 	p->needed_by = "each node's own CPUs (nproc, hwloc, MPI binding)";
-	p->verdict = v1 || v2 ? VFAB_PROBE_OK : VFAB_PROBE_WARN;
-	say(p->detail, sizeof(p->detail), "%s",
+	p->verdict = (v1 || v2) && !ro ? VFAB_PROBE_OK : VFAB_PROBE_WARN;
+	say(p->detail, sizeof(p->detail), "%s%s",
 	    v2	 ? "cgroup v2 with the cpuset controller"
 	    : v1 ? "cgroup v1 cpuset hierarchy"
-		 : "none: nodes get CPU affinity only");
+		 : "none: nodes get CPU affinity only",
+	    ro ? ", read-only here: nodes get CPU affinity only" : "");
 }
 
 /* A FUSE mount as vfabd makes its counters file system (daemon/vfabd_countersfs.c). */
@@ -401,7 +449,11 @@ size_t vfab_host_probe_run(struct vfab_probe_result *out)
 	child_probe(&out[n++], "pid namespace",
 		    "processes in PID namespaces of their own (containers)", probe_pidns);
 	child_probe(&out[n++], "veth and bridge", "the nodes' eth0 and the leaves", probe_veth);
+	child_probe(&out[n++], "net sysctls", "routing between the leaves (vfab up)",
+		    probe_net_sysctl);
 	child_probe(&out[n++], "sysfs views", "the nodes' /sys (HCAs, PCI view)", probe_sysfs);
+	child_probe(&out[n++], "device nodes", "the nodes' /dev/infiniband (uverbs, rdma_cm)",
+		    probe_mknod);
 	child_probe(&out[n++], "overlayfs", "the nodes' /etc (libibverbs.d, hosts, preload)",
 		    probe_overlay);
 	child_probe(&out[n++], "process_vm_writev", "the data path", probe_pvm);

@@ -17,13 +17,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: vfab doctor [--json]\n"
 		   "Tries, in child processes with namespaces of their own (nothing reaches\n"
 		   "the host), what vfab needs: root, network/mount/UTS/IPC and PID\n"
-		   "namespaces, a veth pair and a bridge, a namespace's own sysfs with a\n"
-		   "tmpfs over /sys/class, overlayfs, process_vm_writev, and reads the Yama\n"
-		   "ptrace scope, /dev/shm's free space, the cpuset cgroup, /dev/fuse and\n"
-		   "libibverbs (its provider ABI). One line each: ok, warn (vfab works with\n"
-		   "the limit named) or FAIL (the part named cannot work here). When the\n"
-		   "fabric (--fabric, default vfab) is up, also how its port counters are\n"
-		   "kept: computed at every read (FUSE) or refreshed every 250 ms.\n"
+		   "namespaces, a veth pair and a bridge, a namespace's /proc/sys/net, a\n"
+		   "namespace's own sysfs with a tmpfs over /sys/class, a character device\n"
+		   "(mknod), overlayfs, process_vm_writev, the IP shaping the wires use\n"
+		   "(HTB, a classifier program, netem), a FUSE mount, and reads the Yama\n"
+		   "ptrace scope, /dev/shm's free space, the cpuset cgroup (and whether it\n"
+		   "is writable) and libibverbs (its provider ABI). One line each: ok, warn\n"
+		   "(vfab works with the limit named) or FAIL (the part named cannot work\n"
+		   "here). When the fabric (--fabric, default vfab) is up, also how its\n"
+		   "port counters are kept: computed at every read (FUSE) or refreshed\n"
+		   "every 250 ms.\n"
 		   "Exit: 0 nothing failed, 1 a probe failed, 2 usage error.\n");
 }
 

@@ -18,9 +18,9 @@ python3 - "$VFAB_TMP/doctor.json" <<'PY' || fail "vfab doctor --json: wrong docu
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = [p["name"] for p in d["probes"]]
-want = {"root", "namespaces", "pid namespace", "veth and bridge", "sysfs views", "overlayfs",
-        "process_vm_writev", "ptrace scope", "/dev/shm", "cpuset cgroup", "/dev/fuse",
-        "libibverbs"}
+want = {"root", "namespaces", "pid namespace", "veth and bridge", "net sysctls", "sysfs views",
+        "device nodes", "overlayfs", "process_vm_writev", "ptrace scope", "/dev/shm",
+        "cpuset cgroup", "/dev/fuse", "libibverbs"}
 assert d["ok"] is True and want <= set(names), names
 assert all(p["verdict"] in ("ok", "warn") and p["needed_by"] and p["detail"] for p in d["probes"])
 PY
