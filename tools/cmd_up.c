@@ -15,6 +15,7 @@
 #include "fabric/region.h"
 #include "fabric/topology.h"
 #include "netns/fabric_net.h"
+#include "netns/host_probe.h"
 #include "netns/launch_files.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
@@ -286,6 +287,28 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 	return ret;
 }
 
+/*
+ * After a failed up: what `vfab doctor` finds missing on this host, so that
+ * the message names the cause (no namespaces, a read-only /proc/sys, ...)
+ * rather than leaving the user with an errno.
+ */
+static void explain_failure(void)
+{
+	struct vfab_probe_result p[VFAB_HOST_PROBES];
+	size_t n = vfab_host_probe_run(p);
+	int shown = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].verdict != VFAB_PROBE_FAIL)
+			continue;
+		fprintf(stderr, "vfab up: vfab doctor finds: %s: %s -- needed by %s\n", p[i].name,
+			p[i].detail, p[i].needed_by);
+		shown++;
+	}
+	if (!shown)
+		fprintf(stderr, "vfab up: vfab doctor finds nothing missing on this host\n");
+}
+
 int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
@@ -377,6 +400,7 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 		fprintf(stderr, "vfab up: failed (%s): %s\n", strerror(-ret), err);
 		fprintf(stderr, "vfab up: rolling back fabric %s\n", cli->fabric);
 		vfab_fabric_down(cli, vfabd, 0);
+		explain_failure();
 	}
 	vfab_config_free(&cfg);
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -2,7 +2,8 @@
 # vfab doctor on this host (CI runs as root on a host that runs vfab): every
 # probe ok or warn, exit 0, the JSON form parses and names each probe; as an
 # unprivileged user the root, namespace and mount probes fail and the exit
-# status is 1; the probes leave nothing behind on the host (no vfprobe*
+# status is 1, and `vfab up` fails naming what doctor finds missing; the
+# probes leave nothing behind on the host (no vfprobe*
 # link, no mount on /mnt).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -35,6 +36,13 @@ cat "$VFAB_TMP/nobody.txt"
 for probe in root namespaces 'veth and bridge' overlayfs; do
 	grep -q "^FAIL  $probe " "$VFAB_TMP/nobody.txt" || fail "as nobody, '$probe' did not fail"
 done
+# A failed up names what the host lacks, as doctor finds it.
+rc=0
+runuser -u nobody -- "$VFAB_TMP/vfab" --fabric tdocnb up >"$VFAB_TMP/nobody-up.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "vfab up as nobody succeeded"
+grep -q "^vfab up: vfab doctor finds: namespaces: " "$VFAB_TMP/nobody-up.txt" ||
+	{ show "$VFAB_TMP/nobody-up.txt"; fail "vfab up as nobody does not say what is missing"; }
+[ ! -e /run/vfab/tdocnb ] || fail "vfab up as nobody left /run/vfab/tdocnb"
 
 ip -o link | grep -q vfprobe && fail "a probe's link is left on the host"
 [ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] || fail "the host's mounts changed"

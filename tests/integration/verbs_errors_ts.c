@@ -45,10 +45,11 @@ void test_timestamps(void)
 	      (unsigned long)da.hca_core_clock, (unsigned long)da.completion_timestamp_mask);
 	cqx = ibv_create_cq_ex(a.ctx, &ca);
 	check(cqx != NULL, "ibv_create_cq_ex with completion timestamps", "errno %d", errno);
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)); /* before its context closes */
 	side_close(&a);
 	if (!cqx)
 		return;
-	ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
 
 	/* a's send completions go to the stamping CQ. */
 	side_open(&b, ALL);
