@@ -77,7 +77,7 @@ void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
 	v[VFAB_CNT_RCV_DATA] = atomic_load_explicit(&c->rcv_data_words, memory_order_relaxed);
 	v[VFAB_CNT_XMIT_PACKETS] = atomic_load_explicit(&c->xmit_packets, memory_order_relaxed);
 	v[VFAB_CNT_RCV_PACKETS] = atomic_load_explicit(&c->rcv_packets, memory_order_relaxed);
-	/* vfab has no multicast: every packet is a unicast one. */
+	/* Each copy of a multicast datagram is sent as a packet of its own. */
 	v[VFAB_CNT_UNICAST_XMIT] = v[VFAB_CNT_XMIT_PACKETS];
 	v[VFAB_CNT_UNICAST_RCV] = v[VFAB_CNT_RCV_PACKETS];
 	v[VFAB_CNT_LINK_DOWNED] = link_downed;
