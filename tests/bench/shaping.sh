@@ -184,7 +184,7 @@ nccl_flow()
 
 check_nccl()
 {
-	local rate=$1 name="NCCL pattern 512 KiB @ $1 Gb/s" want
+	local rate=$1 name="NCCL pattern 512 KiB @ $1 Gb/s" want host
 	note "$name"
 	fabric_up "$(gen_config "nccl$rate" 2 "$rate" 2)"
 	nccl_flow "nccl$rate" || true
@@ -194,7 +194,11 @@ check_nccl()
 	if awk "BEGIN { exit !($rate * 1.05 <= $nccl_ceiling) }"; then
 		judge "$name" "$rate" "${NBW:-x}" Gb/s ">= 0.9 x" "g >= 0.9 * w"
 	else
-		judge "$name (host-bound)" "$nccl_ceiling" "${NBW:-x}" Gb/s ">= 0.8 x" "g >= 0.8 * w"
+		# The host's limit, measured twice (the unshaped pattern and the copy
+		# ceiling of its working set): the lower, as one run alone can read
+		# above what the host sustains.
+		host=$(awk -v a="$nccl_ceiling" -v b="$ring_ceiling" 'BEGIN { print (a < b ? a : b) }')
+		judge "$name (host-bound)" "$host" "${NBW:-x}" Gb/s ">= 0.8 x" "g >= 0.8 * w"
 	fi
 	note_add "$name: configured $rate Gb/s, the pattern unshaped $(fmt "$nccl_ceiling") Gb/s;" \
 		"measured / configured = $(calc "${NBW:-0} / $rate" 3)"
