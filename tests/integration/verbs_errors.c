@@ -111,8 +111,8 @@ void test_rem_access(void)
 	 */
 	pair_open(&a, &b, ALL, NULL);
 	{
-		char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				  -1, 0);
+		char *gone =
+		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct ibv_mr *mr = gone == MAP_FAILED ? NULL : ibv_reg_mr(b.pd, gone, 4096, ALL);
 
 		if (!mr)
