@@ -165,6 +165,30 @@ static int parse_ring_pool(struct cfg_ctx *c, yaml_node_t *v, const char *path, 
 			&((struct cfg_parse *)obj)->cfg->ring_pool_mib);
 }
 
+/* fabric.limits: what each HCA gives of a kind (region.h vfab_dev_limit). */
+#define LIMIT_PARSER(fn, kind)                                                                     \
+	static int fn(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)              \
+	{                                                                                          \
+		return cfg_uint(c, v, path, 1, 1u << 24,                                           \
+				&((struct cfg_parse *)obj)->cfg->limits[kind]);                    \
+	}
+LIMIT_PARSER(parse_max_pd, VFAB_OBJ_PD)
+LIMIT_PARSER(parse_max_mr, VFAB_OBJ_MR)
+LIMIT_PARSER(parse_max_cq, VFAB_OBJ_CQ)
+LIMIT_PARSER(parse_max_srq, VFAB_OBJ_SRQ)
+LIMIT_PARSER(parse_max_qp, VFAB_OBJ_QP)
+
+static int parse_limits(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
+{
+	static const struct cfg_key keys[] = {
+	    {"max_pd", parse_max_pd},	{"max_mr", parse_max_mr}, {"max_cq", parse_max_cq},
+	    {"max_srq", parse_max_srq}, {"max_qp", parse_max_qp},
+	};
+	uint32_t seen;
+
+	return cfg_mapping(c, v, path, keys, NKEYS(keys), false, obj, &seen);
+}
+
 static int parse_ipv6(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj)
 {
 	return cfg_bool(c, v, path, &((struct cfg_parse *)obj)->cfg->ipv6);
@@ -218,7 +242,7 @@ static int parse_fabric(struct cfg_ctx *c, yaml_node_t *v, const char *path, voi
 	    {"subnet", parse_subnet},		{"mtu", parse_mtu},
 	    {"leaf_size", parse_leaf_size},	{"ipv6", parse_ipv6},
 	    {"ipv6_prefix", parse_ipv6_prefix}, {"spine", parse_spine},
-	    {"ring_pool_mib", parse_ring_pool},
+	    {"ring_pool_mib", parse_ring_pool}, {"limits", parse_limits},
 	};
 	uint32_t seen;
 

@@ -137,8 +137,10 @@ struct vfab_config {
 	struct vfab_cfg_addr subnet; /* within 198.18.0.0/15 */
 	uint32_t mtu;		     /* netdev MTU, 1280..9000 */
 	struct vfab_cfg_link intra_node, inter_node;
-	uint32_t leaf_size;		  /* nodes per leaf group; 0: not given */
-	uint32_t ring_pool_mib;		  /* fabric.ring_pool_mib; 0: sized from the HCAs */
+	uint32_t leaf_size;	/* nodes per leaf group; 0: not given */
+	uint32_t ring_pool_mib; /* fabric.ring_pool_mib; 0: sized from the HCAs */
+	/* fabric.limits, per HCA, by enum vfab_obj; 0: the ConnectX value (fabric/region.h). */
+	uint32_t limits[VFAB_OBJ_KINDS];
 	bool ipv6;			  /* default IPv6 addresses and routed prefixes */
 	struct vfab_cfg_addr ipv6_prefix; /* where leaf IPv6 prefixes come from */
 	double spine_latency_us;	  /* one way, leaf -> spine -> leaf */

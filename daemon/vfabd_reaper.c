@@ -66,11 +66,11 @@ int vfabd_reap_dead(struct vfab_region *r)
 	int total = 0;
 
 	memset(&set, 0, sizeof(set));
-	COLLECT(&set, r->qps, VFAB_MAX_QPS);
-	COLLECT(&set, r->srqs, VFAB_MAX_SRQS);
-	COLLECT(&set, r->cqs, VFAB_MAX_CQS);
-	COLLECT(&set, r->mrs, VFAB_MAX_MRS);
-	COLLECT(&set, r->pds, VFAB_MAX_PDS);
+	COLLECT(&set, r->qps, vfab_slot_top(r, VFAB_OBJ_QP));
+	COLLECT(&set, r->srqs, vfab_slot_top(r, VFAB_OBJ_SRQ));
+	COLLECT(&set, r->cqs, vfab_slot_top(r, VFAB_OBJ_CQ));
+	COLLECT(&set, r->mrs, vfab_slot_top(r, VFAB_OBJ_MR));
+	COLLECT(&set, r->pds, vfab_slot_top(r, VFAB_OBJ_PD));
 	for (size_t i = 0; i < set.n; i++) {
 		int n;
 

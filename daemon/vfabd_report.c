@@ -168,7 +168,7 @@ static void qps(struct vjson_buf *b, const struct vfabd *d)
 	bool first = true;
 
 	vjson_text(b, ",\n\"qps\":[");
-	for (uint32_t i = 0; i < VFAB_MAX_QPS; i++) {
+	for (uint32_t i = 0, top = vfab_slot_top(d->r, VFAB_OBJ_QP); i < top; i++) {
 		const struct vfab_qp_slot *q = &d->r->qps[i];
 		const struct vfab_hca *h;
 

@@ -32,11 +32,11 @@ void vfabd_req_status(struct vfabd *d, struct vfabd_conn *c)
 	    clients = vfabd_conn_clients(d->srv.conns, d->srv.nconns);
 	char line[VFABD_LINE_MAX * 2];
 
-	COUNT_USED(r->qps, VFAB_MAX_QPS, qps);
-	COUNT_USED(r->mrs, VFAB_MAX_MRS, mrs);
-	COUNT_USED(r->cqs, VFAB_MAX_CQS, cqs);
-	COUNT_USED(r->pds, VFAB_MAX_PDS, pds);
-	COUNT_USED(r->srqs, VFAB_MAX_SRQS, srqs);
+	COUNT_USED(r->qps, vfab_slot_top(r, VFAB_OBJ_QP), qps);
+	COUNT_USED(r->mrs, vfab_slot_top(r, VFAB_OBJ_MR), mrs);
+	COUNT_USED(r->cqs, vfab_slot_top(r, VFAB_OBJ_CQ), cqs);
+	COUNT_USED(r->pds, vfab_slot_top(r, VFAB_OBJ_PD), pds);
+	COUNT_USED(r->srqs, vfab_slot_top(r, VFAB_OBJ_SRQ), srqs);
 	/* The fabric name is restricted to [A-Za-z0-9_-]: no JSON escaping needed. */
 	snprintf(line, sizeof(line),
 		 "{\"fabric\":\"%s\",\"nodes\":%u,\"hcas\":%u,\"qps\":%u,\"mrs\":%u,\"cqs\":%u,"

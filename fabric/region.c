@@ -28,7 +28,7 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 	char path[256];
 	struct vfab_region *r;
 	uint64_t size = VFAB_POOL_OFF + pool_bytes;
-	int fd, rc, i;
+	int fd, rc;
 
 	rc = vfab_region_path(fabric, path, sizeof(path));
 	if (rc)
@@ -51,11 +51,12 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 	}
 	/*
 	 * The file is sparse, and a page of it that /dev/shm has no room for
-	 * kills whoever touches it with SIGBUS. The header (every slot, which
-	 * any process may write) is reserved now; the pool block by block as
-	 * it is handed out (pool.c). A full /dev/shm is then -ENOSPC here.
+	 * kills whoever touches it with SIGBUS. The header up to the object
+	 * tables is reserved now; the tables page by page as their slots are
+	 * first handed out (slot_grow), the pool block by block (pool.c). A
+	 * full /dev/shm is then -ENOSPC here, -ENOMEM later.
 	 */
-	rc = posix_fallocate(fd, 0, (off_t)VFAB_POOL_OFF);
+	rc = posix_fallocate(fd, 0, (off_t)VFAB_REGION_FIXED_BYTES);
 	if (rc) {
 		rc = -rc;
 		goto fail;
@@ -78,12 +79,6 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 	snprintf(r->rundir, sizeof(r->rundir), "%s", rundir);
 	vfab_mutex_init_shared(&r->lock);
 	vfab_mutex_init_shared(&r->atomic_lock);
-	for (i = 0; i < VFAB_MAX_CQS; i++)
-		vfab_mutex_init_shared(&r->cqs[i].lock);
-	for (i = 0; i < VFAB_MAX_SRQS; i++)
-		vfab_mutex_init_shared(&r->srqs[i].lock);
-	for (i = 0; i < VFAB_MAX_QPS; i++)
-		vfab_mutex_init_shared(&r->qps[i].lock);
 	r->pool_off = VFAB_POOL_OFF;
 	r->pool_size = pool_bytes;
 	rc = vfab_pool_init(r);
@@ -172,7 +167,7 @@ static bool dev_take(struct vfab_region *r, const struct vfab_owner *o, enum vfa
 {
 	if (o->hca >= VFAB_MAX_HCAS)
 		return true;
-	if (atomic_load(&r->hcas[o->hca].used[kind]) >= vfab_dev_limit(r, kind))
+	if (atomic_load(&r->hcas[o->hca].used[kind]) >= vfab_dev_limit(r, o->hca, kind))
 		return false;
 	atomic_fetch_add(&r->hcas[o->hca].used[kind], 1);
 	return true;
@@ -182,6 +177,105 @@ static void dev_give(struct vfab_region *r, const struct vfab_owner *o, enum vfa
 {
 	if (o->hca < VFAB_MAX_HCAS)
 		atomic_fetch_sub(&r->hcas[o->hca].used[kind], 1);
+}
+
+/* Each table's place in the region and its slots' size. */
+static const struct {
+	size_t off, stride;
+	uint32_t size;
+} tables[VFAB_OBJ_KINDS] = {
+    [VFAB_OBJ_PD] = {offsetof(struct vfab_region, pds), sizeof(struct vfab_pd_slot), VFAB_MAX_PDS},
+    [VFAB_OBJ_MR] = {offsetof(struct vfab_region, mrs), sizeof(struct vfab_mr_slot), VFAB_MAX_MRS},
+    [VFAB_OBJ_CQ] = {offsetof(struct vfab_region, cqs), sizeof(struct vfab_cq_slot), VFAB_MAX_CQS},
+    [VFAB_OBJ_SRQ] = {offsetof(struct vfab_region, srqs), sizeof(struct vfab_srq_slot),
+		      VFAB_MAX_SRQS},
+    [VFAB_OBJ_QP] = {offsetof(struct vfab_region, qps), sizeof(struct vfab_qp_slot), VFAB_MAX_QPS},
+};
+
+/* Every slot begins with its state word. */
+static _Atomic uint32_t *slot_state(struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	return (_Atomic uint32_t *)((char *)r + tables[kind].off + (size_t)i * tables[kind].stride);
+}
+
+#define SLOT_RESERVE_BYTES (64u << 10) /* the tables' pages are reserved this much at a time */
+
+/*
+ * Makes slot top of a table usable (r->lock held): its pages reserved in
+ * the file, its lock initialised, then top published past it.
+ */
+static int slot_grow(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
+{
+	struct vfab_slot_table *t = &r->tab[kind];
+	size_t base = tables[kind].off, stride = tables[kind].stride;
+	struct vfab_region_map m;
+
+	if (top >= tables[kind].size)
+		return -ENOMEM;
+	if (t->reserved <= top) {
+		uint64_t from = (base + (uint64_t)top * stride) & ~4095ull;
+		uint64_t to = (base + (uint64_t)(top + 1) * stride + SLOT_RESERVE_BYTES - 1) &
+			      ~(uint64_t)(SLOT_RESERVE_BYTES - 1);
+		uint64_t end = base + (uint64_t)tables[kind].size * stride;
+
+		if (to > end)
+			to = end;
+		if (vfab_region_map_get(r, &m) == 0 && m.fd >= 0 &&
+		    posix_fallocate(m.fd, (off_t)from, (off_t)(to - from)))
+			return -ENOMEM;
+		t->reserved = (uint32_t)((to - base) / stride);
+	}
+	if (kind == VFAB_OBJ_CQ)
+		vfab_mutex_init_shared(&r->cqs[top].lock);
+	else if (kind == VFAB_OBJ_SRQ)
+		vfab_mutex_init_shared(&r->srqs[top].lock);
+	else if (kind == VFAB_OBJ_QP)
+		vfab_mutex_init_shared(&r->qps[top].lock);
+	atomic_store(slot_state(r, kind, top), VFAB_SLOT_FREE);
+	atomic_store_explicit(&t->top, top + 1, memory_order_release);
+	return 0;
+}
+
+/* The next free slot below top from the cursor on (r->lock held); -ENOMEM: none. */
+static int slot_reuse(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
+{
+	struct vfab_slot_table *t = &r->tab[kind];
+	uint32_t start = t->cursor < top ? t->cursor : 0;
+
+	for (uint32_t n = 0; n < top; n++) {
+		uint32_t i = start + n < top ? start + n : start + n - top;
+
+		if (atomic_load(slot_state(r, kind, i)) == VFAB_SLOT_FREE) {
+			t->cursor = i + 1;
+			if (atomic_load(&t->nfree))
+				atomic_fetch_sub(&t->nfree, 1);
+			return (int)i;
+		}
+	}
+	atomic_store(&t->nfree, 0); /* it said otherwise: rewritten by someone */
+	return -ENOMEM;
+}
+
+/*
+ * A free slot of the table for o's device (r->lock held), counted against
+ * that device: its index, or -ENOMEM. The caller fills it and marks it used.
+ */
+static int slot_claim(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+{
+	uint32_t top = vfab_slot_top(r, kind);
+	int idx = -ENOMEM;
+
+	if (!dev_take(r, o, kind))
+		return -ENOMEM;
+	if (top >= VFAB_SLOT_REUSE_MIN && atomic_load(&r->tab[kind].nfree))
+		idx = slot_reuse(r, kind, top);
+	if (idx < 0 && slot_grow(r, kind, top) == 0)
+		idx = (int)top;
+	if (idx < 0)
+		idx = slot_reuse(r, kind, top); /* no room to grow: take what was freed */
+	if (idx < 0)
+		dev_give(r, o, kind);
+	return idx;
 }
 
 /*
@@ -194,32 +288,18 @@ static void release_slot(struct vfab_region *r, _Atomic uint32_t *state, const s
 {
 	uint32_t used = VFAB_SLOT_USED;
 
-	if (atomic_compare_exchange_strong(state, &used, VFAB_SLOT_FREE))
+	if (atomic_compare_exchange_strong(state, &used, VFAB_SLOT_FREE)) {
 		dev_give(r, o, kind);
+		atomic_fetch_add(&r->tab[kind].nfree, 1);
+	}
 }
-
-/* Finds a free slot and claims it; caller holds r->lock. */
-#define CLAIM_SLOT(tbl, n, idx, kind)                                                              \
-	do {                                                                                       \
-		(idx) = -ENOMEM;                                                                   \
-		if (!dev_take(r, o, kind))                                                         \
-			break;                                                                     \
-		for (int i_ = 0; i_ < (n); i_++) {                                                 \
-			if (atomic_load(&(tbl)[i_].state) == VFAB_SLOT_FREE) {                     \
-				(idx) = i_;                                                        \
-				break;                                                             \
-			}                                                                          \
-		}                                                                                  \
-		if ((idx) < 0)                                                                     \
-			dev_give(r, o, kind);                                                      \
-	} while (0)
 
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca)
 {
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->pds, VFAB_MAX_PDS, idx, VFAB_OBJ_PD);
+	idx = slot_claim(r, o, VFAB_OBJ_PD);
 	if (idx >= 0) {
 		struct vfab_pd_slot *s = &r->pds[idx];
 
@@ -237,11 +317,12 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 	int idx;
 
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->mrs, VFAB_MAX_MRS, idx, VFAB_OBJ_MR);
+	idx = slot_claim(r, o, VFAB_OBJ_MR);
 	if (idx >= 0) {
 		struct vfab_mr_slot *s = &r->mrs[idx];
 
-		s->key = ((uint32_t)idx << 8) | (next_gen(r) & 0xff);
+		/* The slot's own generation: an old key recurs after 256 reuses of it. */
+		s->key = ((uint32_t)idx << 8) | ((s->key + 1) & 0xff);
 		s->owner = *o;
 		s->length = 0; /* caller fills, then publishes with access */
 		s->access = 0;
@@ -307,7 +388,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	if (off < 0)
 		return (int)off;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->cqs, VFAB_MAX_CQS, idx, VFAB_OBJ_CQ);
+	idx = slot_claim(r, o, VFAB_OBJ_CQ);
 	if (idx >= 0) {
 		struct vfab_cq_slot *s = &r->cqs[idx];
 
@@ -379,7 +460,7 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->srqs, VFAB_MAX_SRQS, idx, VFAB_OBJ_SRQ);
+	idx = slot_claim(r, o, VFAB_OBJ_SRQ);
 	if (idx >= 0) {
 		struct vfab_srq_slot *s = &r->srqs[idx];
 
@@ -405,14 +486,22 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 	if (rc)
 		return rc;
 	vfab_lock(&r->lock);
-	CLAIM_SLOT(r->qps, VFAB_MAX_QPS, idx, VFAB_OBJ_QP);
+	idx = slot_claim(r, o, VFAB_OBJ_QP);
 	if (idx >= 0) {
 		struct vfab_qp_slot *s = &r->qps[idx];
 		uint32_t qpn;
 
-		/* QPNs 0 and 1 are special (SMI/GSI) on real HCAs. */
+		/*
+		 * The slot's own generation (its last QPN's high bits, plus one):
+		 * an old QPN recurs only after 16 reuses of its slot, each of which
+		 * waits for VFAB_SLOT_REUSE_MIN others. QPNs 0 and 1 are special
+		 * (SMI/GSI) on real HCAs.
+		 */
+		qpn = s->qpn;
 		do {
-			qpn = ((next_gen(r) << 14) | (uint32_t)idx) & 0xffffff;
+			qpn = (((qpn >> VFAB_QPN_SLOT_BITS) + 1) << VFAB_QPN_SLOT_BITS |
+			       (uint32_t)idx) &
+			      0xffffff;
 		} while (qpn < 2);
 		s->qpn = qpn;
 		s->owner = *o;
@@ -502,7 +591,7 @@ struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key)
 	uint32_t idx = key >> 8;
 	struct vfab_mr_slot *s;
 
-	if (idx >= VFAB_MAX_MRS)
+	if (idx >= vfab_slot_top(r, VFAB_OBJ_MR))
 		return NULL;
 	s = &r->mrs[idx];
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
@@ -513,10 +602,10 @@ struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key)
 
 struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_t qpn)
 {
-	uint32_t idx = qpn & ((1u << 14) - 1);
+	uint32_t idx = vfab_qpn_slot(qpn);
 	struct vfab_qp_slot *s;
 
-	if (idx >= VFAB_MAX_QPS)
+	if (idx >= vfab_slot_top(r, VFAB_OBJ_QP))
 		return NULL;
 	s = &r->qps[idx];
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
@@ -527,32 +616,33 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
 
 int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks)
 {
-	int i, n = 0;
+	uint32_t i, top;
+	int n = 0;
 
 #define OWNED_BY(o) ((o).pid == pid && (!start_ticks || (o).start_ticks == start_ticks))
 
-	for (i = 0; i < VFAB_MAX_QPS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++)
 		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && OWNED_BY(r->qps[i].owner)) {
 			vfab_qp_free(r, i);
 			n++;
 		}
-	for (i = 0; i < VFAB_MAX_SRQS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
 		if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED &&
 		    OWNED_BY(r->srqs[i].owner)) {
 			vfab_srq_free(r, i);
 			n++;
 		}
-	for (i = 0; i < VFAB_MAX_CQS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
 		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->cqs[i].owner)) {
 			vfab_cq_free(r, i);
 			n++;
 		}
-	for (i = 0; i < VFAB_MAX_MRS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
 		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->mrs[i].owner)) {
 			vfab_mr_free(r, i);
 			n++;
 		}
-	for (i = 0; i < VFAB_MAX_PDS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_PD); i < top; i++)
 		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && OWNED_BY(r->pds[i].owner)) {
 			vfab_pd_free(r, i);
 			n++;

@@ -28,8 +28,9 @@
 /* Layout changes: 2 leaves, spine, node netdevs, GID prefixes; 3 duplicate_request;
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
  * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
- * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h). */
-#define VFAB_REGION_VERSION 12
+ * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h);
+ * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table). */
+#define VFAB_REGION_VERSION 13
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -42,11 +43,31 @@
 #define VFAB_MAX_LEAVES 128
 #define VFAB_NODE_NETDEVS 8
 #define VFAB_LINK_NONE 0xffffffffu /* a link index that names no link */
-#define VFAB_MAX_PDS 8192
-#define VFAB_MAX_MRS 65536
-#define VFAB_MAX_CQS 8192
-#define VFAB_MAX_QPS 16384
-#define VFAB_MAX_SRQS 2048
+/*
+ * The object tables of the whole fabric, in slots. They are sized for
+ * ConnectX-scale limits on every HCA of any fabric and cost only what is
+ * used: the file is sparse, and slots are handed out from the bottom of
+ * each table (struct vfab_slot_table), their pages reserved as they are
+ * first reached. QPNs hold a slot in their low VFAB_QPN_SLOT_BITS bits,
+ * lkeys/rkeys in their high 24.
+ */
+#define VFAB_QPN_SLOT_BITS 20
+#define VFAB_MAX_PDS (1u << 20)
+#define VFAB_MAX_MRS (1u << 24)
+#define VFAB_MAX_CQS (1u << 20)
+#define VFAB_MAX_QPS (1u << VFAB_QPN_SLOT_BITS)
+#define VFAB_MAX_SRQS (1u << 18)
+/*
+ * What one device gives of each kind (ibv_query_device's max_pd, max_mr,
+ * max_cq, max_srq, max_qp) unless fabric.limits says otherwise: a
+ * ConnectX-6's, on every HCA of every fabric. Memory (the tables above,
+ * the ring pool) is the only other bound.
+ */
+#define VFAB_CX_MAX_PD (1u << 24)
+#define VFAB_CX_MAX_MR (1u << 24)
+#define VFAB_CX_MAX_CQ (1u << 24)
+#define VFAB_CX_MAX_SRQ (1u << 23)
+#define VFAB_CX_MAX_QP (1u << 18)
 #define VFAB_MAX_SGE 30
 /* (QP, multicast group) attachments of the whole fabric (fabric/mcast.h). */
 #define VFAB_MAX_MCAST_ATTACH 8192
@@ -194,6 +215,8 @@ struct vfab_hca {
 	uint32_t in_use;
 	/* Objects of each kind its contexts hold (vfab_dev_limit bounds them). */
 	_Atomic uint32_t used[VFAB_OBJ_KINDS];
+	/* fabric.limits, as vfabd published them; 0: the ConnectX default (VFAB_CX_MAX_*). */
+	uint32_t limit[VFAB_OBJ_KINDS];
 	uint32_t node; /* index into nodes[]: the first node that lists it */
 	/*
 	 * 0: the node's own. Else the host's HCA in shared RDMA netns mode,
@@ -415,7 +438,7 @@ struct vfab_srq_slot {
 
 struct vfab_qp_slot {
 	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
-	uint32_t qpn;			     /* (gen << 14 | slot) & 0xffffff, never 0 or 1 */
+	uint32_t qpn; /* gen << VFAB_QPN_SLOT_BITS | slot, 24 bits, never 0 or 1 */
 	struct vfab_owner owner;
 	uint32_t hca;
 	uint32_t port;		   /* 1-based, set at INIT */
@@ -464,6 +487,27 @@ struct vfab_mcast_slot {
 #define VFAB_POOL_CLASSES 40
 #define VFAB_POOL_MIN_ORDER 6 /* 64 bytes: one CQE, the smallest block */
 
+/*
+ * Where a table's slots stand. Slots at or above top were never handed out
+ * and their pages may not exist: nobody reads them (a read of a page of
+ * the file that was never written would make tmpfs allocate it). A new
+ * slot is the next free one from cursor upwards (next fit: a freed slot,
+ * and with it its QPN or key, comes back only after the others) once the
+ * table holds VFAB_SLOT_REUSE_MIN slots; below that, and when none is
+ * free, top grows, its pages reserved in the file first (posix_fallocate),
+ * so a full /dev/shm is -ENOMEM, never a SIGBUS. Written under r->lock;
+ * any user can rewrite it: every reader bounds top by the table's size,
+ * and a forged one costs memory or allocations, never a write elsewhere.
+ * nfree is kept without the lock (frees do not take it).
+ */
+#define VFAB_SLOT_REUSE_MIN 4096
+struct vfab_slot_table {
+	_Atomic uint32_t top;
+	_Atomic uint32_t nfree; /* free slots below top */
+	uint32_t cursor;	/* where the next search for a free slot starts */
+	uint32_t reserved;	/* slots whose pages are reserved in the file */
+};
+
 struct vfab_region {
 	uint64_t magic;
 	uint32_t version;
@@ -484,11 +528,6 @@ struct vfab_region {
 	struct vfab_link links[VFAB_MAX_LINKS];
 	struct vfab_leaf leaves[VFAB_MAX_LEAVES];
 
-	struct vfab_pd_slot pds[VFAB_MAX_PDS];
-	struct vfab_mr_slot mrs[VFAB_MAX_MRS];
-	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
-	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
-	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 	/* Attachments; those at or above mcast_top are all free (a scan's bound). */
 	struct vfab_mcast_slot mcast[VFAB_MAX_MCAST_ATTACH];
 	_Atomic uint32_t mcast_top;
@@ -502,6 +541,7 @@ struct vfab_region {
 	uint64_t pool_size; /* bytes, fixed at creation (vfab_pool_bytes) */
 	uint64_t pool_free[VFAB_POOL_CLASSES]; /* region offset of a free block of 2^k; 0 none */
 	uint32_t gen_counter;
+	struct vfab_slot_table tab[VFAB_OBJ_KINDS];
 	/*
 	 * Bumped (release) after any link's rate_bps, latency_ns or loss_ppm
 	 * changes: requesters cache per destination whether its path is shaped
@@ -509,22 +549,56 @@ struct vfab_region {
 	 * on every post, written only by vfabd.
 	 */
 	_Alignas(64) _Atomic uint32_t link_gen;
+
+	/*
+	 * The object tables: everything above is reserved when the region is
+	 * made, these page by page as their slots are first handed out.
+	 */
+	struct vfab_pd_slot pds[VFAB_MAX_PDS];
+	struct vfab_mr_slot mrs[VFAB_MAX_MRS];
+	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
+	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
+	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 };
+
+/* The part of the region reserved when it is made: everything before the object tables. */
+#define VFAB_REGION_FIXED_BYTES offsetof(struct vfab_region, pds)
 
 /* Where the ring pool starts in every region: after the header, 2 MiB aligned. */
 #define VFAB_POOL_OFF ((sizeof(struct vfab_region) + (1ull << 21) - 1) & ~((1ull << 21) - 1))
 
 /*
  * What one device gives of each kind (ibv_query_device's max_qp, max_mr,
- * ...): the fabric's tables split evenly between its HCAs, so one process
- * cannot take a whole fabric's QPs and leave another node's HCA with none.
+ * ...): fabric.limits as vfabd published it into the HCA, else a
+ * ConnectX-6's. The same on 2 nodes or 64: an HCA is not a share of the
+ * fabric's tables.
  */
-static inline uint32_t vfab_dev_limit(const struct vfab_region *r, enum vfab_obj kind)
+static inline uint32_t vfab_dev_limit(const struct vfab_region *r, uint32_t hca, enum vfab_obj kind)
 {
-	static const uint32_t total[VFAB_OBJ_KINDS] = {VFAB_MAX_PDS, VFAB_MAX_MRS, VFAB_MAX_CQS,
-						       VFAB_MAX_SRQS, VFAB_MAX_QPS};
+	static const uint32_t cx[VFAB_OBJ_KINDS] = {VFAB_CX_MAX_PD, VFAB_CX_MAX_MR, VFAB_CX_MAX_CQ,
+						    VFAB_CX_MAX_SRQ, VFAB_CX_MAX_QP};
+	uint32_t l = hca < VFAB_MAX_HCAS ? r->hcas[hca].limit[kind] : 0;
 
-	return total[kind] / (r->nhcas ? r->nhcas : 1);
+	return l ? l : cx[kind];
+}
+
+/* The slot a QPN names (its low VFAB_QPN_SLOT_BITS bits). */
+static inline uint32_t vfab_qpn_slot(uint32_t qpn)
+{
+	return qpn & (VFAB_MAX_QPS - 1);
+}
+
+/*
+ * How many slots of a table have ever been handed out: every scan of a
+ * table stops there (a forged top is bounded by the table).
+ */
+static inline uint32_t vfab_slot_top(const struct vfab_region *r, enum vfab_obj kind)
+{
+	static const uint32_t size[VFAB_OBJ_KINDS] = {VFAB_MAX_PDS, VFAB_MAX_MRS, VFAB_MAX_CQS,
+						      VFAB_MAX_SRQS, VFAB_MAX_QPS};
+	uint32_t top = atomic_load_explicit(&r->tab[kind].top, memory_order_acquire);
+
+	return top < size[kind] ? top : size[kind];
 }
 
 /* ---- region.c: create / map / allocate ---- */

@@ -298,6 +298,7 @@ static int fill_hca(struct vfab_region *r, const struct vfab_config *cfg, uint32
 	hca->nports = cn->hcas[h].nports;
 	hca->copy_engines =
 	    cn->hcas[h].copy_engines ? cn->hcas[h].copy_engines : default_copy_engines(&node->cpus);
+	memcpy(hca->limit, cfg->limits, sizeof(hca->limit));
 	for (uint32_t p = 1; p <= hca->nports; p++) {
 		rc = shared ? fill_shared_port(r, cfg, host, &hca->ports[p - 1])
 			    : fill_port(r, cfg, i, h, p, &hca->ports[p - 1]);

@@ -207,13 +207,13 @@ static void free_leftovers(struct vfab_context *ctx)
 	struct vfab_region *r = ctx->r;
 	uint32_t id = ctx->owner.ctx_id;
 	int32_t pid = ctx->owner.pid;
-	int i;
+	uint32_t i, top;
 
 #define OWNED(tbl, i)                                                                              \
 	(atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED && r->tbl[i].owner.pid == pid &&          \
 	 r->tbl[i].owner.ctx_id == id)
 
-	for (i = 0; i < VFAB_MAX_QPS; i++) {
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++) {
 		if (!OWNED(qps, i))
 			continue;
 		struct vfab_qp *qp = atomic_load(&ctx->map->qps[i]);
@@ -225,16 +225,16 @@ static void free_leftovers(struct vfab_context *ctx)
 		}
 		vfab_qp_free(r, i);
 	}
-	for (i = 0; i < VFAB_MAX_SRQS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
 		if (OWNED(srqs, i))
 			vfab_srq_free(r, i);
-	for (i = 0; i < VFAB_MAX_CQS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
 		if (OWNED(cqs, i))
 			vfab_cq_free(r, i);
-	for (i = 0; i < VFAB_MAX_MRS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
 		if (OWNED(mrs, i))
 			vfab_mr_free(r, i);
-	for (i = 0; i < VFAB_MAX_PDS; i++)
+	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_PD); i < top; i++)
 		if (OWNED(pds, i))
 			vfab_pd_free(r, i);
 #undef OWNED

@@ -16,7 +16,7 @@
 /* Send-side CQEs carry the WR's send queue index in src_qp (see vfab_comp.h). */
 static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
 {
-	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[e->qp_num & (VFAB_MAX_QPS - 1)]);
+	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[vfab_qpn_slot(e->qp_num)]);
 
 	if (qp && qp->qpn == e->qp_num)
 		atomic_store_explicit(&qp->sq.retired, e->src_qp, memory_order_release);

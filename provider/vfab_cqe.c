@@ -75,7 +75,7 @@ static bool take_arm(struct vfab_cq_slot *s, const struct vfab_cqe *e, bool soli
  */
 static __attribute__((cold)) void count_error(struct vfab_region *r, const struct vfab_cqe *e)
 {
-	const struct vfab_qp_slot *q = &r->qps[e->qp_num % VFAB_MAX_QPS];
+	const struct vfab_qp_slot *q = &r->qps[vfab_qpn_slot(e->qp_num)];
 	bool resp = e->opcode & IBV_WC_RECV, flush = e->status == IBV_WC_WR_FLUSH_ERR;
 	uint32_t hca = q->hca, port = q->port;
 	struct vfab_port_counters *c;

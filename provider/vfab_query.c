@@ -30,16 +30,16 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->vendor_id = VFAB_VENDOR_ID;
 	a->vendor_part_id = VFAB_VENDOR_PART;
 	a->hw_ver = 0;
-	a->max_qp = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_QP);
+	a->max_qp = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_QP);
 	a->max_qp_wr = VFAB_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
 	a->max_sge = VFAB_MAX_SGE;
 	a->max_sge_rd = VFAB_MAX_SGE;
-	a->max_cq = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_CQ);
+	a->max_cq = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_CQ);
 	a->max_cqe = VFAB_MAX_CQE;
-	a->max_mr = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_MR);
-	a->max_pd = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_PD);
+	a->max_mr = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_MR);
+	a->max_pd = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_PD);
 	a->max_qp_rd_atom = VFAB_MAX_RD_ATOM;
 	a->max_res_rd_atom = VFAB_MAX_RD_ATOM * a->max_qp;
 	a->max_qp_init_rd_atom = VFAB_MAX_RD_ATOM;
@@ -48,7 +48,7 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->max_mcast_qp_attach = (int)VFAB_MCAST_MAX_QP_ATTACH;
 	a->max_total_mcast_qp_attach = (int)VFAB_MCAST_MAX_TOTAL_ATTACH;
 	a->max_ah = INT_MAX;
-	a->max_srq = (int)vfab_dev_limit(ctx->r, VFAB_OBJ_SRQ);
+	a->max_srq = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_SRQ);
 	a->max_srq_wr = VFAB_MAX_SRQ_WR;
 	a->max_srq_sge = VFAB_MAX_SRQ_SGE;
 	a->max_pkeys = VFAB_PKEY_TBL_LEN;

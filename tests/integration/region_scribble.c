@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 		long rounds = atol(argv[6]) * 5, armed = 0;
 
 		for (long k = 0; k < rounds; k++) {
-			for (uint32_t i = 0; i < VFAB_MAX_CQS; i++) {
+			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++) {
 				struct vfab_cq_slot *c = &r->cqs[i];
 
 				if (atomic_load(&c->state) != VFAB_SLOT_USED)

@@ -159,6 +159,27 @@ static void test_ring_pool(void **state)
 		   "3: fabric.ring_pool_mib: 32 is out of range 64..65536");
 }
 
+/* fabric.limits: per-HCA object limits (fabric/region.h vfab_dev_limit). */
+static void test_limits(void **state)
+{
+	struct vfab_config cfg;
+
+	(void)state;
+	load_ok("nodes: [{id: a}]\n", &cfg);
+	for (int k = 0; k < VFAB_OBJ_KINDS; k++)
+		assert_int_equal(cfg.limits[k], 0);
+	vfab_config_free(&cfg);
+	load_ok("nodes: [{id: a}]\nfabric:\n  limits: {max_qp: 1000, max_mr: 65536}\n", &cfg);
+	assert_int_equal(cfg.limits[VFAB_OBJ_QP], 1000);
+	assert_int_equal(cfg.limits[VFAB_OBJ_MR], 65536);
+	assert_int_equal(cfg.limits[VFAB_OBJ_CQ], 0);
+	vfab_config_free(&cfg);
+	load_fails("nodes: [{id: a}]\nfabric:\n  limits:\n    max_cq: 0\n",
+		   "4: fabric.limits.max_cq: 0 is out of range 1..16777216");
+	load_fails("nodes: [{id: a}]\nfabric:\n  limits:\n    max_ah: 5\n",
+		   "4: fabric.limits.max_ah: unknown key 'max_ah'");
+}
+
 static void test_extensions(void **state)
 {
 	struct vfab_config cfg;
@@ -366,7 +387,7 @@ int main(void)
 	    cmocka_unit_test(test_seed_file),	 cmocka_unit_test(test_default_config),
 	    cmocka_unit_test(test_extensions),	 cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_io_error),	 cmocka_unit_test(test_inline_errors),
-	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool),
+	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool), cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_nesting_depth),
 	};
 

@@ -85,7 +85,9 @@ static void take_everything(struct vfab_region *r)
 		total += got;
 	} while (got);
 	/* Nothing of 64 bytes is left either: the pool is used up, not the slots. */
-	_exit(last == -ENOMEM && total < VFAB_MAX_CQS && vfab_pool_alloc(r, 64) == -ENOMEM ? 0 : 1);
+	_exit(last == -ENOMEM && total < (int)VFAB_MAX_CQS && vfab_pool_alloc(r, 64) == -ENOMEM
+		  ? 0
+		  : 1);
 }
 
 static void test_exhaust_then_reuse(void **state)
@@ -235,13 +237,13 @@ static void shm_full_child(void)
 	int n = 0, cq;
 	int64_t off;
 
-	if (!small_shm(4))
+	if (!small_shm((unsigned)(VFAB_REGION_FIXED_BYTES >> 20)))
 		_exit(77);
 	/* No room for the header: the region is not made, and nothing is left. */
 	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r) != -ENOSPC ||
 	    access("/dev/shm/vfab-unit-pool-full", F_OK) == 0)
 		_exit(1);
-	if (umount("/dev/shm") || !small_shm((unsigned)(VFAB_POOL_OFF >> 20) + 3))
+	if (umount("/dev/shm") || !small_shm((unsigned)(VFAB_REGION_FIXED_BYTES >> 20) + 3))
 		_exit(77);
 	/* The header fits; the pool of 64 MiB does not, 3 MiB of it does. */
 	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r))

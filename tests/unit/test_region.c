@@ -116,27 +116,36 @@ static void test_slots(void **state)
 
 	vfab_pd_free(r, pd);
 	assert_int_equal(r->pds[pd].state, VFAB_SLOT_FREE);
-	/* A full table says ENOMEM. */
-	for (i = 0; i < VFAB_MAX_PDS; i++)
+	/* A device that gave all it gives says ENOMEM. */
+	r->hcas[0].limit[VFAB_OBJ_PD] = 100;
+	for (i = 0; i < 100; i++)
 		assert_true(vfab_pd_alloc(r, &o, 0) >= 0);
 	assert_int_equal(vfab_pd_alloc(r, &o, 0), -ENOMEM);
 }
 
 /*
- * Limits are per device: one device's contexts take at most their share, and
- * another device still gets its own (finding 8: node0 took everything).
+ * Limits are per device and a ConnectX's whatever the fabric's size (issue
+ * 27: they were the tables split between the HCAs, 256 QPs on 64 nodes);
+ * fabric.limits lowers them; one device's exhaustion leaves another its own.
  */
 static void test_device_limits(void **state)
 {
 	struct vfab_region *r = *state;
 	struct vfab_owner o0 = {.pid = 42, .ctx_id = 1, .hca = 0};
 	struct vfab_owner o1 = {.pid = 43, .ctx_id = 2, .hca = 1};
-	uint32_t limit;
+	const uint32_t limit = 300;
 	int first = -1, i, slot;
 
 	r->nhcas = 2;
-	limit = vfab_dev_limit(r, VFAB_OBJ_PD);
-	assert_int_equal(limit, VFAB_MAX_PDS / 2);
+	assert_int_equal(vfab_dev_limit(r, 0, VFAB_OBJ_QP), 1u << 18);
+	r->nhcas = 64;
+	assert_int_equal(vfab_dev_limit(r, 63, VFAB_OBJ_QP), 1u << 18);
+	assert_int_equal(vfab_dev_limit(r, 63, VFAB_OBJ_MR), 1u << 24);
+	assert_int_equal(vfab_dev_limit(r, 63, VFAB_OBJ_CQ), 1u << 24);
+	assert_int_equal(vfab_dev_limit(r, 63, VFAB_OBJ_PD), 1u << 24);
+	assert_int_equal(vfab_dev_limit(r, 63, VFAB_OBJ_SRQ), 1u << 23);
+	r->hcas[0].limit[VFAB_OBJ_PD] = limit;
+	assert_int_equal(vfab_dev_limit(r, 0, VFAB_OBJ_PD), limit);
 	for (i = 0; i < (int)limit; i++) {
 		slot = vfab_pd_alloc(r, &o0, 0);
 		assert_true(slot >= 0);
@@ -193,27 +202,62 @@ static void test_stale_handles(void **state)
 	uint32_t old_key, old_qpn;
 	int mr, mr2, qp, qp2;
 
+	int mrs[VFAB_SLOT_REUSE_MIN - 2], i;
+
+	/* Below VFAB_SLOT_REUSE_MIN slots a table grows: a freed slot is not taken at once. */
 	mr = vfab_mr_alloc(r, &o);
 	old_key = r->mrs[mr].key;
 	vfab_mr_free(r, mr);
 	assert_null(vfab_mr_lookup(r, old_key));
 	mr2 = vfab_mr_alloc(r, &o);
-	assert_int_equal(mr2, mr);			/* the slot is reused... */
-	assert_int_not_equal(r->mrs[mr2].key, old_key); /* ...under a new key */
+	assert_int_not_equal(mr2, mr);
 	assert_null(vfab_mr_lookup(r, old_key));
 	assert_non_null(vfab_mr_lookup(r, r->mrs[mr2].key));
+	/* From then on freed slots come back, next fit, under new keys. */
+	for (i = 0; i < VFAB_SLOT_REUSE_MIN - 2; i++) /* the table's top reaches the minimum */
+		mrs[i] = vfab_mr_alloc(r, &o);
+	old_key = r->mrs[mrs[10]].key;
+	vfab_mr_free(r, mrs[10]);
+	vfab_mr_free(r, mrs[20]);
+	assert_int_equal(vfab_mr_alloc(r, &o), mr); /* the lowest free one, freed first of all */
+	assert_int_equal(vfab_mr_alloc(r, &o), mrs[10]);
+	assert_int_not_equal(r->mrs[mrs[10]].key, old_key);
+	assert_null(vfab_mr_lookup(r, old_key));
+	assert_int_equal(vfab_mr_alloc(r, &o), mrs[20]);
+	/* A key past the table's top names nothing, and reads nothing there. */
+	assert_null(vfab_mr_lookup(r, (vfab_slot_top(r, VFAB_OBJ_MR) + 5) << 8));
 
 	qp = vfab_qp_alloc(r, &o, 4, 1);
 	r->qps[qp].hca = 0;
 	old_qpn = r->qps[qp].qpn;
+	assert_int_equal(vfab_qpn_slot(old_qpn), qp);
 	vfab_qp_free(r, qp);
 	assert_null(vfab_qp_lookup(r, 0, old_qpn));
 	qp2 = vfab_qp_alloc(r, &o, 4, 1);
 	r->qps[qp2].hca = 0;
-	assert_int_equal(qp2, qp);
 	assert_int_not_equal(r->qps[qp2].qpn, old_qpn);
 	assert_null(vfab_qp_lookup(r, 0, old_qpn));
 	assert_non_null(vfab_qp_lookup(r, 0, r->qps[qp2].qpn));
+	assert_null(vfab_qp_lookup(r, 0, (uint32_t)vfab_slot_top(r, VFAB_OBJ_QP) + 1));
+}
+
+/* Tables of ConnectX size cost the file only the pages of the slots handed out. */
+static void test_tables_on_demand(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_owner o = {.pid = 42, .ctx_id = 1};
+	long long before = shm_bytes(), after;
+	int i;
+
+	assert_true(sizeof(struct vfab_region) > (1ull << 30));
+	assert_true(before < (64ll << 20));
+	for (i = 0; i < 5000; i++)
+		assert_true(vfab_qp_alloc(r, &o, 0, 1) >= 0);
+	after = shm_bytes();
+	assert_true(after - before >= 5000ll * (long long)sizeof(struct vfab_qp_slot));
+	assert_true(after - before < 5000ll * (long long)sizeof(struct vfab_qp_slot) + (1 << 20));
+	assert_int_equal(vfab_slot_top(r, VFAB_OBJ_QP), 5000);
+	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_QP]), 5000);
 }
 
 static void test_pool(void **state)
@@ -306,6 +350,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_device_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_gives_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tables_on_demand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_robust_lock, setup, teardown),
