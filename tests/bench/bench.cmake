@@ -7,6 +7,9 @@ foreach(_prog pvm_ceiling tcp_stream)
 endforeach()
 # --threads: the ranges of the provider's copy engines (provider/vfab_split.c).
 target_link_libraries(pvm_ceiling PRIVATE vfab_provider_checks pthread)
+# ibv_reg_mr/ibv_dereg_mr cost next to mlock of the same pages.
+add_executable(reg_cost ${CMAKE_CURRENT_LIST_DIR}/reg_cost.c)
+target_link_libraries(reg_cost PRIVATE ${IBVERBS_LIB})
 
 add_test(NAME bench_default
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/bench.sh --fabric tbench

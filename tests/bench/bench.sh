@@ -13,7 +13,9 @@
 # (pvm_ceiling). Copy engines: the fabric again, every node on all the CPUs
 # this script may use, ib_write_bw 1, 4 and 16 MiB with 1, 2 and 4 engines
 # (VFAB_COPY_ENGINES) next to the raw copy on one thread and split the same
-# way over as many threads (pvm_ceiling --threads). Prints one table; with
+# way over as many threads (pvm_ceiling --threads). Registration: ibv_reg_mr
+# and ibv_dereg_mr of 4 KiB and 1 GiB next to mlock/munlock of the same pages
+# (reg_cost; reported, no floor). Prints one table; with
 # --json also writes the numbers.
 #
 # Exits 1 when a measurement fails or a floor is missed. Floors (environment):
@@ -100,6 +102,15 @@ for v in "$w8_rate" "$pl_rate" "$s8_rate"; do
 	num_between "${v:-x}" 0 inf || fail "a small-message rate is missing ('$v')"
 done
 
+# ibv_reg_mr/ibv_dereg_mr next to the kernel pinning the same pages (mlock).
+note "memory registration: 4 KiB and 1 GiB (reg_cost)"
+"$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$VFAB_BIN/reg_cost" -d mlx5_0 >"$VFAB_TMP/reg.out" 2>&1 ||
+	{ show "$VFAB_TMP/reg.out"; fail "reg_cost failed"; }
+for k in reg_4k dereg_4k reg_1g dereg_1g mlock_4k munlock_4k mlock_1g munlock_1g; do
+	declare "$k=$(key "$VFAB_TMP/reg.out" "${k}_us")"
+	num_between "${!k:-x}" 0 inf || { show "$VFAB_TMP/reg.out"; fail "no $k from reg_cost"; }
+done
+
 note "TCP over the fabric's veths (tcp_stream)"
 pair_same tcp 18553 "$VFAB_BIN/tcp_stream" --port 18553
 tcp_bw=$(key "$VFAB_TMP/tcp.cli" bw_gbyte_per_s)
@@ -179,6 +190,16 @@ srow "ib_write_bw -s 8" "$w8_rate"
 srow "ib_write_bw -s 8 --post_list 32" "$pl_rate"
 srow "ib_send_bw -s 8" "$s8_rate"
 echo
+rrow()
+{
+	printf '%-34s %10.2f %10.2f %10.2f\n' "$1" "$2" "$3" "$(calc "$2 / $3")"
+}
+printf '%-34s %10s %10s %10s\n' "registration [us]" vfab "pin (mlock)" "x pin"
+rrow "ibv_reg_mr 4 KiB" "$reg_4k" "$mlock_4k"
+rrow "ibv_dereg_mr 4 KiB" "$dereg_4k" "$munlock_4k"
+rrow "ibv_reg_mr 1 GiB" "$reg_1g" "$mlock_1g"
+rrow "ibv_dereg_mr 1 GiB" "$dereg_1g" "$munlock_1g"
+echo
 printf '%-34s %10s %10s %10s %10s %10s\n' "copy engines, CPUs $cpus [GB/s]" vfab "raw 1 thr" \
 	"raw N thr" "x raw 1" "x raw N"
 for mib in $eng_sizes; do
@@ -210,6 +231,9 @@ if [ -n "$json" ]; then
   "write_lat_8B_us": {"vfab": $vfab_lat, "raw_pvm": $raw_lat, "tcp_veth": $tcp_lat},
   "small_8B_mmsg_per_s": {"raw_pvm_1": $raw_one, "raw_pvm_64": $raw_batch, "write_bw": $w8_rate,
                           "write_bw_post_list_32": $pl_rate, "send_bw": $s8_rate},
+  "registration_us": {"reg_4KiB": $reg_4k, "dereg_4KiB": $dereg_4k, "reg_1GiB": $reg_1g,
+                      "dereg_1GiB": $dereg_1g, "mlock_4KiB": $mlock_4k, "munlock_4KiB": $munlock_4k,
+                      "mlock_1GiB": $mlock_1g, "munlock_1GiB": $munlock_1g},
   "copy_engines_gbyte_per_s": {$(for mib in $eng_sizes; do for n in $eng_counts; do
 		printf '"%s MiB, %s": {"vfab": %s, "raw_1_thread": %s, "raw_n_threads": %s}, ' \
 			"$mib" "$n" "${eng_bw[$mib.$n]}" "${raw_mt[$mib.1]}" "${raw_mt[$mib.$n]}"
