@@ -79,7 +79,15 @@ enum ibv_wc_status vfab_key_check_remote(const struct vfab_mr_slot *mw,
 	/* The parent as it is now, not as it was at the bind. */
 	if (!usable(mr, mw->parent_key, hca, pd) || mr->kind != VFAB_MKEY_MR)
 		return IBV_WC_REM_ACCESS_ERR;
-	if (!(mr->access & IBV_ACCESS_MW_BIND) || (mr->access & need) != need)
+	/*
+	 * The window's rights are its own (the MR needs no remote rights), but
+	 * what a peer may write the MR must let the HCA write: as at the bind,
+	 * checked again for an MR re-registered since.
+	 */
+	if (!(mr->access & IBV_ACCESS_MW_BIND))
+		return IBV_WC_REM_ACCESS_ERR;
+	if ((need & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
 		return IBV_WC_REM_ACCESS_ERR;
 	if (!in_range(mw->iova, mw->length, mr->iova, mr->length))
 		return IBV_WC_REM_ACCESS_ERR;

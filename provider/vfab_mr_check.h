@@ -39,8 +39,9 @@ enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t 
  * through this QP (qpn); the range lies in the window and the access is
  * granted by the window and the QP. The window never reaches past its
  * parent: mr (the slot the window names) must still hold the key it was
- * bound to, be of the same HCA and PD, allow IBV_ACCESS_MW_BIND and the
- * access itself, and hold the whole window.
+ * bound to, be of the same HCA and PD, allow IBV_ACCESS_MW_BIND (and
+ * LOCAL_WRITE for a remote write or atomic: the window's remote rights are
+ * its own, as IB specifies) and hold the whole window.
  */
 enum ibv_wc_status vfab_key_check_remote(const struct vfab_mr_slot *mw,
 					 const struct vfab_mr_slot *mr, uint32_t rkey, uint32_t hca,

@@ -278,9 +278,15 @@ static void test_window_bounded_by_parent(void **state)
 	m = mr(RW); /* rereg dropped MW_BIND */
 	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, 8, IBV_ACCESS_REMOTE_READ, &va),
 			 IBV_WC_REM_ACCESS_ERR);
-	m = mr(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND); /* the MR grants no write */
+	m = mr(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND); /* the HCA may not write the MR */
 	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, 8, IBV_ACCESS_REMOTE_WRITE, &va),
 			 IBV_WC_REM_ACCESS_ERR);
+	/* The window's remote rights are its own: the MR needs none of them. */
+	m = mr(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, 8, IBV_ACCESS_REMOTE_WRITE, &va),
+			 IBV_WC_SUCCESS);
+	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, 8, IBV_ACCESS_REMOTE_READ, &va),
+			 IBV_WC_SUCCESS);
 	m = mr(RW | IBV_ACCESS_MW_BIND);
 	m.length = WIN_OFF + 8; /* rereg shrank the MR under the window */
 	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, 8, IBV_ACCESS_REMOTE_READ, &va),
