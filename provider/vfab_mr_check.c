@@ -23,11 +23,17 @@ static int usable(const struct vfab_mr_slot *mr, uint32_t key, uint32_t hca, uin
 	return mr && mr->key == key && mr->hca == hca && mr->pd == pd && mr->length != 0;
 }
 
+/* An MR's key: a window's is no lkey, and is checked as an rkey by its own rules. */
+static int usable_mr(const struct vfab_mr_slot *mr, uint32_t key, uint32_t hca, uint32_t pd)
+{
+	return usable(mr, key, hca, pd) && mr->kind == VFAB_MKEY_MR;
+}
+
 enum ibv_wc_status vfab_mr_check_local(const struct vfab_mr_slot *mr, uint32_t lkey, uint32_t hca,
 				       uint32_t pd, uint64_t addr, uint64_t len, uint32_t need,
 				       uint64_t *va)
 {
-	if (!usable(mr, lkey, hca, pd))
+	if (!usable_mr(mr, lkey, hca, pd))
 		return IBV_WC_LOC_PROT_ERR;
 	if ((mr->access & need) != need)
 		return IBV_WC_LOC_PROT_ERR;
@@ -41,7 +47,7 @@ enum ibv_wc_status vfab_mr_check_remote(const struct vfab_mr_slot *mr, uint32_t 
 					uint32_t pd, uint64_t addr, uint64_t len, uint32_t need,
 					uint32_t qp_access, uint64_t *va)
 {
-	if (!usable(mr, rkey, hca, pd))
+	if (!usable_mr(mr, rkey, hca, pd))
 		return IBV_WC_REM_ACCESS_ERR;
 	if ((mr->access & need) != need || (qp_access & need) != need)
 		return IBV_WC_REM_ACCESS_ERR;
@@ -77,7 +83,7 @@ enum ibv_wc_status vfab_key_check_remote(const struct vfab_mr_slot *mw,
 	if (!in_range(addr, len, mw->iova, mw->length))
 		return IBV_WC_REM_ACCESS_ERR;
 	/* The parent as it is now, not as it was at the bind. */
-	if (!usable(mr, mw->parent_key, hca, pd) || mr->kind != VFAB_MKEY_MR)
+	if (!usable_mr(mr, mw->parent_key, hca, pd))
 		return IBV_WC_REM_ACCESS_ERR;
 	/*
 	 * The window's rights are its own (the MR needs no remote rights), but

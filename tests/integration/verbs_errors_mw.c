@@ -4,7 +4,8 @@
  * 2 by IBV_WR_BIND_MW, type 1 by ibv_bind_mw); a's WRITEs and READs through
  * its rkey land inside it and fail just outside (REM_ACCESS_ERR, though the
  * MR holds those bytes); after LOCAL_INV or a's SEND_WITH_INV the rkey is
- * dead; a bind past the MR or on an MR without MW_BIND is IBV_WC_MW_BIND_ERR.
+ * dead; a bind past the MR or on an MR without MW_BIND is IBV_WC_MW_BIND_ERR;
+ * a window's key is no lkey (LOC_PROT_ERR).
  */
 #include "verbs_harness.h"
 
@@ -181,11 +182,24 @@ static void test_bind_errors(void)
 {
 	struct side a, b;
 	struct ibv_mw *mw;
+	struct ibv_sge g;
 
 	pair_open(&a, &b, MWB, NULL);
 	mw = alloc_mw(&b, IBV_MW_TYPE_2);
 	bind2(&b, mw, BUF - WIN_LEN / 2, WIN_LEN, WIN_RIGHTS);
 	expect_op(b.cq, "bind past the MR's end -> MW_BIND_ERR", IBV_WC_MW_BIND_ERR, 0, NULL);
+	ibv_dealloc_mw(mw);
+	pair_close(&a, &b);
+
+	/* A window's key is no lkey. */
+	pair_open(&a, &b, MWB, NULL);
+	mw = alloc_mw(&b, IBV_MW_TYPE_2);
+	g = sge_of(&b, 0, 8);
+	g.lkey = bind2(&b, mw, 0, WIN_LEN, WIN_RIGHTS | IBV_ACCESS_LOCAL_WRITE);
+	expect_op(b.cq, "type 2 bind", IBV_WC_SUCCESS, IBV_WC_BIND_MW, NULL);
+	if (post(&b, IBV_WR_RDMA_READ, &g, 1, (uintptr_t)a.buf, a.mr->rkey, IBV_SEND_SIGNALED))
+		die("post READ");
+	expect_op(b.cq, "a window's rkey as an lkey -> LOC_PROT_ERR", IBV_WC_LOC_PROT_ERR, 0, NULL);
 	ibv_dealloc_mw(mw);
 	pair_close(&a, &b);
 

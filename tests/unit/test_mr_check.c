@@ -226,6 +226,13 @@ static void test_window_range_and_translation(void **state)
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(through(&w, &m, IOVA + WIN_OFF, WIN_LEN + 1, IBV_ACCESS_REMOTE_READ, &va),
 			 IBV_WC_REM_ACCESS_ERR);
+	/* A window's key is no lkey, and the MR rules alone never pass it. */
+	assert_int_equal(
+	    vfab_mr_check_local(&w, WKEY, HCA, PD, IOVA + WIN_OFF, 8, IBV_ACCESS_LOCAL_WRITE, &va),
+	    IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(vfab_mr_check_remote(&w, WKEY, HCA, PD, IOVA + WIN_OFF, 8,
+					      IBV_ACCESS_REMOTE_READ, RW, &va),
+			 IBV_WC_REM_ACCESS_ERR);
 	/* An MR's key still goes through the MR rules. */
 	assert_int_equal(vfab_key_check_remote(&m, NULL, KEY, HCA, PD, QPN, IOVA, LEN,
 					       IBV_ACCESS_REMOTE_READ, RW, &va),
