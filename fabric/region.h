@@ -30,7 +30,7 @@
  * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
  * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h);
  * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
- * 14 memory windows in the MR table (vfab_mr_slot kind, parent, parent_key, qpn). */
+ * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn). */
 #define VFAB_REGION_VERSION 14
 
 #define VFAB_NAME_MAX 64
@@ -403,13 +403,13 @@ struct vfab_mr_slot {
 	/*
 	 * A memory window shares the key space of MRs (one rkey lookup finds
 	 * either): kind says which. A bound window is [iova, iova+length) with
-	 * rights `access` inside the MR parent held when parent_key was its key
-	 * (addr unused): a reused or re-keyed parent slot matches no window.
+	 * rights `access` inside the MR whose key was parent_key at the bind,
+	 * found by that key like any other (addr unused): a parent since
+	 * deregistered, its slot reused, matches no window.
 	 * length 0: unbound or invalidated. qpn: the QP a type 2 window was
 	 * bound through, the only one it may be reached by (type 2B).
 	 */
 	uint32_t kind; /* enum vfab_mkey_kind */
-	uint32_t parent;
 	uint32_t parent_key;
 	uint32_t qpn;
 };

@@ -110,12 +110,15 @@ enum ibv_wc_status vfab_mw_check_bind(const struct vfab_mr_slot *mw, const struc
 	/* The key's index part names the window; the low byte is the consumer's. */
 	if ((rkey >> 8) != (mw->key >> 8))
 		return IBV_WC_MW_BIND_ERR;
-	if (access & ~MW_RIGHTS)
+	if (access & ~MW_RIGHTS) /* IBV_ACCESS_ZERO_BASED windows are not offered */
 		return IBV_WC_MW_BIND_ERR;
 	if (!mr) /* an unbind: a type 1 window only (type 2 is invalidated) */
 		return mw->kind == VFAB_MKEY_MW1 && !len ? IBV_WC_SUCCESS : IBV_WC_MW_BIND_ERR;
-	/* A type 2 window is bound once, then invalidated before it binds again. */
-	if (mw->kind == VFAB_MKEY_MW2 && mw->length)
+	/*
+	 * A type 2 window is bound once, then invalidated before it binds
+	 * again, and a zero length does not invalidate it (IB o10-37.2.30/40).
+	 */
+	if (mw->kind == VFAB_MKEY_MW2 && (mw->length || !len))
 		return IBV_WC_MW_BIND_ERR;
 	if (mr->kind != VFAB_MKEY_MR || !mr->length || mr->pd != qp_pd || mr->hca != mw->hca)
 		return IBV_WC_MW_BIND_ERR;

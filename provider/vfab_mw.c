@@ -103,7 +103,6 @@ static enum ibv_wc_status bind(struct vfab_qp *qp, const struct vfab_swqe *w)
 		return IBV_WC_SUCCESS;
 	s->iova = w->bind_addr;
 	s->access = w->bind_access;
-	s->parent = (uint32_t)(mr - r->mrs);
 	s->parent_key = mr->key;
 	s->qpn = qp->qpn;
 	atomic_thread_fence(memory_order_release);

@@ -200,7 +200,6 @@ static struct vfab_mr_slot window(uint32_t kind, uint32_t access)
 	w.addr = 0; /* a window's bytes are found through its parent only */
 	w.iova = IOVA + WIN_OFF;
 	w.length = WIN_LEN;
-	w.parent = KEY >> 8;
 	w.parent_key = KEY;
 	w.qpn = QPN;
 	return w;
@@ -324,6 +323,7 @@ static void test_window_bind(void **state)
 	assert_int_equal(vfab_mw_check_bind(&w, &m, PD, nk, IOVA, 8, IBV_ACCESS_MW_BIND),
 			 IBV_WC_MW_BIND_ERR);
 	assert_int_equal(vfab_mw_check_bind(&w, NULL, PD, nk, 0, 0, 0), IBV_WC_MW_BIND_ERR);
+	assert_int_equal(vfab_mw_check_bind(&w, &m, PD, nk, IOVA, 0, RW), IBV_WC_MW_BIND_ERR);
 	m = mr(RW);
 	assert_int_equal(vfab_mw_check_bind(&w, &m, PD, nk, IOVA, 8, RW), IBV_WC_MW_BIND_ERR);
 	m = mr(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
