@@ -62,6 +62,24 @@ static void rdma(struct side *a, enum ibv_wr_opcode op, uint64_t raddr, uint32_t
 		die("post RDMA");
 }
 
+/* a adds 5 to the 8 bytes at raddr of b. */
+static void atomic_add(struct side *a, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge g = sge_of(a, 0, 8);
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = 5;
+	if (ibv_post_send(a->qp, &wr, &bad))
+		die("post FETCH_ADD");
+}
+
 static struct ibv_mw *alloc_mw(struct side *s, enum ibv_mw_type type)
 {
 	struct ibv_mw *mw = ibv_alloc_mw(s->pd, type);
@@ -107,6 +125,21 @@ static void test_type2_range(void)
 	rdma(&a, IBV_WR_RDMA_READ, (uintptr_t)win + WIN_LEN - 8, rkey);
 	expect_op(a.cq, "READ of the window's last bytes", IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
 	check(a.buf[0] == 0x52, "the byte read", "got 0x%x", (unsigned)a.buf[0]);
+	atomic_add(&a, (uintptr_t)win + 64, rkey);
+	expect_op(a.cq, "an atomic without the window's REMOTE_ATOMIC -> REM_ACCESS_ERR",
+		  IBV_WC_REM_ACCESS_ERR, 0, NULL);
+	ibv_dealloc_mw(mw);
+	pair_close(&a, &b);
+
+	pair_open(&a, &b, MWB, NULL);
+	win = b.buf + WIN_OFF;
+	mw = alloc_mw(&b, IBV_MW_TYPE_2);
+	rkey = bind2(&b, mw, WIN_OFF, WIN_LEN, WIN_RIGHTS | IBV_ACCESS_REMOTE_ATOMIC);
+	expect_op(b.cq, "type 2 bind with REMOTE_ATOMIC", IBV_WC_SUCCESS, IBV_WC_BIND_MW, NULL);
+	memset(win + 64, 0, 8);
+	atomic_add(&a, (uintptr_t)win + 64, rkey);
+	expect_op(a.cq, "FETCH_ADD inside the window", IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, NULL);
+	check(win[64] == 5, "the sum is there", "got %d", win[64]);
 	rdma(&a, IBV_WR_RDMA_READ, (uintptr_t)win + WIN_LEN - 4, rkey);
 	expect_op(a.cq, "READ across the window's end -> REM_ACCESS_ERR", IBV_WC_REM_ACCESS_ERR, 0,
 		  NULL);
@@ -174,6 +207,39 @@ static void test_invalidate(bool remote)
 			 : "WRITE after LOCAL_INV -> REM_ACCESS_ERR",
 		  IBV_WC_REM_ACCESS_ERR, 0, NULL);
 	ibv_dealloc_mw(mw);
+	pair_close(&a, &b);
+}
+
+/* Invalidations of what is no type 2 window: an MR's key, locally and remotely. */
+static void test_bad_invalidate(void)
+{
+	struct side a, b;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge g;
+
+	pair_open(&a, &b, MWB, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = b.mr->rkey;
+	if (ibv_post_send(b.qp, &wr, &bad))
+		die("post LOCAL_INV");
+	expect_op(b.cq, "LOCAL_INV of an MR's key -> LOC_QP_OP_ERR", IBV_WC_LOC_QP_OP_ERR, 0, NULL);
+	pair_close(&a, &b);
+
+	pair_open(&a, &b, MWB, NULL);
+	g = sge_of(&b, 0, 64);
+	if (post_recv(&b, 8, &g, 1))
+		die("post_recv");
+	g = sge_of(&a, 0, 16);
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = b.mr->rkey;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		die("post SEND_WITH_INV");
+	expect_op(a.cq, "SEND_WITH_INV of an MR's key -> REM_INV_REQ_ERR", IBV_WC_REM_INV_REQ_ERR,
+		  0, NULL);
 	pair_close(&a, &b);
 }
 
@@ -260,6 +326,7 @@ void test_mw(void)
 	test_type2_range();
 	test_invalidate(false);
 	test_invalidate(true);
+	test_bad_invalidate();
 	test_bind_errors();
 	test_type1();
 }
