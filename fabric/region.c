@@ -326,6 +326,9 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 		s->owner = *o;
 		s->length = 0; /* caller fills, then publishes with access */
 		s->access = 0;
+		s->kind = VFAB_MKEY_MR; /* a window's allocator says otherwise */
+		s->parent_key = 0;
+		s->qpn = 0;
 		atomic_store(&s->inflight, 0);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}

@@ -29,8 +29,9 @@
  * 5 owner start time; 6 per-device object counts; 7 shared HCAs (GID pod, port pod_netdev);
  * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
  * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h);
- * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table). */
-#define VFAB_REGION_VERSION 13
+ * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
+ * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn). */
+#define VFAB_REGION_VERSION 14
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -399,6 +400,24 @@ struct vfab_mr_slot {
 	uint64_t addr;		   /* virtual address in the owner process */
 	uint64_t length;
 	uint64_t iova; /* address remote peers use (== addr unless iova2) */
+	/*
+	 * A memory window shares the key space of MRs (one rkey lookup finds
+	 * either): kind says which. A bound window is [iova, iova+length) with
+	 * rights `access` inside the MR whose key was parent_key at the bind,
+	 * found by that key like any other (addr unused): a parent since
+	 * deregistered, its slot reused, matches no window.
+	 * length 0: unbound or invalidated. qpn: the QP a type 2 window was
+	 * bound through, the only one it may be reached by (type 2B).
+	 */
+	uint32_t kind; /* enum vfab_mkey_kind */
+	uint32_t parent_key;
+	uint32_t qpn;
+};
+
+enum vfab_mkey_kind {
+	VFAB_MKEY_MR = 0,
+	VFAB_MKEY_MW1 = 1, /* IBV_MW_TYPE_1 */
+	VFAB_MKEY_MW2 = 2, /* IBV_MW_TYPE_2 */
 };
 
 struct vfab_cq_slot {

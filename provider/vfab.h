@@ -88,6 +88,13 @@ struct vfab_mr {
 	struct vfab_pd *pd;
 };
 
+/* A memory window: a key of the MR table (fabric/region.h vfab_mr_slot, kind). */
+struct vfab_mw {
+	struct ibv_mw mw;
+	int slot;
+	struct vfab_pd *pd;
+};
+
 struct vfab_cq {
 	struct vabi_cq vcq;
 	struct vfab_context *ctx;
@@ -200,6 +207,12 @@ struct vfab_swqe {
 	 * the lost attempt would have arrived (nothing sent later arrives before)
 	 */
 	uint64_t ack_ns;
+	/* IBV_WR_BIND_MW: the window, its new key (rkey) and where it goes. */
+	struct ibv_mw *mw;
+	struct ibv_mr *bind_mr;
+	uint64_t bind_addr, bind_len;
+	uint32_t bind_access;
+	uint32_t inv_rkey; /* IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV */
 	struct ibv_sge sge[VFAB_MAX_SGE];
 	uint8_t inline_data[VFAB_MAX_INLINE];
 };
@@ -395,6 +408,23 @@ int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
 		  int access);
 int vfab_dereg_mr(struct vabi_mr *vmr);
 
+/* ---- vfab_mw.c: memory windows ---- */
+struct ibv_mw *vfab_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int vfab_dealloc_mw(struct ibv_mw *mw);
+/* The WRs an HCA runs on its own keys, with no message on the wire. */
+static inline bool vfab_local_op(uint32_t opcode)
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
+}
+/* Runs a local op of the QP (sq.lock held): the status of its completion. */
+enum ibv_wc_status vfab_mw_exec(struct vfab_qp *qp, const struct vfab_swqe *w);
+/*
+ * The responder's half of SEND_WITH_INV on QP slot d of HCA hca: whether rkey
+ * may be invalidated (check only), or invalidates it (apply).
+ */
+bool vfab_mw_remote_inv(struct vfab_region *r, uint32_t hca, const struct vfab_qp_slot *d,
+			uint32_t rkey, bool apply);
+
 /* ---- vfab_cq.c ---- */
 struct ibv_pd *vfab_alloc_parent_domain(struct ibv_context *ctx,
 					struct ibv_parent_domain_init_attr *attr);
@@ -486,6 +516,8 @@ enum vfab_stage vfab_mcast_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint
 
 /* ---- vfab_req.c: posting ---- */
 int vfab_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* ibv_bind_mw: a type 1 window's bind, posted as a BIND_MW WR. */
+int vfab_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 /*
  * What post_send refuses outright (sq.lock held): 0 or an errno value.
  * ahead: WRs of the same post already accepted but not submitted yet.

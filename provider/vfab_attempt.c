@@ -419,8 +419,26 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	return VFAB_ST_ACKED;
 }
 
+/* A bind or invalidation: done by this HCA on its own keys, nothing on the wire. */
+static __attribute__((cold)) enum vfab_stage local_op(struct vfab_qp *qp, struct vfab_swqe *w)
+{
+	enum ibv_wc_status st = vfab_mw_exec(qp, w);
+
+	if (st != IBV_WC_SUCCESS)
+		return failed(w, st);
+	w->byte_len = 0;
+	w->npkts = 0;
+	w->psn = qp->req.psn;
+	w->due_ns = 0;
+	w->ack_ns = 0;
+	w->stage = VFAB_ST_ACKED;
+	return VFAB_ST_ACKED;
+}
+
 enum vfab_stage vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
+	if (__builtin_expect(vfab_local_op(w->opcode), 0))
+		return local_op(qp, w);
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, false);
 	return rc_attempt(qp, w, now);
@@ -434,6 +452,8 @@ enum vfab_stage vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t n
 	unsigned int n;
 	uint64_t len;
 
+	if (__builtin_expect(vfab_local_op(w->opcode), 0))
+		return local_op(qp, w);
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, true);
 	/* The buffers are read (or written) now, as the HCA's DMA would. */

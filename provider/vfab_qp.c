@@ -54,6 +54,8 @@ static uint32_t wqe_overhead(enum ibv_qp_type type, bool ops_given, uint64_t ops
 		size = WQE_RDMA_BYTES;
 	if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
 		size = WQE_ATOMIC_BYTES;
+	if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV))
+		size = WQE_UMR_BYTES;
 	return size;
 }
 
@@ -89,13 +91,16 @@ static int check_caps(const struct ibv_qp_cap *cap, bool srq)
 static uint64_t supported_send_ops(enum ibv_qp_type type)
 {
 	uint64_t ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	/* Windows: a connected QP binds and invalidates (as libmlx5's RC and UC). */
+	uint64_t uc = ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		      IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW |
+		      IBV_QP_EX_WITH_LOCAL_INV;
 
 	if (type == IBV_QPT_UD)
 		return ud;
 	if (type == IBV_QPT_UC)
-		return ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-	return ud | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-	       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		return uc;
+	return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 

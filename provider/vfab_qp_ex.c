@@ -46,6 +46,7 @@ static struct vfab_swqe *new_wqe(struct ibv_qp_ex *x, uint32_t opcode)
 	w->ah = NULL;
 	w->rkey = 0;
 	w->remote_addr = 0;
+	w->mw = NULL;
 	return w;
 }
 
@@ -108,6 +109,37 @@ static void wr_send_imm(struct ibv_qp_ex *x, __be32 imm)
 
 	if (w)
 		w->imm_data = imm;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *x, uint32_t rkey)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *b)
+{
+	struct vfab_swqe *w = new_wqe(x, IBV_WR_BIND_MW);
+
+	if (!w)
+		return;
+	w->mw = mw;
+	w->rkey = rkey;
+	w->bind_mr = b->mr;
+	w->bind_addr = b->addr;
+	w->bind_len = b->length;
+	w->bind_access = b->mw_access_flags;
 }
 
 static void set_rdma(struct vfab_swqe *w, uint32_t rkey, uint64_t addr)
@@ -237,6 +269,9 @@ void vfab_qp_ex_init(struct vfab_qp *qp)
 		return;
 	x->wr_rdma_write = wr_rdma_write;
 	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_bind_mw = wr_bind_mw;
 	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
 		return;
 	x->wr_rdma_read = wr_rdma_read;

@@ -33,12 +33,15 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->max_qp = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_QP);
 	a->max_qp_wr = VFAB_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = VFAB_MAX_SGE;
 	a->max_sge_rd = VFAB_MAX_SGE;
 	a->max_cq = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_CQ);
 	a->max_cqe = VFAB_MAX_CQE;
 	a->max_mr = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_MR);
+	/* Windows are keys of the MR table, as mkeys are on a ConnectX. */
+	a->max_mw = a->max_mr;
 	a->max_pd = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_PD);
 	a->max_qp_rd_atom = VFAB_MAX_RD_ATOM;
 	a->max_res_rd_atom = VFAB_MAX_RD_ATOM * a->max_qp;

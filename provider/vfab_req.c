@@ -30,6 +30,18 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		break;
+	case IBV_WR_SEND_WITH_INV: /* a connected peer's window only */
+		if (ud)
+			return EINVAL;
+		break;
+	case IBV_WR_BIND_MW:
+		if (ud || !w->mw || (w->bind_mr && w->bind_mr->context != w->mw->context))
+			return EINVAL;
+		break;
+	case IBV_WR_LOCAL_INV:
+		if (ud)
+			return EINVAL;
+		break;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		if (ud)
@@ -305,7 +317,24 @@ static int from_wr(struct vfab_qp *qp, const struct ibv_send_wr *wr, struct vfab
 	w->ah = NULL;
 	w->is_inline = false;
 	w->inline_len = 0;
+	w->mw = NULL;
 	switch (wr->opcode) {
+	case IBV_WR_BIND_MW:
+		w->mw = wr->bind_mw.mw;
+		w->rkey = wr->bind_mw.rkey;
+		w->bind_mr = wr->bind_mw.bind_info.mr;
+		w->bind_addr = wr->bind_mw.bind_info.addr;
+		w->bind_len = wr->bind_mw.bind_info.length;
+		w->bind_access = wr->bind_mw.bind_info.mw_access_flags;
+		w->num_sge = 0;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		w->inv_rkey = wr->invalidate_rkey;
+		w->num_sge = 0;
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		w->inv_rkey = wr->invalidate_rkey;
+		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		w->remote_addr = wr->wr.atomic.remote_addr;
@@ -376,5 +405,29 @@ int vfab_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		}
 	}
 	pthread_mutex_unlock(&qp->sq.lock);
+	return rc;
+}
+
+/*
+ * As libmlx5 does: a BIND_MW WR with the next key of the window (its low
+ * byte moved on), which the window takes once the WR is posted.
+ */
+int vfab_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *b)
+{
+	struct ibv_send_wr wr = {0}, *bad;
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	int rc;
+
+	if (mw->type != IBV_MW_TYPE_1 || ibqp->context != mw->context)
+		return EINVAL;
+	wr.wr_id = b->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = b->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = b->bind_info;
+	rc = vfab_post_send(ibqp, &wr, &bad);
+	if (!rc)
+		mw->rkey = rkey;
 	return rc;
 }

@@ -137,6 +137,24 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	res->kind = VFAB_RESP_ACK;
 }
 
+/*
+ * SEND with invalidate: the named key must be a type 2 window of this QP
+ * (else an invalid request NAK, nothing received); it is invalidated once
+ * the SEND is received, so an RNR retry finds it still bound.
+ */
+static void resp_send_inv(const struct vfab_msg *m, struct vfab_resp *res)
+{
+	uint32_t rkey = m->wqe->inv_rkey;
+
+	if (!vfab_mw_remote_inv(m->r, m->dst_hca, m->d, rkey, false)) {
+		nak(res, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	resp_send(m, res);
+	if (res->kind == VFAB_RESP_ACK)
+		vfab_mw_remote_inv(m->r, m->dst_hca, m->d, rkey, true);
+}
+
 static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct vfab_mr_slot *pin;
@@ -258,6 +276,9 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		resp_send(m, res);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		resp_send_inv(m, res);
 		break;
 	case IBV_WR_RDMA_READ:
 		resp_read(m, res);

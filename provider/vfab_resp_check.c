@@ -96,18 +96,24 @@ enum vfab_resp_kind vfab_resp_check_rkey(const struct vfab_msg *m, uint32_t acce
 					 struct vfab_mr_slot **pin)
 {
 	const struct vfab_swqe *w = m->wqe;
-	struct vfab_mr_slot *mr;
+	struct vfab_mr_slot *mr, *key, *parent = NULL;
 	uint64_t va;
 
 	*pin = NULL;
 	if (!len)
 		return VFAB_RESP_PASS;
-	/* Pinned before the check, unpinned after the copy: ibv_dereg_mr waits. */
-	mr = vfab_mr_lookup(m->r, w->rkey);
+	/*
+	 * Pinned before the check, unpinned after the copy: ibv_dereg_mr waits.
+	 * Through a window, the MR pinned is the parent the window names (the
+	 * bytes are its), and the check makes sure it is the one bound to.
+	 */
+	key = mr = vfab_mr_lookup(m->r, w->rkey);
+	if (key && key->kind != VFAB_MKEY_MR)
+		mr = parent = vfab_mr_lookup(m->r, key->parent_key);
 	if (mr)
 		vfab_mr_pin(mr);
-	*st = vfab_mr_check_remote(mr, w->rkey, m->dst_hca, m->d->pd, w->remote_addr, len, access,
-				   m->d->access, &va);
+	*st = vfab_key_check_remote(key, parent, w->rkey, m->dst_hca, m->d->pd, m->d->qpn,
+				    w->remote_addr, len, access, m->d->access, &va);
 	if (*st != IBV_WC_SUCCESS) {
 		vfab_mr_unpin(mr);
 		return VFAB_RESP_NAK;
@@ -245,6 +251,11 @@ bool vfab_resp_recv_cqe(const struct vfab_msg *m, const struct vfab_resp_rwqe *r
 	if (status == IBV_WC_SUCCESS && imm) {
 		out->wc_flags |= IBV_WC_WITH_IMM;
 		out->imm_data = w->imm_data;
+	}
+	/* ibv_wc's invalidated_rkey shares imm_data's place. */
+	if (status == IBV_WC_SUCCESS && w->opcode == IBV_WR_SEND_WITH_INV) {
+		out->wc_flags |= IBV_WC_WITH_INV;
+		out->imm_data = w->inv_rkey;
 	}
 	return (w->flags & IBV_SEND_SOLICITED) != 0;
 }
