@@ -24,6 +24,7 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .alloc_pd = vfab_alloc_pd,
     .dealloc_pd = vfab_dealloc_pd,
     .reg_mr = vfab_reg_mr,
+    .advise_mr = vfab_advise_mr,
     .dereg_mr = vfab_dereg_mr,
     .create_cq = vfab_create_cq,
     .resize_cq = vfab_resize_cq,

@@ -423,6 +423,7 @@ int main(int argc, char **argv)
 	test_timestamps();
 	test_resize_cq();
 	test_rereg();
+	test_odp();
 	test_parent_domain();
 	test_send_variants();
 	test_rdma_and_atomics();

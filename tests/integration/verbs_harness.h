@@ -86,6 +86,7 @@ void test_error_counters(void);
 void test_timestamps(void);
 void test_resize_cq(void);
 void test_rereg(void);
+void test_odp(void);
 void test_parent_domain(void);
 void test_uc(void);
 void test_cq_overflow(void);
