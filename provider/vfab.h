@@ -407,6 +407,8 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_
 int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		  int access);
 int vfab_dereg_mr(struct vabi_mr *vmr);
+int vfab_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg, uint32_t num_sge);
 
 /* ---- vfab_mw.c: memory windows ---- */
 struct ibv_mw *vfab_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

@@ -24,6 +24,7 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .alloc_pd = vfab_alloc_pd,
     .dealloc_pd = vfab_dealloc_pd,
     .reg_mr = vfab_reg_mr,
+    .advise_mr = vfab_advise_mr,
     .dereg_mr = vfab_dereg_mr,
     .alloc_mw = vfab_alloc_mw,
     .dealloc_mw = vfab_dealloc_mw,

@@ -24,7 +24,8 @@ static int range_mapped(const void *addr, size_t len)
 	unsigned char vec[MINCORE_CHUNK_PAGES];
 
 	while (start < end) {
-		size_t n = (end - start + (size_t)psz - 1) / (size_t)psz;
+		/* Without rounding up first: a range to the top of memory would wrap to 0 pages. */
+		size_t n = (end - start) / (size_t)psz + ((end - start) % (size_t)psz != 0);
 
 		if (n > MINCORE_CHUNK_PAGES)
 			n = MINCORE_CHUNK_PAGES;
@@ -73,6 +74,13 @@ static int check_range(void *addr, size_t length, int access)
 		return rc;
 	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
 		return -EINVAL;
+	/*
+	 * On demand (the implicit MR, NULL and SIZE_MAX, included): the pages
+	 * are found when a copy reaches them, as an ODP MR faults them in
+	 * (vfab_odp.c).
+	 */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
 	rc = range_mapped(addr, length);
 	if (!rc && (access & IBV_ACCESS_LOCAL_WRITE))
 		rc = range_writable(addr, length);

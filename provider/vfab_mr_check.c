@@ -158,7 +158,5 @@ int vfab_mr_access_valid(unsigned int access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return -EOPNOTSUPP; /* no ODP capability is reported */
 	return 0;
 }

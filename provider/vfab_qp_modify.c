@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * ON_DEMAND means nothing to a QP, but mlx5 takes a QP's access flags that
+ * carry it (applications, pyverbs' ODP tests among them, pass their MR's
+ * flags) and uses the remote-access bits.
+ */
 #define QP_ACCESS_FLAGS                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
 
 static uint32_t mtu_bytes(uint32_t mtu)
 {

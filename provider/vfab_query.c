@@ -71,8 +71,17 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 		return EINVAL;
 	memset(&full, 0, sizeof(full));
 	fill_device_attr(ctx, &full.orig_attr);
-	/* No ODP, TSO, RSS, tag matching or device memory; the device clock of vfab_util.h. */
+	/*
+	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); no TSO, RSS,
+	 * tag matching or device memory; the device clock of vfab_util.h.
+	 */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	full.odp_caps.per_transport_caps.rc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	full.odp_caps.per_transport_caps.ud_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
 	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;
 	full.phys_port_cnt_ex = ctx->hca->nports;

@@ -14,6 +14,7 @@ add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_cq.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_mr.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_mw.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_odp.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_pd.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_harness.c)
 target_link_libraries(verbs_errors PRIVATE ${IBVERBS_LIB})

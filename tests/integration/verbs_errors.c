@@ -424,6 +424,7 @@ int main(int argc, char **argv)
 	test_resize_cq();
 	test_rereg();
 	test_mw();
+	test_odp();
 	test_parent_domain();
 	test_send_variants();
 	test_rdma_and_atomics();

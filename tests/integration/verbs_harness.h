@@ -88,6 +88,7 @@ void test_resize_cq(void);
 void test_rereg(void);
 /* Memory windows (verbs_errors_mw.c). */
 void test_mw(void);
+void test_odp(void);
 void test_parent_domain(void);
 void test_uc(void);
 void test_cq_overflow(void);
