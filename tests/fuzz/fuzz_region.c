@@ -90,11 +90,9 @@ static void cleanup(void)
 {
 	if (d.r)
 		vfab_region_close(d.r);
-	vfab_region_unlink(fabric);
 	vfab_topology_private_free(topo);
 	if (d.rundir_fd >= 0)
 		close(d.rundir_fd);
-	rmdir(rundir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -113,9 +111,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    vfab_region_create_pool(fabric, rundir, POOL_BYTES, &d.r) ||
 	    vfab_topology_publish(d.r, topo) || vfabd_counters_init(&d)) {
 		fprintf(stderr, "fuzz_region: cannot set up a region: %s\n", err);
+		vfab_region_unlink(fabric);
+		rmdir(rundir);
 		exit(1);
 	}
 	vfab_config_free(&cfg);
+	/*
+	 * Nothing is opened by name from here on (the mapping and the run
+	 * dir's descriptor stay valid): a crash, which is what a fuzzer is
+	 * for, leaves no region in /dev/shm and no directory in /tmp.
+	 */
+	vfab_region_unlink(fabric);
+	rmdir(rundir);
 	d.t = topo;
 	d.fabric = fabric;
 	/* The first slots of each table, as the allocator makes them usable. */

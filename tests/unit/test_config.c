@@ -365,7 +365,8 @@ static void test_nesting_depth(void **state)
 				 "than 32 levels");
 	/* Block style too, with the keys on the way: x, k0, k1, ... one level each. */
 	char block[4096], want[512];
-	size_t n = (size_t)snprintf(block, sizeof(block), "version: 1\nnodes:\n  - id: a\n    x:\n");
+	size_t n =
+	    (size_t)snprintf(block, sizeof(block), "version: 1\nnodes:\n  - id: a\n    x:\n");
 	size_t w = (size_t)snprintf(want, sizeof(want), "t.yaml:34: nodes[0].x");
 
 	for (int i = 0; i < 40; i++) {
@@ -377,8 +378,9 @@ static void test_nesting_depth(void **state)
 	assert_int_equal(vfab_config_load_string(block, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, want);
 	/* 32 levels are fine for the depth check (the schema then says what is wrong). */
-	load_fails("version: 1\nnodes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
-		   "2: nodes[0]: expected a mapping, got a sequence");
+	load_fails(
+	    "version: 1\nnodes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+	    "2: nodes[0]: expected a mapping, got a sequence");
 }
 
 int main(void)
@@ -387,8 +389,8 @@ int main(void)
 	    cmocka_unit_test(test_seed_file),	 cmocka_unit_test(test_default_config),
 	    cmocka_unit_test(test_extensions),	 cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_io_error),	 cmocka_unit_test(test_inline_errors),
-	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool), cmocka_unit_test(test_limits),
-	    cmocka_unit_test(test_nesting_depth),
+	    cmocka_unit_test(test_copy_engines), cmocka_unit_test(test_ring_pool),
+	    cmocka_unit_test(test_limits),	 cmocka_unit_test(test_nesting_depth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
