@@ -179,17 +179,22 @@ static void dev_give(struct vfab_region *r, const struct vfab_owner *o, enum vfa
 		atomic_fetch_sub(&r->hcas[o->hca].used[kind], 1);
 }
 
-/* Each table's place in the region and its slots' size. */
+/* Each table's place in the region, its slots' size and where a slot's lock is (-1: none). */
 static const struct {
 	size_t off, stride;
 	uint32_t size;
+	long lock;
 } tables[VFAB_OBJ_KINDS] = {
-    [VFAB_OBJ_PD] = {offsetof(struct vfab_region, pds), sizeof(struct vfab_pd_slot), VFAB_MAX_PDS},
-    [VFAB_OBJ_MR] = {offsetof(struct vfab_region, mrs), sizeof(struct vfab_mr_slot), VFAB_MAX_MRS},
-    [VFAB_OBJ_CQ] = {offsetof(struct vfab_region, cqs), sizeof(struct vfab_cq_slot), VFAB_MAX_CQS},
+    [VFAB_OBJ_PD] = {offsetof(struct vfab_region, pds), sizeof(struct vfab_pd_slot), VFAB_MAX_PDS,
+		     -1},
+    [VFAB_OBJ_MR] = {offsetof(struct vfab_region, mrs), sizeof(struct vfab_mr_slot), VFAB_MAX_MRS,
+		     -1},
+    [VFAB_OBJ_CQ] = {offsetof(struct vfab_region, cqs), sizeof(struct vfab_cq_slot), VFAB_MAX_CQS,
+		     offsetof(struct vfab_cq_slot, lock)},
     [VFAB_OBJ_SRQ] = {offsetof(struct vfab_region, srqs), sizeof(struct vfab_srq_slot),
-		      VFAB_MAX_SRQS},
-    [VFAB_OBJ_QP] = {offsetof(struct vfab_region, qps), sizeof(struct vfab_qp_slot), VFAB_MAX_QPS},
+		      VFAB_MAX_SRQS, offsetof(struct vfab_srq_slot, lock)},
+    [VFAB_OBJ_QP] = {offsetof(struct vfab_region, qps), sizeof(struct vfab_qp_slot), VFAB_MAX_QPS,
+		     offsetof(struct vfab_qp_slot, lock)},
 };
 
 /* Every slot begins with its state word. */
@@ -225,12 +230,9 @@ static int slot_grow(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
 			return -ENOMEM;
 		t->reserved = (uint32_t)((to - base) / stride);
 	}
-	if (kind == VFAB_OBJ_CQ)
-		vfab_mutex_init_shared(&r->cqs[top].lock);
-	else if (kind == VFAB_OBJ_SRQ)
-		vfab_mutex_init_shared(&r->srqs[top].lock);
-	else if (kind == VFAB_OBJ_QP)
-		vfab_mutex_init_shared(&r->qps[top].lock);
+	if (tables[kind].lock >= 0)
+		vfab_mutex_init_shared(
+		    (pthread_mutex_t *)((char *)slot_state(r, kind, top) + tables[kind].lock));
 	atomic_store(slot_state(r, kind, top), VFAB_SLOT_FREE);
 	atomic_store_explicit(&t->top, top + 1, memory_order_release);
 	return 0;
