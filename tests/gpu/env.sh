@@ -11,7 +11,7 @@
 
 libdir_args=()
 VFAB_RDMA_PREFIX=${VFAB_RDMA_PREFIX:-/opt/vfab-rdma}
-if [ "${VFAB_FORCE_DEBS:-0}" = 1 ] || ! ldconfig -p | grep -q 'libibverbs.so.1 '; then
+if [ "${VFAB_FORCE_DEBS:-0}" = 1 ] || ! ldconfig -p | grep 'libibverbs.so.1 ' >/dev/null; then
 	debs=${VFAB_DEBS:-$repo/.debs}
 	ls "$debs"/*.deb >/dev/null 2>&1 || { echo "no libibverbs and no .debs in $debs" >&2; exit 1; }
 	mkdir -p "$VFAB_RDMA_PREFIX"

@@ -38,7 +38,9 @@ fi
 # A carried rdma-core: the system's libibverbs copied to a directory of its own.
 libs=$VFAB_TMP/libs
 mkdir -p "$libs"
-sys_lib=$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ {print $NF; exit}')
+# awk reads all of ldconfig's output: quitting at the match would let ldconfig
+# die of SIGPIPE once the cache outgrows a pipe, failing this line under pipefail.
+sys_lib=$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ && !f {print $NF; f = 1}')
 [ -n "$sys_lib" ] || fail "no libibverbs.so.1 in the host's ld.so cache"
 cp -a "$sys_lib" "$(readlink -f "$sys_lib")" "$libs/"
 
