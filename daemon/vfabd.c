@@ -255,6 +255,8 @@ static int setup(const struct opts *o, struct vfabd *d)
 	d->rundir_fd = open(o->rundir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	rc = d->rundir_fd < 0 ? -errno : 0;
 	if (rc >= 0)
+		rc = vfab_ktab_create(d->rundir_fd, &d->k);
+	if (rc >= 0)
 		rc = vfabd_counters_init(d);
 	if (rc >= 0)
 		rc = d->srv.signal_fd = signal_fd();

@@ -8,6 +8,7 @@
 #ifndef VFAB_DAEMON_VFABD_H
 #define VFAB_DAEMON_VFABD_H
 
+#include "fabric/ktab.h"
 #include "fabric/region.h"
 #include "vfabd_counters.h"
 #include "vfabd_countersfs.h"
@@ -31,6 +32,11 @@ struct vfabd {
 	 * table index and count vfabd acts on. Nobody else can write it.
 	 */
 	const struct vfab_region *t;
+	/*
+	 * The object table (fabric/ktab.h): who owns each object, MR bounds and
+	 * rights, rings, FIFOs. vfabd alone writes it (SEAL, UNSEAL, reaping).
+	 */
+	struct vfab_ktab *k;
 	int rundir_fd; /* O_PATH descriptor of the run dir: files below it via base/beneath.h */
 	const char *fabric;
 	const char *rundir; /* vfabd's own, never the region's copy (any user can write that) */

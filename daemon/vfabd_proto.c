@@ -18,6 +18,7 @@
 #include "vfabd_link.h"
 #include "vfabd_log.h"
 #include "vfabd_report.h"
+#include "vfabd_seal.h"
 #include "vfabd_session.h"
 
 /* Requests that change the fabric or signal processes need a trusted peer. */
@@ -53,6 +54,10 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 	} else if (!strncmp(line, "FAULT ", 6)) {
 		if (allowed(c, "FAULT"))
 			vfabd_req_fault(d, c, line + 6);
+	} else if (!strncmp(line, "SEAL ", 5)) {
+		vfabd_req_seal(d, c, line + 5, true); /* the caller's own objects only */
+	} else if (!strncmp(line, "UNSEAL ", 7)) {
+		vfabd_req_seal(d, c, line + 7, false);
 	} else if (!strncmp(line, "CMFREE ", 7)) {
 		vfabd_req_cmfree(d, c, line + 7); /* removes only what no live listener holds */
 	} else if (!strcmp(line, "SHUTDOWN")) {
@@ -63,8 +68,8 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 		d->srv.stop = true;
 	} else {
 		vfabd_reply_err(c, -EINVAL,
-				"unknown request (HELLO, BYE, STATUS, REPORT, LINK, SHAPE, FAULT, "
-				"CMFREE, SHUTDOWN)");
+				"unknown request (HELLO, BYE, STATUS, REPORT, SEAL, UNSEAL, LINK, "
+				"SHAPE, FAULT, CMFREE, SHUTDOWN)");
 	}
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "vfabd_log.h"
+#include "vfabd_seal.h"
 
 #include "base/proc.h"
 
@@ -60,7 +61,7 @@ static bool owner_alive(const struct vfab_owner *o)
 				owner_add((set), &(tbl)[i_].owner);                                \
 	} while (0)
 
-int vfabd_reap_dead(struct vfab_region *r)
+int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
 {
 	static struct owner_set set; /* large: keep it off the stack */
 	int total = 0;
@@ -71,6 +72,13 @@ int vfabd_reap_dead(struct vfab_region *r)
 	COLLECT(&set, r->cqs, vfab_slot_top(r, VFAB_OBJ_CQ));
 	COLLECT(&set, r->mrs, vfab_slot_top(r, VFAB_OBJ_MR));
 	COLLECT(&set, r->pds, vfab_slot_top(r, VFAB_OBJ_PD));
+	if (k) { /* the owners vfabd sealed, whatever the region says now */
+		COLLECT(&set, k->qps, vfab_ktab_top(k, VFAB_OBJ_QP));
+		COLLECT(&set, k->srqs, vfab_ktab_top(k, VFAB_OBJ_SRQ));
+		COLLECT(&set, k->cqs, vfab_ktab_top(k, VFAB_OBJ_CQ));
+		COLLECT(&set, k->mrs, vfab_ktab_top(k, VFAB_OBJ_MR));
+		COLLECT(&set, k->pds, vfab_ktab_top(k, VFAB_OBJ_PD));
+	}
 	for (size_t i = 0; i < set.n; i++) {
 		int n;
 
@@ -78,7 +86,8 @@ int vfabd_reap_dead(struct vfab_region *r)
 
 		if (owner_alive(o))
 			continue;
-		n = vfab_region_reap_owner(r, o->pid, o->start_ticks);
+		n = vfabd_seal_reap_owner(r, k, o->pid, o->start_ticks);
+		n += vfab_region_reap_owner(r, o->pid, o->start_ticks);
 		if (n > 0)
 			vfabd_log("reaped %d object(s) of pid %d (process gone)", n, (int)o->pid);
 		total += n;

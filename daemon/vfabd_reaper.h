@@ -3,9 +3,13 @@
 #ifndef VFAB_DAEMON_VFABD_REAPER_H
 #define VFAB_DAEMON_VFABD_REAPER_H
 
+#include "fabric/ktab.h"
 #include "fabric/region.h"
 
-/* Frees the objects of every owner pid that no longer runs. Returns objects freed. */
-int vfabd_reap_dead(struct vfab_region *r);
+/*
+ * Frees the objects of every owner pid that no longer runs, in the region
+ * and in vfabd's object table k (NULL: none). Returns region objects freed.
+ */
+int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k);
 
 #endif /* VFAB_DAEMON_VFABD_REAPER_H */

@@ -40,6 +40,7 @@
 #include "vfabd_log.h"
 #include "vfabd_proto.h"
 #include "vfabd_reaper.h"
+#include "vfabd_seal.h"
 
 #include "base/proc.h"
 
@@ -74,7 +75,11 @@ static void drop_conn(struct vfabd *d, size_t i)
 
 	if (c->pid && !c->bye && !pid_has_other_conn(d, c)) {
 		if (vfabd_conn_peer_gone(c)) {
-			int n = vfab_region_reap_owner(d->r, c->pid, c->peer_start);
+			/* vfabd's records (and their slots) first, then what the region alone says.
+			 */
+			int n = vfabd_seal_reap_owner(d->r, d->k, c->pid, c->peer_start);
+
+			n += vfab_region_reap_owner(d->r, c->pid, c->peer_start);
 
 			vfabd_log("pid %d exited without BYE: reaped %d object(s)", (int)c->pid, n);
 		} else {
@@ -231,7 +236,7 @@ static void on_tick(struct vfabd *d)
 		vfabd_counters_tick(d);
 	vfabd_addrwatch_tick(d);
 	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
-		vfabd_reap_dead(d->r);
+		vfabd_reap_dead(d->r, d->k);
 }
 
 /*

@@ -6,7 +6,9 @@
  * (nodes, HCAs, ports, GID tables, link clocks), and the verbs objects that a
  * remote requester checks or fills (MRs, QPs with their receive queues, SRQs,
  * CQ rings). The daemon is not on the data path: processes allocate and use
- * slots directly under the region's robust locks.
+ * slots directly under the region's robust locks. Every local user can
+ * write this file, so who owns an object and what an MR covers are taken
+ * from vfabd's copy of each slot (fabric/ktab.h), never from here.
  *
  * Every object slot is found by index; handles given to users (QPN, lkey/rkey)
  * carry the slot index plus a generation so that stale handles never hit a
@@ -17,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -30,8 +33,9 @@
  * 8 copy engines per HCA; 9 buddy ring pool (no pool_brk), no holder_pid; 10 error counters;
  * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h);
  * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
- * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn). */
-#define VFAB_REGION_VERSION 14
+ * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn);
+ * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h). */
+#define VFAB_REGION_VERSION 15
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -412,6 +416,11 @@ struct vfab_mr_slot {
 	uint32_t kind; /* enum vfab_mkey_kind */
 	uint32_t parent_key;
 	uint32_t qpn;
+	/*
+	 * In vfabd's table (fabric/ktab.h) only: odd while vfabd rewrites the
+	 * record (a re-registration, a bind), so that a reader's copy is whole.
+	 */
+	_Atomic uint32_t seal_seq;
 };
 
 enum vfab_mkey_kind {
@@ -703,6 +712,16 @@ int vfab_pool_init(struct vfab_region *r);
  * offset, or -ENOMEM.
  */
 int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes);
+/*
+ * Whether [off, off + bytes) lies in the ring pool of a mapping of
+ * map_bytes (this process's own, region_map.h; never the region's word):
+ * how vfabd checks a ring before it seals it, and how a requester checks
+ * one before it writes there.
+ */
+static inline bool vfab_pool_holds(uint64_t map_bytes, uint64_t off, uint64_t bytes)
+{
+	return off >= VFAB_POOL_OFF && off <= map_bytes && bytes <= map_bytes - off;
+}
 /* Gives back a block vfab_pool_alloc returned for `bytes`; anything else is ignored. */
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);
 /* Bytes on the free lists (tests, diagnostics). */

@@ -5,7 +5,7 @@
  * from the file when it was mapped. The region's own header fields
  * (total_size, pool_off, pool_size, ...) are every local user's to rewrite,
  * so unmapping and every bound of the ring pool use these instead.
- * Internal to fabric/ (region.c registers, pool.c reads).
+ * region.c registers; pool.c, vfabd and the provider read the bounds.
  */
 #ifndef VFAB_REGION_MAP_H
 #define VFAB_REGION_MAP_H

@@ -8,6 +8,7 @@
 #ifndef VFAB_PROVIDER_H
 #define VFAB_PROVIDER_H
 
+#include "fabric/ktab.h"
 #include "fabric/link_model.h"
 #include "fabric/region.h"
 #include "provider/verbs_abi.h"
@@ -45,6 +46,9 @@ struct vfab_rmap {
 	dev_t dev; /* the region file mapped */
 	ino_t ino;
 	struct vfab_region *r;
+	/* vfabd's object table beside it (<rundir>/objects), read-only. */
+	const struct vfab_ktab *k;
+	uint64_t map_bytes; /* the region mapping's length: the ring pool's bound */
 	int refcnt;
 	/* This process's QPs by slot index: poll_cq retires send WQEs with it. */
 	_Atomic(struct vfab_qp *) qps[VFAB_MAX_QPS];
@@ -55,6 +59,8 @@ struct vfab_context {
 	struct vfab_device *dev;
 	struct vfab_rmap *map;
 	struct vfab_region *r;
+	const struct vfab_ktab *k; /* the map's: what peers' objects are (fabric/ktab.h) */
+	uint64_t map_bytes;	   /* the map's */
 	struct vfab_hca *hca;
 	uint32_t hca_idx;
 	uint32_t copy_engines;	 /* threads one large copy may use (vfab_dma_configure) */
@@ -62,7 +68,8 @@ struct vfab_context {
 	struct vfab_pidview pv;	 /* which proc names the fabric's pids (vfab_owner.h) */
 	uint32_t async_id;	 /* FIFO <rundir>/fifo/<pid>.<async_id> */
 	char async_path[320];
-	int ctl_fd; /* vfabd liveness connection, -1 if none */
+	int ctl_fd;		  /* vfabd connection (vfab_ctl.c), -1 if none */
+	pthread_mutex_t ctl_lock; /* one request at a time on ctl_fd */
 };
 
 struct vfab_pd {
@@ -232,6 +239,8 @@ struct vfab_dest {
 	uint32_t link_gen;
 	int memfd; /* the owner's /proc/<pid>/mem for small copies, -1 none */
 	int pidfd; /* the owner's pidfd, opened while its start time matched; -1 none */
+	/* The destination as vfabd sealed it, copied at the resolution: its owner, PD, CQ, SRQ. */
+	struct vfab_qp_slot kq;
 };
 
 /*
@@ -243,6 +252,8 @@ struct vfab_qp {
 	struct vfab_context *ctx;
 	int slot;
 	struct vfab_qp_slot *s; /* the region's slot: what peers see (responder side) */
+	/* The same as vfabd sealed it (fabric/ktab.h): its CQs, SRQ, PD and FIFO. */
+	const struct vfab_qp_slot *k;
 	uint32_t qpn;
 	struct vfab_pd *pd;
 	struct vfab_cq *scq, *rcq;
@@ -372,6 +383,21 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
  * locator (root's), never the region's rundir. Once per region mapping.
  */
 int vfab_fifo_attach(const struct vfab_region *r, const char *rundir);
+/* ---- vfab_ctl.c: the context's connection to vfabd ---- */
+/* HELLO at the context's start (ctl_fd -1 when vfabd does not answer); BYE at its end. */
+void vfab_ctl_hello(struct vfab_context *ctx);
+void vfab_ctl_bye(struct vfab_context *ctx);
+/*
+ * SEAL one of the context's objects: what vfabd records of it, as
+ * "name=value ..." (docs/DESIGN.md; ctx= and hca= are added here), from
+ * this process's own memory, never from the region's slot, which any user
+ * may be rewriting. 0, or -errno (-EPERM, -EBUSY, -EINVAL: vfabd refused;
+ * -ENOMEM; -EIO: no answer from vfabd).
+ */
+int vfab_ctl_seal(struct vfab_context *ctx, enum vfab_obj kind, uint32_t slot, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* UNSEAL: vfabd's record of the object withdrawn; as above. */
+int vfab_ctl_unseal(struct vfab_context *ctx, enum vfab_obj kind, uint32_t slot);
 void vfab_fifo_detach(const struct vfab_region *r);
 /* <rundir>/fifo/<pid>.<id> as a path (for HELLO's async=). */
 int vfab_fifo_path(char *buf, size_t len, const char *rundir, int32_t pid, uint32_t id);
@@ -407,6 +433,53 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_
 int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		  int access);
 int vfab_dereg_mr(struct vabi_mr *vmr);
+/*
+ * Asks vfabd to record MR (or window) slot as m says (key, pd, access,
+ * addr, length, iova, kind, parent_key, qpn): vfab_ctl_seal.
+ */
+int vfab_mr_seal(struct vfab_context *ctx, int slot, const struct vfab_mr_slot *m);
+/*
+ * The registration (or window) behind key as vfabd sealed it, copied whole
+ * into *out, while the region's slot still holds it (not revoked,
+ * invalidated or freed): out, or NULL. Every check of a key reads this,
+ * never the region's slot, which any user can write.
+ */
+const struct vfab_mr_slot *vfab_mr_find(struct vfab_region *r, const struct vfab_ktab *k,
+					uint32_t key, struct vfab_mr_slot *out);
+/*
+ * The same for a key this context's own QP or PD uses locally (a gather's
+ * lkey, a bind's MR, an advice): vfabd's record itself, with no copy. A
+ * key whose record is not of this context's PD fails the check after it
+ * (vfabd recorded each MR with a PD of the process that registered it);
+ * the record changes only through this process's own rereg or bind.
+ */
+static inline const struct vfab_mr_slot *vfab_mr_own(const struct vfab_context *ctx, uint32_t key)
+{
+	return vfab_kmr(ctx->k, key);
+}
+/*
+ * The same for a copy into or out of the memory: the region slot is pinned
+ * first (*pin; vfab_mr_unpin after the copy), so ibv_dereg_mr waits for it.
+ * On NULL nothing stays pinned.
+ */
+static inline const struct vfab_mr_slot *vfab_mr_find_pinned(struct vfab_region *r,
+							     const struct vfab_ktab *k,
+							     uint32_t key, struct vfab_mr_slot *out,
+							     struct vfab_mr_slot **pin)
+{
+	struct vfab_mr_slot *rs = vfab_mr_lookup(r, key);
+
+	*pin = NULL;
+	if (!rs)
+		return NULL;
+	vfab_mr_pin(rs);
+	if (!rs->length || !vfab_kmr_copy(k, key, out)) {
+		vfab_mr_unpin(rs);
+		return NULL;
+	}
+	*pin = rs;
+	return out;
+}
 int vfab_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		   struct ibv_sge *sg, uint32_t num_sge);
 
@@ -421,10 +494,10 @@ static inline bool vfab_local_op(uint32_t opcode)
 /* Runs a local op of the QP (sq.lock held): the status of its completion. */
 enum ibv_wc_status vfab_mw_exec(struct vfab_qp *qp, const struct vfab_swqe *w);
 /*
- * The responder's half of SEND_WITH_INV on QP slot d of HCA hca: whether rkey
- * may be invalidated (check only), or invalidates it (apply).
+ * The responder's half of SEND_WITH_INV on QP kq (vfabd's record) of HCA
+ * hca: whether rkey may be invalidated (check only), or invalidates it (apply).
  */
-bool vfab_mw_remote_inv(struct vfab_region *r, uint32_t hca, const struct vfab_qp_slot *d,
+bool vfab_mw_remote_inv(const struct vfab_rmap *map, uint32_t hca, const struct vfab_qp_slot *kq,
 			uint32_t rkey, bool apply);
 
 /* ---- vfab_cq.c ---- */
@@ -441,30 +514,49 @@ int vfab_resize_cq(struct ibv_cq *cq, int cqe);
 int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* ---- vfab_cqe.c: producing completions into a CQ ring ---- */
-/* Appends a CQE (seq is filled here) to a CQ slot of any process. */
-int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited);
+/*
+ * Appends a CQE (seq is filled here) to CQ slot cq_slot of any process, if
+ * vfabd sealed it for owner (a QP's owner: the CQ is taken from its sealed
+ * record; NULL: the slot is this process's own sealed QP's): -ENOENT if
+ * not, or if its ring does not lie in the pool. The cookie and FIFOs a
+ * wake-up uses are the sealed record's.
+ */
+int vfab_cq_push(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
+		 struct vfab_cqe *e, bool solicited);
 /* The same for n entries in order (solicited[i] for e[i]); entries that overflow are dropped. */
-int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, uint32_t n,
-		   const bool *solicited);
+int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
+		   struct vfab_cqe *e, uint32_t n, const bool *solicited);
 /* Drops the CQEs of one QP still queued in a CQ of this process. */
 void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn);
 uint32_t vfab_vendor_err(enum ibv_wc_status status);
 
-/* ---- vfab_recv.c: receive rings (QP RQ and SRQ) ---- */
-int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
+/*
+ * ---- vfab_recv.c: receive rings (QP RQ and SRQ) ----
+ * A ring's place and shape are the region's word, which any user can
+ * rewrite: every access reads them once and touches the ring only when it
+ * lies in the pool of this process's mapping and holds whole WQEs.
+ */
+int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
 		 uint32_t limit);
-struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq);
+/*
+ * Copies the i-th posted WQE after the next one (0: the next) out of the
+ * ring: its wr_id and at most max SGEs into sge (*num_sge of them). 0, or
+ * -ENOENT when fewer are posted (or the ring is not sound).
+ */
+int vfab_rq_copy(const struct vfab_rmap *map, struct vfab_rq *rq, uint32_t i, uint64_t *wr_id,
+		 struct vfab_sge *sge, uint32_t max, uint32_t *num_sge);
 void vfab_rq_consume(struct vfab_rq *rq);
-/* The i-th posted WQE after the next one (0: vfab_rq_peek); NULL if fewer are posted. */
-struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uint32_t i);
 /* Takes n WQEs at once (a chain of messages, after their copy). */
 void vfab_rq_consume_n(struct vfab_rq *rq, uint32_t n);
-/* Completes every posted WQE with WR_FLUSH_ERR into cq_slot; caller holds the lock. */
-void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn);
+/* Completes every posted WQE with WR_FLUSH_ERR into kq's receive CQ; caller holds the lock. */
+void vfab_rq_flush(const struct vfab_rmap *map, struct vfab_rq *rq, const struct vfab_qp_slot *kq);
 int vfab_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-/* "QP slot enters ERR" (slot lock held): receives flushed, the owner told. */
-void vfab_qp_slot_error(struct vfab_region *r, struct vfab_qp_slot *d, bool announce,
-			enum ibv_event_type ev);
+/*
+ * "QP slot d enters ERR" (slot lock held): receives flushed, the owner
+ * told; kq is d as vfabd sealed it (its SRQ, receive CQ and FIFO).
+ */
+void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
+			const struct vfab_qp_slot *kq, bool announce, enum ibv_event_type ev);
 
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
@@ -473,8 +565,12 @@ int vfab_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int vfab_destroy_srq(struct ibv_srq *srq);
 int vfab_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int vfab_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
-/* After a requester consumed an SRQ WQE (SRQ lock held): arms the limit event. */
-void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s);
+/*
+ * After a requester consumed a WQE of SRQ s (its lock held; ks: as vfabd
+ * sealed it): fires the limit event once the WQEs left drop below it.
+ */
+void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s,
+			  const struct vfab_srq_slot *ks);
 
 /* ---- vfab_ah.c ---- */
 struct ibv_ah *vfab_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);

@@ -81,7 +81,7 @@ enum ibv_wc_status vfab_gather(struct vfab_qp *qp, const struct vfab_swqe *w, st
 
 		if (!s->length)
 			continue;
-		st = vfab_mr_check_local(vfab_mr_lookup(ctx->r, s->lkey), s->lkey, ctx->hca_idx,
+		st = vfab_mr_check_local(vfab_mr_own(ctx, s->lkey), s->lkey, ctx->hca_idx,
 					 (uint32_t)qp->pd->slot, s->addr, s->length, need, &va);
 		if (st != IBV_WC_SUCCESS)
 			return st;
@@ -216,8 +216,8 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	struct vfab_resp res;
 	struct vfab_msg m;
 
-	vfab_msg_build(&m, qp, w, iov, n, len, d, qp->req.dest.hca, qp->req.dest.port,
-		       qp->req.dest.memfd);
+	vfab_msg_build(&m, qp, w, iov, n, len, d, &qp->req.dest.kq, qp->req.dest.hca,
+		       qp->req.dest.port, qp->req.dest.memfd);
 	m.pidfd1 = qp->req.dest.pidfd + 1;
 	m.psn = w->psn;
 	m.npkts = w->npkts;

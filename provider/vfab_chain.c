@@ -34,7 +34,8 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 		n = VFAB_CHAIN_MAX;
 	d = vfab_dest(qp);
 	/* Within one process a chain gains nothing: copies are plain memcpy. */
-	if (!d || d->owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) || !vfab_dest_ports_up(qp))
+	if (!d || qp->req.dest.kq.owner.pid == ctx->owner.pid || !vfab_dest_plain(qp) ||
+	    !vfab_dest_ports_up(qp))
 		return 0;
 	/*
 	 * The chain's one copy goes by pid: its owner must still be the one,
@@ -43,7 +44,8 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 	if (qp->req.dest.pidfd < 0 || !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
 	/* memfd -1: one process_vm_writev for all. Messages differ in WR and segments. */
-	vfab_msg_build(&m[0], qp, w[0], NULL, 0, 0, d, qp->req.dest.hca, qp->req.dest.port, -1);
+	vfab_msg_build(&m[0], qp, w[0], NULL, 0, 0, d, &qp->req.dest.kq, qp->req.dest.hca,
+		       qp->req.dest.port, -1);
 	for (i = 0; i < n; i++) {
 		/* What does not fit one call waits for the next chain. */
 		if (nl + (w[i]->num_sge > 1 ? w[i]->num_sge : 1) > VFAB_CHAIN_IOV)

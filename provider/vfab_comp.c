@@ -21,7 +21,7 @@ void vfab_comp_error(struct vfab_qp *qp)
 	if (qp->state == IBV_QPS_ERR)
 		return;
 	if (!vfab_lock(&qp->s->lock)) {
-		vfab_qp_slot_error(qp->ctx->r, qp->s, false, 0);
+		vfab_qp_slot_error(qp->ctx->map, qp->s, qp->k, false, 0);
 		vfab_unlock(&qp->s->lock);
 	}
 	qp->state = IBV_QPS_ERR;

@@ -54,7 +54,7 @@ static inline void vfab_comp_send(struct vfab_qp *qp, const struct vfab_swqe *w,
 	e.byte_len = byte_len;
 	e.qp_num = qp->qpn;
 	e.src_qp = w->sq_index;
-	vfab_cq_push(qp->ctx->r, qp->s->send_cq, &e, false);
+	vfab_cq_push(qp->ctx->map, qp->k->send_cq, NULL, &e, false);
 }
 
 /* Completes every queued WR with WR_FLUSH_ERR. */

@@ -63,77 +63,6 @@ static const struct vabi_context_ops vfab_ctx_ops = {
 };
 
 /*
- * Liveness: vfabd frees our slots once this process is gone (it knows us by
- * the socket's credentials and a pidfd, never by the pid we send). The HCA
- * and the async FIFO register the context for port events
- * (IBV_EVENT_PORT_ERR/PORT_ACTIVE on `vfab link`); a vfabd that predates
- * them still gets the plain HELLO. 0 or -errno; the fd is closed on failure.
- */
-static int ctl_hello_once(struct vfab_context *ctx)
-{
-	char line[sizeof(ctx->async_path) + 64], reply[256];
-	int fd, rc;
-
-	fd = vfab_ctl_connect(ctx->dev->rundir);
-	if (fd < 0)
-		return fd;
-	snprintf(line, sizeof(line), "HELLO %d hca=%u async=%s", ctx->owner.pid, ctx->hca_idx,
-		 ctx->async_path);
-	rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
-	if (rc >= 0 && strcmp(reply, "OK") != 0) {
-		vfab_dbg("vfabd refused port events (%s): liveness only", reply);
-		snprintf(line, sizeof(line), "HELLO %d", ctx->owner.pid);
-		rc = vfab_ctl_request(fd, line, reply, sizeof(reply));
-	}
-	if (rc >= 0 && strcmp(reply, "OK") != 0)
-		rc = -EPROTO;
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	ctx->ctl_fd = fd;
-	return 0;
-}
-
-/*
- * A HELLO that timed out is tried once more on a fresh connection: vfabd
- * may be busy, and since it never frees a live process's objects, an
- * abandoned HELLO costs nothing.
- */
-static void ctl_hello(struct vfab_context *ctx)
-{
-	static bool warned;
-	int rc = ctl_hello_once(ctx);
-
-	if (rc == -ETIMEDOUT)
-		rc = ctl_hello_once(ctx);
-	/*
-	 * The context works without vfabd, but a crash of this process would
-	 * leave its objects behind and port events do not arrive: said once per
-	 * process, whatever VFAB_DEBUG says.
-	 */
-	if (rc && !warned) {
-		warned = true;
-		fprintf(stderr,
-			"vfab: no vfabd in %s (vfabd.sock: %s): running without it; "
-			"port events are not delivered and this process's objects are not freed "
-			"if it crashes\n",
-			ctx->dev->rundir, strerror(-rc));
-	}
-}
-
-static void ctl_bye(struct vfab_context *ctx)
-{
-	char reply[16];
-
-	if (ctx->ctl_fd < 0)
-		return;
-	vfab_ctl_request(ctx->ctl_fd, "BYE", reply, sizeof(reply));
-	close(ctx->ctl_fd);
-	ctx->ctl_fd = -1;
-}
-
-/*
  * Peers of the same user copy into this process with process_vm_writev,
  * which Yama's ptrace_scope 1 allows only to ancestors or to a declared
  * tracer: declare any (the kernel still requires the same user, or root).
@@ -168,6 +97,8 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ctx->dev = dev;
 	ctx->map = dev->map;
 	ctx->r = dev->region;
+	ctx->k = dev->map->k;
+	ctx->map_bytes = dev->map->map_bytes;
 	ctx->hca_idx = dev->hca;
 	ctx->hca = &ctx->r->hcas[dev->hca];
 	ctx->copy_engines = vfab_dma_configure(ctx->hca->copy_engines);
@@ -197,7 +128,7 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->vctx.context.num_comp_vectors = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
 	allow_peer_copies();
-	ctl_hello(ctx);
+	vfab_ctl_hello(ctx);
 	return &ctx->vctx;
 fail:
 	verbs_uninit_context(&ctx->vctx);
@@ -205,20 +136,25 @@ fail:
 	return NULL;
 }
 
-/* Frees the region slots this context still owns, QPs first. */
+/*
+ * Frees the objects this context still holds, QPs first: those vfabd
+ * sealed for this process and context (the region's owners are anyone's
+ * to rewrite), its record withdrawn before the region slot is freed.
+ */
 static void free_leftovers(struct vfab_context *ctx)
 {
 	struct vfab_region *r = ctx->r;
+	const struct vfab_ktab *k = ctx->k;
 	uint32_t id = ctx->owner.ctx_id;
 	int32_t pid = ctx->owner.pid;
 	uint32_t i, top;
 
-#define OWNED(tbl, i)                                                                              \
-	(atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED && r->tbl[i].owner.pid == pid &&          \
-	 r->tbl[i].owner.ctx_id == id)
+#define OWNED(kind, tbl, i)                                                                        \
+	(atomic_load(&k->tbl[i].state) == VFAB_SLOT_USED && k->tbl[i].owner.pid == pid &&          \
+	 k->tbl[i].owner.ctx_id == id && !vfab_ctl_unseal(ctx, kind, i))
 
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++) {
-		if (!OWNED(qps, i))
+	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_QP); i < top; i++) {
+		if (!OWNED(VFAB_OBJ_QP, qps, i))
 			continue;
 		struct vfab_qp *qp = atomic_load(&ctx->map->qps[i]);
 
@@ -229,17 +165,17 @@ static void free_leftovers(struct vfab_context *ctx)
 		}
 		vfab_qp_free(r, i);
 	}
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
-		if (OWNED(srqs, i))
+	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_SRQ); i < top; i++)
+		if (OWNED(VFAB_OBJ_SRQ, srqs, i))
 			vfab_srq_free(r, i);
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
-		if (OWNED(cqs, i))
+	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_CQ); i < top; i++)
+		if (OWNED(VFAB_OBJ_CQ, cqs, i))
 			vfab_cq_free(r, i);
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
-		if (OWNED(mrs, i))
+	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_MR); i < top; i++)
+		if (OWNED(VFAB_OBJ_MR, mrs, i))
 			vfab_mr_free(r, i);
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_PD); i < top; i++)
-		if (OWNED(pds, i))
+	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_PD); i < top; i++)
+		if (OWNED(VFAB_OBJ_PD, pds, i))
 			vfab_pd_free(r, i);
 #undef OWNED
 }
@@ -249,7 +185,7 @@ static void vfab_free_context(struct ibv_context *ibctx)
 	struct vfab_context *ctx = to_vctx(ibctx);
 
 	free_leftovers(ctx);
-	ctl_bye(ctx);
+	vfab_ctl_bye(ctx);
 	vfab_fifo_remove(ctx->r, ctx->owner.pid, ctx->async_id);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

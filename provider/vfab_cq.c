@@ -7,6 +7,7 @@
 #include "provider/vfab.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -209,8 +210,27 @@ static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
 		x->read_completion_wallclock_ns = ex_read_completion_wallclock_ns;
 }
 
+/*
+ * The poller's own view of its ring, read once from the slot it just
+ * filled (any user may rewrite the slot): false, nothing kept, when the
+ * ring does not lie in the pool of this process's mapping.
+ */
+static bool own_ring(const struct vfab_context *ctx, const struct vfab_cq_slot *s,
+		     struct vfab_cq *cq)
+{
+	uint64_t off = __atomic_load_n(&s->ring_off, __ATOMIC_RELAXED);
+	uint32_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+
+	if (!cap || (cap & (cap - 1)) ||
+	    !vfab_pool_holds(ctx->map_bytes, off, (uint64_t)cap * sizeof(struct vfab_cqe)))
+		return false;
+	cq->ring = vfab_at(ctx->r, off);
+	cq->mask = cap - 1;
+	return true;
+}
+
 static struct vfab_cq *cq_create(struct vfab_context *ctx, int cqe, struct ibv_comp_channel *ch,
-				 int vector)
+				 int vector, bool stamp)
 {
 	struct vfab_cq_slot *s;
 	struct vfab_cq *cq;
@@ -245,15 +265,24 @@ static struct vfab_cq *cq_create(struct vfab_context *ctx, int cqe, struct ibv_c
 	s->chan_id = chan_id;
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
-	s->stamp = 0;
+	s->stamp = stamp;
+	rc = -vfab_ctl_seal(
+	    ctx, VFAB_OBJ_CQ, (uint32_t)slot, "cookie=%" PRIu64 " chan=%u async=%u stamp=%u",
+	    (uint64_t)(uintptr_t)&cq->vcq.cq, chan_id, ctx->async_id, (unsigned)stamp);
+	if (!rc && !own_ring(ctx, s, cq))
+		rc = EIO;
+	if (rc) {
+		vfab_ctl_unseal(ctx, VFAB_OBJ_CQ, (uint32_t)slot);
+		vfab_cq_free(ctx->r, slot);
+		free(cq);
+		goto fail;
+	}
 	cq->ctx = ctx;
 	cq->slot = slot;
 	cq->s = s;
-	cq->ring = vfab_at(ctx->r, s->ring_off);
-	cq->mask = s->cap - 1;
 	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
 	cq->vcq.cq.handle = (uint32_t)slot;
-	cq->vcq.cq.cqe = (int)(s->cap - 1);
+	cq->vcq.cq.cqe = (int)cq->mask;
 	return cq;
 fail:
 	errno = rc;
@@ -263,7 +292,7 @@ fail:
 struct ibv_cq *vfab_create_cq(struct ibv_context *ibctx, int cqe, struct ibv_comp_channel *ch,
 			      int vector)
 {
-	struct vfab_cq *cq = cq_create(to_vctx(ibctx), cqe, ch, vector);
+	struct vfab_cq *cq = cq_create(to_vctx(ibctx), cqe, ch, vector, false);
 
 	return cq ? &cq->vcq.cq : NULL;
 }
@@ -292,11 +321,11 @@ struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_ini
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = cq_create(to_vctx(ibctx), (int)attr->cqe, attr->channel, (int)attr->comp_vector);
+	cq = cq_create(to_vctx(ibctx), (int)attr->cqe, attr->channel, (int)attr->comp_vector,
+		       (attr->wc_flags & stamps) != 0);
 	if (!cq)
 		return NULL;
 	cq->wc_flags = attr->wc_flags;
-	cq->s->stamp = (attr->wc_flags & stamps) != 0;
 	ex_init(cq, attr->wc_flags);
 	return &cq->vcq.cq_ex;
 }
@@ -311,11 +340,10 @@ int vfab_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return EINVAL;
 	pthread_spin_lock(&cq->poll_lock);
 	rc = vfab_cq_resize(cq->ctx->r, cq->slot, (uint32_t)cqe + 1);
-	if (!rc) {
-		cq->ring = vfab_at(cq->ctx->r, cq->s->ring_off);
-		cq->mask = cq->s->cap - 1;
-		ibcq->cqe = (int)(cq->s->cap - 1);
-	}
+	if (!rc && !own_ring(cq->ctx, cq->s, cq))
+		rc = -EIO;
+	if (!rc)
+		ibcq->cqe = (int)cq->mask;
 	pthread_spin_unlock(&cq->poll_lock);
 	return -rc;
 }
@@ -326,6 +354,7 @@ int vfab_destroy_cq(struct ibv_cq *ibcq)
 
 	if (atomic_load(&cq->users))
 		return EBUSY;
+	vfab_ctl_unseal(cq->ctx, VFAB_OBJ_CQ, (uint32_t)cq->slot);
 	vfab_cq_free(cq->ctx->r, cq->slot);
 	pthread_spin_destroy(&cq->poll_lock);
 	free(cq);

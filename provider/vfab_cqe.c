@@ -98,60 +98,68 @@ static __attribute__((cold)) void count_error(struct vfab_region *r, const struc
 		vfab_count_event(&c->req_rnr_retries_exceeded, 1);
 }
 
-int vfab_cq_push(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, bool solicited)
+int vfab_cq_push(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
+		 struct vfab_cqe *e, bool solicited)
 {
-	return vfab_cq_push_n(r, cq_slot, e, 1, &solicited);
+	return vfab_cq_push_n(map, cq_slot, owner, e, 1, &solicited);
 }
 
 /*
  * The entries in order under one hold of the CQ's lock: a chain's receive
  * completions cost one lock, not one each.
  */
-int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, uint32_t n,
-		   const bool *solicited)
+int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
+		   struct vfab_cqe *e, uint32_t n, const bool *solicited)
 {
-	struct vfab_cq_slot *s = &r->cqs[cq_slot];
+	struct vfab_region *r = map->r;
+	const struct vfab_cq_slot *k = vfab_kcq(map->k, cq_slot, owner);
+	struct vfab_cq_slot *s;
 	struct vfab_cqe *ring, *d;
-	uint64_t head, tail, cookie = 0;
-	int32_t chan_pid = 0, async_pid = 0;
-	uint32_t chan_id = 0, async_id = 0, i;
+	uint64_t head, tail, off, cookie = 0;
+	uint32_t i, cap;
 	bool notify = false, overflow = false;
 	int rc = 0;
 
+	/* A sealed CQ's region slot exists: vfabd sealed it below the table's top. */
+	if (!k)
+		return -ENOENT;
+	s = &r->cqs[cq_slot];
 	if (vfab_lock(&s->lock))
 		return -EIO;
-	if (atomic_load(&s->state) != VFAB_SLOT_USED || !s->ring_off) {
+	/* The ring as the region says now (a resize moves it), used only inside the pool. */
+	off = __atomic_load_n(&s->ring_off, __ATOMIC_RELAXED);
+	cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+	if (atomic_load(&s->state) != VFAB_SLOT_USED || !cap || (cap & (cap - 1)) ||
+	    !vfab_pool_holds(map->map_bytes, off, (uint64_t)cap * sizeof(*ring))) {
 		rc = -ENOENT;
 		goto out;
 	}
 	tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
 	head = atomic_load_explicit(&s->head, memory_order_acquire);
-	cookie = s->user_cq;
-	ring = vfab_at(r, s->ring_off);
+	cookie = k->user_cq;
+	ring = vfab_at(r, off);
 	/* One reading of the device clock for the batch, and only when asked for. */
-	if (s->stamp) {
+	if (k->stamp) {
 		uint64_t ts = vfab_device_clock_ns();
 
 		for (i = 0; i < n; i++)
 			vfab_ts48_store(e[i].ts_lo48, ts);
 	}
 	for (i = 0; i < n; i++, tail++) {
-		if (tail - head >= s->cap) {
+		if (tail - head >= cap) {
 			/* Hardware drops the CQE (and those after it) and reports CQ_ERR once. */
 			overflow = !atomic_exchange(&s->overflow, 1);
-			async_pid = s->async_pid;
-			async_id = s->async_id;
 			rc = -ENOSPC;
 			break;
 		}
 		if (e[i].status != IBV_WC_SUCCESS)
 			count_error(r, &e[i]);
-		d = &ring[tail & (s->cap - 1)];
+		d = &ring[tail & (cap - 1)];
 		memcpy((char *)d + sizeof(d->seq), (const char *)&e[i] + sizeof(e[i].seq),
 		       sizeof(*d) - sizeof(d->seq));
 		atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
 		atomic_store_explicit(&s->tail, tail + 1, memory_order_relaxed);
-		if (!s->chan_id || notify)
+		if (!k->chan_id || notify)
 			continue;
 		/*
 		 * The entry before the arm: ibv_req_notify_cq stores the arm and
@@ -160,18 +168,16 @@ int vfab_cq_push_n(struct vfab_region *r, uint32_t cq_slot, struct vfab_cqe *e, 
 		 * sides see nothing, and the channel's waiter sleeps forever.
 		 */
 		atomic_thread_fence(memory_order_seq_cst);
-		if (take_arm(s, &e[i], solicited[i])) {
+		if (take_arm(s, &e[i], solicited[i]))
 			notify = true;
-			chan_pid = s->chan_pid;
-			chan_id = s->chan_id;
-		}
 	}
 out:
 	vfab_unlock(&s->lock);
+	/* The FIFOs and the cookie are vfabd's record: the CQ owner's, named by its pid. */
 	if (notify)
-		vfab_fifo_send(r, chan_pid, chan_id, &cookie, sizeof(cookie));
+		vfab_fifo_send(r, k->chan_pid, k->chan_id, &cookie, sizeof(cookie));
 	if (overflow)
-		vfab_async_event(r, async_pid, async_id, cookie, IBV_EVENT_CQ_ERR);
+		vfab_async_event(r, k->async_pid, k->async_id, cookie, IBV_EVENT_CQ_ERR);
 	return rc;
 }
 

@@ -8,14 +8,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Handles on the owner of d that cannot reach anyone else (vfab_owner_open). */
-static int owner_open(const struct vfab_context *ctx, const struct vfab_qp_slot *d,
-		      struct vfab_dest *dc)
+/* Handles on the sealed owner of the destination that cannot reach anyone else (vfab_owner_open).
+ */
+static int owner_open(const struct vfab_context *ctx, struct vfab_dest *dc)
 {
 	struct vfab_owner_fds f;
 
 	vfab_owner_fds_init(&f);
-	if (vfab_owner_open(&ctx->pv, &d->owner, &f))
+	if (vfab_owner_open(&ctx->pv, &dc->kq.owner, &f))
 		return -ESRCH;
 	dc->pidfd = f.pidfd;
 	dc->memfd = f.memfd;
@@ -36,7 +36,8 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 			       qp->attr.ah_attr.grh.dgid.raw, &rt))
 		return NULL;
 	d = vfab_qp_lookup(r, rt.hca, qp->attr.dest_qp_num);
-	if (!d || fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
+	if (!d || !vfab_kqp_copy(ctx->k, rt.hca, qp->attr.dest_qp_num, &dc->kq) ||
+	    fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
 	    fabric_path_resolve(r, rt.hca, rt.port, ctx->hca_idx, qp->s->port, &dc->rev))
 		return NULL;
 	dc->hca = rt.hca;
@@ -44,7 +45,7 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 	dc->port_gen = rt.port_gen;
 	dc->src_gen = atomic_load(&sp->gid_gen);
 	dc->slot = (uint32_t)(d - r->qps);
-	dc->qpn = d->qpn;
+	dc->qpn = dc->kq.qpn;
 	dc->plain_known = false;
 	/*
 	 * A fresh handle on the owner's memory for every resolution: the one
@@ -52,7 +53,7 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 	 * its pid now someone else's).
 	 */
 	vfab_dest_close(qp);
-	if (d->owner.pid != ctx->owner.pid && owner_open(ctx, d, dc)) {
+	if (dc->kq.owner.pid != ctx->owner.pid && owner_open(ctx, dc)) {
 		vfab_dest_close(qp);
 		return NULL;
 	}
@@ -72,7 +73,7 @@ void vfab_dest_close(struct vfab_qp *qp)
 		vfab_owner_fds_close(&qp->req.ud_peers[i]);
 }
 
-int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
+int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *kq,
 		       struct vfab_owner_fds **out)
 {
 	struct vfab_qp_req *rq = &qp->req;
@@ -81,7 +82,7 @@ int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
 
 	for (i = 0; i < VFAB_UD_PEERS; i++) {
 		f = &rq->ud_peers[i];
-		if (f->pid == d->owner.pid && f->start_ticks == d->owner.start_ticks &&
+		if (f->pid == kq->owner.pid && f->start_ticks == kq->owner.start_ticks &&
 		    (f->pidfd >= 0 || f->memfd >= 0)) {
 			*out = f;
 			return 0;
@@ -89,7 +90,7 @@ int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
 	}
 	f = &rq->ud_peers[rq->ud_next++ % VFAB_UD_PEERS];
 	*out = f;
-	return vfab_owner_open(&qp->ctx->pv, &d->owner, f);
+	return vfab_owner_open(&qp->ctx->pv, &kq->owner, f);
 }
 
 static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)

@@ -17,18 +17,19 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp);
 /* Drops the handles on owners' memory (destroy, before a new resolution). */
 void vfab_dest_close(struct vfab_qp *qp);
 /*
- * Handles on the owner of UD QP slot d (not this process) for one datagram,
+ * Handles on the owner of UD QP kq (as vfabd sealed it; not this process) for one datagram,
  * kept for the next ones to the same owner: 0, or -ESRCH when the process
  * holding its pid is not the one that registered (then nothing is copied).
  */
-int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *d,
+int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *kq,
 		       struct vfab_owner_fds **out);
 /* Reads the links of both paths again; link_gen is the generation seen. */
 bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen);
 
 /*
- * The connected QP's slot, from the cache while neither that slot nor the
- * GID tables of both ports changed.
+ * The connected QP's slot, from the cache while neither that slot, nor
+ * vfabd's record of it (qp->req.dest.kq), nor the GID tables of both ports
+ * changed.
  */
 static inline struct vfab_qp_slot *vfab_dest(struct vfab_qp *qp)
 {
@@ -39,6 +40,9 @@ static inline struct vfab_qp_slot *vfab_dest(struct vfab_qp *qp)
 	if (__builtin_expect(dc->valid, 1) &&
 	    atomic_load_explicit(&d->state, memory_order_acquire) == VFAB_SLOT_USED &&
 	    d->qpn == dc->qpn && d->hca == dc->hca &&
+	    atomic_load_explicit(&qp->ctx->k->qps[dc->slot].state, memory_order_acquire) ==
+		VFAB_SLOT_USED &&
+	    qp->ctx->k->qps[dc->slot].qpn == dc->qpn &&
 	    atomic_load(&r->hcas[dc->hca].ports[dc->port - 1].gid_gen) == dc->port_gen &&
 	    atomic_load(&qp->ctx->hca->ports[qp->s->port - 1].gid_gen) == dc->src_gen)
 		return d;

@@ -6,6 +6,7 @@
  * shared by every device and context that lives in it.
  */
 #include "provider/vfab.h"
+#include "fabric/region_map.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ static struct vfab_rmap *maps;
  */
 static struct vfab_rmap *rmap_get(const char *path, const char *rundir)
 {
+	struct vfab_region_map rm;
 	struct vfab_rmap *m;
 	struct stat st;
 	int rc;
@@ -55,6 +57,19 @@ static struct vfab_rmap *rmap_get(const char *path, const char *rundir)
 		m = NULL;
 		goto out;
 	}
+	rc = vfab_ktab_open(rundir, &m->k);
+	if (!rc)
+		rc = vfab_region_map_get(m->r, &rm);
+	if (rc) {
+		vfab_dbg("no object table in %s: %s", rundir, strerror(-rc));
+		vfab_ktab_close(m->k);
+		vfab_fifo_detach(m->r);
+		vfab_region_close(m->r);
+		free(m);
+		m = NULL;
+		goto out;
+	}
+	m->map_bytes = rm.bytes;
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->refcnt = 1;
@@ -78,6 +93,7 @@ static void rmap_put(struct vfab_rmap *m)
 			}
 		}
 		vfab_fifo_detach(m->r);
+		vfab_ktab_close(m->k);
 		vfab_region_close(m->r);
 		free(m);
 	}

@@ -8,6 +8,7 @@
 #include "provider/vfab_mr_check.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -105,6 +106,7 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint6
 	struct vfab_context *ctx = to_vctx(ibpd->context);
 	struct vfab_pd *pd = to_vpd(ibpd);
 	struct vfab_mr *mr;
+	uint32_t key;
 	int rc, slot;
 
 	rc = check_range(addr, length, access);
@@ -121,12 +123,25 @@ struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint6
 		rc = slot;
 		goto fail;
 	}
+	key = ctx->r->mrs[slot].key;
 	ctx->r->mrs[slot].hca = ctx->hca_idx;
 	publish(&ctx->r->mrs[slot], pd, addr, length, hca_va, access);
+	rc = vfab_mr_seal(ctx, slot,
+			  &(struct vfab_mr_slot){.key = key,
+						 .pd = (uint32_t)pd->slot,
+						 .access = (uint32_t)access,
+						 .addr = (uint64_t)(uintptr_t)addr,
+						 .length = length,
+						 .iova = hca_va});
+	if (rc) {
+		vfab_mr_free(ctx->r, slot);
+		free(mr);
+		goto fail;
+	}
 	mr->slot = slot;
 	mr->pd = pd;
-	mr->vmr.ibv_mr.lkey = ctx->r->mrs[slot].key;
-	mr->vmr.ibv_mr.rkey = ctx->r->mrs[slot].key;
+	mr->vmr.ibv_mr.lkey = key;
+	mr->vmr.ibv_mr.rkey = key;
 	mr->vmr.ibv_mr.handle = (uint32_t)slot;
 	mr->vmr.mr_type = VABI_MR_TYPE_MR;
 	mr->vmr.access = access;
@@ -137,14 +152,23 @@ fail:
 	return NULL;
 }
 
+int vfab_mr_seal(struct vfab_context *ctx, int slot, const struct vfab_mr_slot *m)
+{
+	return vfab_ctl_seal(ctx, VFAB_OBJ_MR, (uint32_t)slot,
+			     "key=%u pd=%u access=%u addr=%" PRIu64 " len=%" PRIu64 " iova=%" PRIu64
+			     " kind=%u parent=%u qpn=%u",
+			     m->key, m->pd, m->access, m->addr, m->length, m->iova, m->kind,
+			     m->parent_key, m->qpn);
+}
+
 /*
  * ibv_rereg_mr, in place as a ConnectX modifies its mkey: the keys stay.
  * The new translation, PD or rights are checked first (a failure leaves
  * the registration as it was and its errno goes back: libibverbs answers
- * IBV_REREG_MR_ERR_CMD); then the slot is revoked, which waits for the
- * copies past its check, and published again, so a peer sees the old
- * registration, none (an access error, as during a rereg on hardware) or
- * the new one, never a mix.
+ * IBV_REREG_MR_ERR_CMD); then vfabd's record is withdrawn and the slot
+ * revoked, which waits for the copies past its check, and both published
+ * again, so a peer sees the old registration, none (an access error, as
+ * during a rereg on hardware) or the new one, never a mix.
  */
 int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length,
 		  int access)
@@ -165,8 +189,20 @@ int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *ibpd, void *add
 	rc = check_range(a, len, acc);
 	if (rc)
 		return errno = -rc;
+	rc = vfab_ctl_unseal(ctx, VFAB_OBJ_MR, (uint32_t)mr->slot);
+	if (rc)
+		return errno = -rc;
 	vfab_mr_revoke(ctx->r, mr->slot);
 	publish(s, pd, a, len, iova, acc);
+	rc = vfab_mr_seal(ctx, mr->slot,
+			  &(struct vfab_mr_slot){.key = vmr->ibv_mr.lkey,
+						 .pd = (uint32_t)pd->slot,
+						 .access = (uint32_t)acc,
+						 .addr = (uint64_t)(uintptr_t)a,
+						 .length = len,
+						 .iova = iova});
+	if (rc)
+		return errno = -rc; /* registered nowhere: every key check fails */
 	if (pd != mr->pd) {
 		atomic_fetch_add(&pd->users, 1);
 		atomic_fetch_sub(&mr->pd->users, 1);
@@ -181,8 +217,22 @@ int vfab_dereg_mr(struct vabi_mr *vmr)
 	struct vfab_mr *mr = (struct vfab_mr *)vmr;
 	struct vfab_context *ctx = to_vctx(vmr->ibv_mr.context);
 
+	/* vfabd's record first: from then on no check passes, and the free waits for those before.
+	 */
+	vfab_ctl_unseal(ctx, VFAB_OBJ_MR, (uint32_t)mr->slot);
 	vfab_mr_free(ctx->r, mr->slot);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	free(mr);
 	return 0;
+}
+
+const struct vfab_mr_slot *vfab_mr_find(struct vfab_region *r, const struct vfab_ktab *k,
+					uint32_t key, struct vfab_mr_slot *out)
+{
+	const struct vfab_mr_slot *rs = vfab_mr_lookup(r, key);
+
+	/* A region slot revoked (length 0) or invalidated: gone, whatever vfabd still holds. */
+	if (!rs || !rs->length)
+		return NULL;
+	return vfab_kmr_copy(k, key, out);
 }

@@ -63,7 +63,7 @@ int vfab_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice, uint32
 	if (pd->protection)
 		pd = pd->protection;
 	for (uint32_t i = 0; i < num_sge; i++) {
-		const struct vfab_mr_slot *mr = vfab_mr_lookup(ctx->r, sg[i].lkey);
+		const struct vfab_mr_slot *mr = vfab_mr_own(ctx, sg[i].lkey);
 		uint64_t va;
 
 		if (!mr || mr->hca != ctx->hca_idx || !(mr->access & IBV_ACCESS_ON_DEMAND))

@@ -17,6 +17,14 @@ struct ibv_pd *vfab_alloc_pd(struct ibv_context *ibctx)
 		return NULL;
 	}
 	slot = vfab_pd_alloc(ctx->r, &ctx->owner, ctx->hca_idx);
+	if (slot >= 0) {
+		int rc = vfab_ctl_seal(ctx, VFAB_OBJ_PD, (uint32_t)slot, "%s", "");
+
+		if (rc) {
+			vfab_pd_free(ctx->r, slot);
+			slot = rc;
+		}
+	}
 	if (slot < 0) {
 		free(pd);
 		errno = -slot;
@@ -44,6 +52,7 @@ int vfab_dealloc_pd(struct ibv_pd *ibpd)
 	}
 	if (atomic_load(&pd->users))
 		return EBUSY;
+	vfab_ctl_unseal(to_vctx(ibpd->context), VFAB_OBJ_PD, (uint32_t)pd->slot);
 	vfab_pd_free(to_vctx(ibpd->context)->r, pd->slot);
 	free(pd);
 	return 0;

@@ -9,6 +9,7 @@
 #include "provider/vfab_dest.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,6 +234,20 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	}
 	pthread_mutex_init(&qp->rq.lock, NULL);
 	fill_slot(qp, a);
+	rc = -vfab_ctl_seal(ctx, VFAB_OBJ_QP, (uint32_t)slot,
+			    "qpn=%u type=%u pd=%d scq=%d rcq=%d srq=%d cookie=%" PRIu64 " async=%u",
+			    qp->qpn, (unsigned)a->qp_type, qp->pd->slot, qp->scq->slot,
+			    qp->rcq->slot, qp->srq ? qp->srq->slot : -1,
+			    (uint64_t)(uintptr_t)&qp->vqp.qp, ctx->async_id);
+	if (rc) {
+		vfab_qp_free(ctx->r, slot);
+		pthread_mutex_destroy(&qp->sq.lock);
+		pthread_mutex_destroy(&qp->rq.lock);
+		qp_free_scratch(qp);
+		free(qp);
+		goto fail;
+	}
+	qp->k = &ctx->k->qps[slot];
 
 	ib = &qp->vqp.qp;
 	ib->context = &ctx->vctx.context;
@@ -334,6 +349,7 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&qp->sq.lock);
 
 	atomic_store(&ctx->map->qps[qp->slot], NULL);
+	vfab_ctl_unseal(ctx, VFAB_OBJ_QP, (uint32_t)qp->slot);
 	vfab_qp_free(ctx->r, qp->slot);
 	vfab_cq_clean(qp->scq, qp->qpn);
 	if (qp->rcq != qp->scq)

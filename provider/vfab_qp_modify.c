@@ -160,7 +160,7 @@ static void enter_reset(struct vfab_qp *qp)
 	s->qkey = 0;
 	s->dest_qpn = 0;
 	atomic_store(&s->epsn, 0);
-	if (s->srq < 0) {
+	if (qp->k->srq < 0) {
 		atomic_store(&s->rq.head, 0);
 		atomic_store(&s->rq.tail, 0);
 	}
@@ -199,7 +199,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		apply_attrs(qp, attr, mask);
 	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
-		vfab_qp_slot_error(qp->ctx->r, s, false, 0);
+		vfab_qp_slot_error(qp->ctx->map, s, qp->k, false, 0);
 	else
 		atomic_store(&s->qp_state, next);
 	vfab_unlock(&s->lock);
@@ -208,7 +208,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		vfab_comp_flush(qp);
 	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
 	    attr->en_sqd_async_notify && !qp->sq.head)
-		vfab_async_event(qp->ctx->r, s->async_pid, s->async_id, s->user_qp,
+		vfab_async_event(qp->ctx->r, qp->k->async_pid, qp->k->async_id, qp->k->user_qp,
 				 IBV_EVENT_SQ_DRAINED);
 	qp->state = next;
 out:

@@ -7,27 +7,48 @@
 #include "provider/vfab.h"
 
 #include <errno.h>
+#include <string.h>
 
-static struct vfab_rwqe *rq_at(struct vfab_region *r, struct vfab_rq *rq, uint64_t pos)
+/* A ring as read once from the region, checked before it is touched. */
+struct rq_geo {
+	uint64_t off;
+	uint32_t cap, wqe_size, max_sge;
+};
+
+static bool rq_geo(const struct vfab_rmap *map, const struct vfab_rq *rq, struct rq_geo *g)
 {
-	return vfab_at(r, rq->ring_off + (pos & (rq->cap - 1)) * rq->wqe_size);
+	g->off = __atomic_load_n(&rq->ring_off, __ATOMIC_RELAXED);
+	g->cap = __atomic_load_n(&rq->cap, __ATOMIC_RELAXED);
+	g->wqe_size = __atomic_load_n(&rq->wqe_size, __ATOMIC_RELAXED);
+	g->max_sge = __atomic_load_n(&rq->max_sge, __ATOMIC_RELAXED);
+	return g->off && g->cap && !(g->cap & (g->cap - 1)) && g->max_sge <= VFAB_MAX_SRQ_SGE &&
+	       g->wqe_size >= sizeof(struct vfab_rwqe) + g->max_sge * sizeof(struct vfab_sge) &&
+	       vfab_pool_holds(map->map_bytes, g->off, (uint64_t)g->cap * g->wqe_size);
+}
+
+static struct vfab_rwqe *rq_at(const struct vfab_rmap *map, const struct rq_geo *g, uint64_t pos)
+{
+	return vfab_at(map->r, g->off + (pos & (g->cap - 1)) * g->wqe_size);
 }
 
 /* limit: WQEs that may be outstanding (the queue depth granted at create). */
-int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
+int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
 		 uint32_t limit)
 {
 	uint64_t tail = atomic_load_explicit(&rq->tail, memory_order_relaxed);
 	uint64_t head = atomic_load_explicit(&rq->head, memory_order_acquire);
 	struct vfab_sge *sge;
 	struct vfab_rwqe *w;
+	struct rq_geo g;
 	int i;
 
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
+	bool sound = rq_geo(map, rq, &g);
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > (sound ? g.max_sge : rq->max_sge))
 		return EINVAL;
-	if (!rq->ring_off || tail - head >= limit)
+	if (!sound || tail - head >= limit)
 		return ENOMEM;
-	w = rq_at(r, rq, tail);
+	w = rq_at(map, &g, tail);
 	w->wr_id = wr->wr_id;
 	w->num_sge = (uint32_t)wr->num_sge;
 	sge = (struct vfab_sge *)(w + 1);
@@ -40,18 +61,27 @@ int vfab_rq_post(struct vfab_region *r, struct vfab_rq *rq, const struct ibv_rec
 	return 0;
 }
 
-struct vfab_rwqe *vfab_rq_peek_at(struct vfab_region *r, struct vfab_rq *rq, uint32_t i)
+int vfab_rq_copy(const struct vfab_rmap *map, struct vfab_rq *rq, uint32_t i, uint64_t *wr_id,
+		 struct vfab_sge *sge, uint32_t max, uint32_t *num_sge)
 {
 	uint64_t head = atomic_load_explicit(&rq->head, memory_order_relaxed);
+	const struct vfab_rwqe *w;
+	struct rq_geo g;
+	uint32_t n;
 
-	if (!rq->ring_off || atomic_load_explicit(&rq->tail, memory_order_acquire) - head <= i)
-		return NULL;
-	return rq_at(r, rq, head + i);
-}
-
-struct vfab_rwqe *vfab_rq_peek(struct vfab_region *r, struct vfab_rq *rq)
-{
-	return vfab_rq_peek_at(r, rq, 0);
+	if (atomic_load_explicit(&rq->tail, memory_order_acquire) - head <= i ||
+	    !rq_geo(map, rq, &g))
+		return -ENOENT;
+	w = rq_at(map, &g, head + i);
+	*wr_id = w->wr_id;
+	n = __atomic_load_n(&w->num_sge, __ATOMIC_RELAXED);
+	/* No more than the ring's WQEs hold, whatever the WQE says. */
+	n = n < g.max_sge ? n : g.max_sge;
+	n = n < max ? n : max;
+	if (sge)
+		memcpy(sge, w + 1, n * sizeof(*sge));
+	*num_sge = n;
+	return 0;
 }
 
 void vfab_rq_consume_n(struct vfab_rq *rq, uint32_t n)
@@ -64,21 +94,22 @@ void vfab_rq_consume(struct vfab_rq *rq)
 	vfab_rq_consume_n(rq, 1);
 }
 
-void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, uint32_t qpn)
+void vfab_rq_flush(const struct vfab_rmap *map, struct vfab_rq *rq, const struct vfab_qp_slot *kq)
 {
-	struct vfab_rwqe *w;
+	uint64_t wr_id;
+	uint32_t n;
 
-	while ((w = vfab_rq_peek(r, rq))) {
+	while (!vfab_rq_copy(map, rq, 0, &wr_id, NULL, 0, &n)) {
 		struct vfab_cqe e = {
-		    .wr_id = w->wr_id,
+		    .wr_id = wr_id,
 		    .status = IBV_WC_WR_FLUSH_ERR,
 		    .opcode = IBV_WC_RECV,
 		    .vendor_err = vfab_vendor_err(IBV_WC_WR_FLUSH_ERR),
-		    .qp_num = qpn,
+		    .qp_num = kq->qpn,
 		};
 
 		vfab_rq_consume(rq);
-		vfab_cq_push(r, cq_slot, &e, false);
+		vfab_cq_push(map, kq->recv_cq, &kq->owner, &e, false);
 	}
 }
 
@@ -89,23 +120,22 @@ void vfab_rq_flush(struct vfab_region *r, struct vfab_rq *rq, uint32_t cq_slot, 
  * announce raises ev at the owner first; on an SRQ the owner learns that
  * the QP takes no more receives from it.
  */
-void vfab_qp_slot_error(struct vfab_region *r, struct vfab_qp_slot *d, bool announce,
-			enum ibv_event_type ev)
+void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
+			const struct vfab_qp_slot *kq, bool announce, enum ibv_event_type ev)
 {
 	atomic_store(&d->qp_state, IBV_QPS_ERR);
-	if (d->srq < 0)
-		vfab_rq_flush(r, &d->rq, d->recv_cq, d->qpn);
+	if (kq->srq < 0)
+		vfab_rq_flush(map, &d->rq, kq);
 	if (announce)
-		vfab_async_event(r, d->async_pid, d->async_id, d->user_qp, ev);
-	if (d->srq >= 0)
-		vfab_async_event(r, d->async_pid, d->async_id, d->user_qp,
+		vfab_async_event(map->r, kq->async_pid, kq->async_id, kq->user_qp, ev);
+	if (kq->srq >= 0)
+		vfab_async_event(map->r, kq->async_pid, kq->async_id, kq->user_qp,
 				 IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
 int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct vfab_qp *qp = to_vqp(ibqp);
-	struct vfab_region *r = qp->ctx->r;
 	struct vfab_qp_slot *s = qp->s;
 	int rc = 0;
 
@@ -117,7 +147,7 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	}
 	pthread_mutex_lock(&qp->rq.lock);
 	for (; wr; wr = wr->next) {
-		rc = vfab_rq_post(r, &s->rq, wr, qp->cap.max_recv_wr);
+		rc = vfab_rq_post(qp->ctx->map, &s->rq, wr, qp->cap.max_recv_wr);
 		if (rc) {
 			*bad = wr;
 			break;
@@ -126,7 +156,7 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	pthread_mutex_unlock(&qp->rq.lock);
 	/* Receives posted to a QP in error complete at once, flushed. */
 	if (atomic_load(&s->qp_state) == IBV_QPS_ERR && !vfab_lock(&s->lock)) {
-		vfab_rq_flush(r, &s->rq, s->recv_cq, qp->qpn);
+		vfab_rq_flush(qp->ctx->map, &s->rq, qp->k);
 		vfab_unlock(&s->lock);
 	}
 	return rc;

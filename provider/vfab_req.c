@@ -225,7 +225,7 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
 		return false;
 	d = vfab_dest(qp);
-	return d && d->owner.pid != qp->ctx->owner.pid && vfab_dest_plain(qp) &&
+	return d && qp->req.dest.kq.owner.pid != qp->ctx->owner.pid && vfab_dest_plain(qp) &&
 	       vfab_dest_ports_up(qp);
 }
 

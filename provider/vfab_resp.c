@@ -38,7 +38,7 @@ static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ib
 		return;
 	}
 	nak(res, st);
-	vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_ACCESS_ERR);
+	vfab_qp_slot_error(m->map, m->d, m->kq, true, IBV_EVENT_QP_ACCESS_ERR);
 }
 
 /* A failed copy: the owner is gone (no answer) or the memory is. */
@@ -54,7 +54,7 @@ static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 		    "process_vm_writev/readv, which needs ptrace rights over the peer: both "
 		    "processes must run as the same user (or this one as root). Such WRs get no "
 		    "answer (IBV_WC_RETRY_EXC_ERR); see docs/TRUST.md\n",
-		    (int)m->d->owner.pid);
+		    (int)m->kq->owner.pid);
 	if (rc == -ESRCH || rc == -EPERM) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -123,7 +123,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		/* The receiver sees its own error; the sender hears why. */
 		vfab_resp_push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		nak(res, st == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_OP_ERR);
-		vfab_qp_slot_error(m->r, m->d, false, IBV_EVENT_QP_FATAL);
+		vfab_qp_slot_error(m->map, m->d, m->kq, false, IBV_EVENT_QP_FATAL);
 		return;
 	}
 	p = vfab_resp_peer_of(m);
@@ -146,13 +146,13 @@ static void resp_send_inv(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	uint32_t rkey = m->wqe->inv_rkey;
 
-	if (!vfab_mw_remote_inv(m->r, m->dst_hca, m->d, rkey, false)) {
+	if (!vfab_mw_remote_inv(m->map, m->dst_hca, m->kq, rkey, false)) {
 		nak(res, IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	resp_send(m, res);
 	if (res->kind == VFAB_RESP_ACK)
-		vfab_mw_remote_inv(m->r, m->dst_hca, m->d, rkey, true);
+		vfab_mw_remote_inv(m->map, m->dst_hca, m->kq, rkey, true);
 }
 
 static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
@@ -194,7 +194,7 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 
 	if (vfab_resp_check_atomic(m) != VFAB_RESP_PASS) {
 		nak(res, IBV_WC_REM_INV_REQ_ERR);
-		vfab_qp_slot_error(m->r, m->d, true, IBV_EVENT_QP_REQ_ERR);
+		vfab_qp_slot_error(m->map, m->d, m->kq, true, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
 	if (vfab_resp_check_rkey(m, IBV_ACCESS_REMOTE_ATOMIC, sizeof(uint64_t), &target, &st,

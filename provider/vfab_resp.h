@@ -14,6 +14,7 @@
 
 struct vfab_msg {
 	struct vfab_region *r;
+	const struct vfab_rmap *map; /* r, vfabd's object table, the pool's bound */
 	const struct vfab_swqe *wqe;
 	int32_t self_pid;
 	/* Requester: its port, QP, and the gathered local segments. */
@@ -28,8 +29,14 @@ struct vfab_msg {
 	const uint8_t *sgid, *dgid;
 	uint8_t sgid_type, traffic_class, hop_limit;
 	uint32_t flow_label;
-	/* Destination; memfd: its owner's /proc/<pid>/mem or -1 (0 is an fd). */
+	/*
+	 * Destination: its region slot d (lock, state, PSN, receive ring) and
+	 * kq, the same as vfabd sealed it (owner, PD, CQ, SRQ, FIFO), which
+	 * every decision of where bytes or events go is taken from; memfd: the
+	 * owner's /proc/<pid>/mem or -1 (0 is an fd).
+	 */
 	struct vfab_qp_slot *d;
+	const struct vfab_qp_slot *kq;
 	int memfd;
 	int pidfd1;   /* the owner's pidfd + 1 (struct vfab_peer); 0 none */
 	bool foreign; /* the owner's pid is of another PID namespace (vfab_owner.h) */
@@ -38,19 +45,21 @@ struct vfab_msg {
 
 /*
  * The one builder of a message: WR w of qp, its gathered local segments
- * (iov, n, len bytes), to QP slot d at port dst_port of HCA dst_hca; memfd
- * as in struct vfab_msg. RC adds the PSNs, UD its source port, Q_Key and
- * GRH fields. Inline: the plain path builds one per post.
+ * (iov, n, len bytes), to QP slot d (kq: vfabd's record of it) at port
+ * dst_port of HCA dst_hca; memfd as in struct vfab_msg. RC adds the PSNs, UD its source port, Q_Key
+ * and GRH fields. Inline: the plain path builds one per post.
  */
 static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 				  const struct vfab_swqe *w, struct iovec *iov, unsigned int n,
-				  uint64_t len, struct vfab_qp_slot *d, uint32_t dst_hca,
+				  uint64_t len, struct vfab_qp_slot *d,
+				  const struct vfab_qp_slot *kq, uint32_t dst_hca,
 				  uint32_t dst_port, int memfd)
 {
 	const struct vfab_context *ctx = qp->ctx;
 
 	memset(m, 0, sizeof(*m));
 	m->r = ctx->r;
+	m->map = ctx->map;
 	m->wqe = w;
 	m->self_pid = ctx->owner.pid;
 	m->src_hca = ctx->hca_idx;
@@ -62,6 +71,7 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 	m->nliov = n;
 	m->len = len;
 	m->d = d;
+	m->kq = kq;
 	m->memfd = memfd;
 	m->foreign = ctx->pv.foreign;
 	m->dst_hca = dst_hca;

@@ -25,8 +25,9 @@
  * consumed (after the copy), since other QPs take from it too.
  */
 struct chain_rq {
-	struct vfab_srq_slot *srq; /* locked, or NULL */
-	struct vfab_rq *rq;	   /* NULL until a message needs a receive */
+	struct vfab_srq_slot *srq;	  /* locked, or NULL */
+	const struct vfab_srq_slot *ksrq; /* vfabd's record of it */
+	struct vfab_rq *rq;		  /* NULL until a message needs a receive */
 	uint32_t pd;
 	uint32_t taken; /* WQEs the chain's messages so far will consume */
 };
@@ -35,33 +36,24 @@ struct chain_rq {
 static enum vfab_resp_kind chain_check_rq(const struct vfab_msg *m, struct chain_rq *c,
 					  struct vfab_resp_rwqe *rw)
 {
-	struct vfab_qp_slot *d = m->d;
-	struct vfab_rwqe *w;
-
 	if (!c->rq) {
-		c->rq = &d->rq;
-		c->pd = d->pd;
-		if (d->srq >= 0) {
-			struct vfab_srq_slot *srq = &m->r->srqs[d->srq];
+		struct vfab_srq_slot *srq;
 
-			if (vfab_lock(&srq->lock)) {
-				c->rq = NULL;
-				return VFAB_RESP_RNR;
-			}
-			c->srq = srq;
-			c->rq = &srq->rq;
-			c->pd = srq->pd;
+		c->rq = vfab_resp_rq_of(m, &srq, &c->ksrq, &c->pd);
+		if (!c->rq)
+			return VFAB_RESP_RNR;
+		if (srq && vfab_lock(&srq->lock)) {
+			c->rq = NULL;
+			return VFAB_RESP_RNR;
 		}
+		c->srq = srq;
 	}
 	if (c->srq && atomic_load(&c->srq->state) != VFAB_SLOT_USED)
 		return VFAB_RESP_RNR;
-	w = vfab_rq_peek_at(m->r, c->rq, c->taken);
-	if (!w)
+	if (vfab_rq_copy(m->map, c->rq, c->taken, &rw->wr_id, rw->sge, VFAB_MAX_SRQ_SGE,
+			 &rw->num_sge))
 		return VFAB_RESP_RNR;
-	rw->wr_id = w->wr_id;
 	rw->pd = c->pd;
-	rw->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
-	memcpy(rw->sge, w + 1, rw->num_sge * sizeof(rw->sge[0]));
 	return VFAB_RESP_PASS;
 }
 
@@ -163,7 +155,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	}
 	/* A failed copy may have written part of it: the single path writes it again. */
 	if (k && nd &&
-	    vfab_xfer_writev(d->owner.pid, m[0].liov,
+	    vfab_xfer_writev(m->kq->owner.pid, m[0].liov,
 			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd))
 		k = 0;
 	for (i = 0; i < n; i++)
@@ -172,7 +164,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	if (k && c.taken) {
 		vfab_rq_consume_n(c.rq, c.taken);
 		if (c.srq)
-			vfab_srq_check_limit(m->r, c.srq);
+			vfab_srq_check_limit(m->r, c.srq, c.ksrq);
 	}
 	if (c.srq)
 		vfab_unlock(&c.srq->lock);
@@ -192,7 +184,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		c.taken++;
 	}
 	if (c.taken)
-		vfab_cq_push_n(m->r, d->recv_cq, cqe, c.taken, solicited);
+		vfab_cq_push_n(m->map, m->kq->recv_cq, &m->kq->owner, cqe, c.taken, solicited);
 	if (writes)
 		vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_write_requests, writes);
 	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);

@@ -34,7 +34,7 @@ enum vfab_resp_kind vfab_resp_check_state(const struct vfab_msg *m)
 	struct vfab_qp_slot *d = m->d;
 
 	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || d->qp_type != m->qp_type ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m->kq->qp_type != m->qp_type ||
 	    d->port != m->dst_port || !back_path_ok(m))
 		return VFAB_RESP_NO_ANSWER;
 	return VFAB_RESP_PASS;
@@ -96,29 +96,33 @@ enum vfab_resp_kind vfab_resp_check_rkey(const struct vfab_msg *m, uint32_t acce
 					 struct vfab_mr_slot **pin)
 {
 	const struct vfab_swqe *w = m->wqe;
-	struct vfab_mr_slot *mr, *key, *parent = NULL;
+	const struct vfab_mr_slot *mr, *key, *parent = NULL;
+	struct vfab_mr_slot kk, kp;
 	uint64_t va;
 
 	*pin = NULL;
 	if (!len)
 		return VFAB_RESP_PASS;
 	/*
-	 * Pinned before the check, unpinned after the copy: ibv_dereg_mr waits.
-	 * Through a window, the MR pinned is the parent the window names (the
-	 * bytes are its), and the check makes sure it is the one bound to.
+	 * vfabd's records of the key, pinned before the check and unpinned
+	 * after the copy: ibv_dereg_mr waits. Through a window, the MR pinned
+	 * is the parent the window names (the bytes are its), and the check
+	 * makes sure it is the one bound to. The bytes are the QP owner's only.
 	 */
-	key = mr = vfab_mr_lookup(m->r, w->rkey);
-	if (key && key->kind != VFAB_MKEY_MR)
-		mr = parent = vfab_mr_lookup(m->r, key->parent_key);
-	if (mr)
-		vfab_mr_pin(mr);
-	*st = vfab_key_check_remote(key, parent, w->rkey, m->dst_hca, m->d->pd, m->d->qpn,
+	key = mr = vfab_mr_find_pinned(m->r, m->map->k, w->rkey, &kk, pin);
+	if (key && key->kind != VFAB_MKEY_MR) {
+		vfab_mr_unpin(*pin);
+		mr = parent = vfab_mr_find_pinned(m->r, m->map->k, key->parent_key, &kp, pin);
+	}
+	if (mr && !vfab_owner_same(&mr->owner, &m->kq->owner))
+		key = parent = NULL;
+	*st = vfab_key_check_remote(key, parent, w->rkey, m->dst_hca, m->kq->pd, m->kq->qpn,
 				    w->remote_addr, len, access, m->d->access, &va);
 	if (*st != IBV_WC_SUCCESS) {
-		vfab_mr_unpin(mr);
+		vfab_mr_unpin(*pin);
+		*pin = NULL;
 		return VFAB_RESP_NAK;
 	}
-	*pin = mr;
 	out->iov_base = (void *)(uintptr_t)va;
 	out->iov_len = len;
 	return VFAB_RESP_PASS;
@@ -131,37 +135,45 @@ enum vfab_resp_kind vfab_resp_check_atomic(const struct vfab_msg *m)
 									       : VFAB_RESP_NAK;
 }
 
+struct vfab_rq *vfab_resp_rq_of(const struct vfab_msg *m, struct vfab_srq_slot **srq,
+				const struct vfab_srq_slot **ksrq, uint32_t *pd)
+{
+	const struct vfab_qp_slot *kq = m->kq;
+
+	*srq = NULL;
+	*ksrq = NULL;
+	*pd = kq->pd;
+	if (kq->srq < 0)
+		return &m->d->rq;
+	/* Sealed, hence below the region table's top too. */
+	*ksrq = vfab_ksrq(m->map->k, (uint32_t)kq->srq, &kq->owner);
+	if (!*ksrq)
+		return NULL;
+	*srq = &m->r->srqs[kq->srq];
+	*pd = (*ksrq)->pd;
+	return &(*srq)->rq;
+}
+
 /*
  * Rule: a receive is posted (SEND, WRITE with immediate); RNR if none. The
  * next receive WQE of the QP's RQ or SRQ is taken into rw.
  */
 enum vfab_resp_kind vfab_resp_check_rq(const struct vfab_msg *m, struct vfab_resp_rwqe *rw)
 {
-	struct vfab_qp_slot *d = m->d;
-	struct vfab_srq_slot *srq = NULL;
-	struct vfab_rq *rq = &d->rq;
-	struct vfab_rwqe *w;
+	const struct vfab_srq_slot *ksrq;
+	struct vfab_srq_slot *srq;
+	struct vfab_rq *rq = vfab_resp_rq_of(m, &srq, &ksrq, &rw->pd);
 	enum vfab_resp_kind kind = VFAB_RESP_RNR;
 
-	rw->pd = d->pd;
-	if (d->srq >= 0) {
-		srq = &m->r->srqs[d->srq];
-		if (vfab_lock(&srq->lock))
-			return VFAB_RESP_RNR;
-		if (atomic_load(&srq->state) != VFAB_SLOT_USED)
-			goto out;
-		rq = &srq->rq;
-		rw->pd = srq->pd;
-	}
-	w = vfab_rq_peek(m->r, rq);
-	if (w) {
-		rw->wr_id = w->wr_id;
-		rw->num_sge = w->num_sge < VFAB_MAX_SRQ_SGE ? w->num_sge : VFAB_MAX_SRQ_SGE;
-		memcpy(rw->sge, w + 1, rw->num_sge * sizeof(rw->sge[0]));
+	if (!rq || (srq && vfab_lock(&srq->lock)))
+		return VFAB_RESP_RNR;
+	if (srq && atomic_load(&srq->state) != VFAB_SLOT_USED)
+		goto out;
+	if (!vfab_rq_copy(m->map, rq, 0, &rw->wr_id, rw->sge, VFAB_MAX_SRQ_SGE, &rw->num_sge)) {
 		vfab_rq_consume(rq);
 		kind = VFAB_RESP_PASS;
 		if (srq)
-			vfab_srq_check_limit(m->r, srq);
+			vfab_srq_check_limit(m->r, srq, ksrq);
 	}
 out:
 	if (srq)
@@ -192,24 +204,26 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 	*cap = 0;
 	for (i = 0; i < rw->num_sge; i++) {
 		const struct vfab_sge *s = &rw->sge[i];
-		struct vfab_mr_slot *mr;
+		struct vfab_mr_slot snap, *pin;
+		const struct vfab_mr_slot *mr;
 		uint64_t va;
 		enum ibv_wc_status st;
 
 		if (!s->length)
 			continue;
-		mr = vfab_mr_lookup(m->r, s->lkey);
-		if (mr)
-			vfab_mr_pin(mr);
+		/* vfabd's record, pinned; the buffer is the QP owner's only. */
+		mr = vfab_mr_find_pinned(m->r, m->map->k, s->lkey, &snap, &pin);
+		if (mr && !vfab_owner_same(&mr->owner, &m->kq->owner))
+			mr = NULL;
 		st = vfab_mr_check_local(mr, s->lkey, m->dst_hca, rw->pd, s->addr, s->length,
 					 IBV_ACCESS_LOCAL_WRITE, &va);
 		if (st != IBV_WC_SUCCESS) {
-			vfab_mr_unpin(mr);
+			vfab_mr_unpin(pin);
 			vfab_resp_unpin_list(pins, *n);
 			*n = 0;
 			return st;
 		}
-		pins[*n] = mr;
+		pins[*n] = pin;
 		iov[*n].iov_base = (void *)(uintptr_t)va;
 		iov[*n].iov_len = s->length;
 		(*n)++;
@@ -243,11 +257,11 @@ bool vfab_resp_recv_cqe(const struct vfab_msg *m, const struct vfab_resp_rwqe *r
 	out->opcode = opcode;
 	out->vendor_err = status == IBV_WC_SUCCESS ? 0 : vfab_vendor_err(status);
 	out->byte_len = byte_len;
-	out->qp_num = m->d->qpn;
+	out->qp_num = m->kq->qpn;
 	out->src_qp = m->src_qpn;
 	out->wc_flags = flags;
 	out->pkey_index = (uint16_t)m->d->pkey_index;
-	out->sl = m->d->qp_type == IBV_QPT_UD ? (uint8_t)vfab_resp_roce_l3(m) : 0;
+	out->sl = m->kq->qp_type == IBV_QPT_UD ? (uint8_t)vfab_resp_roce_l3(m) : 0;
 	if (status == IBV_WC_SUCCESS && imm) {
 		out->wc_flags |= IBV_WC_WITH_IMM;
 		out->imm_data = w->imm_data;

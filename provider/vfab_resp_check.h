@@ -50,13 +50,13 @@ static inline bool vfab_resp_receiving(uint32_t state)
 /* The destination's owner is this process: a copy within it. */
 static inline bool vfab_resp_owner_is_self(const struct vfab_msg *m)
 {
-	return m->d->owner.pid == m->self_pid;
+	return m->kq->owner.pid == m->self_pid;
 }
 
 /* The destination's owner as the peer of a copy (vfab_xfer.h). */
 static inline struct vfab_peer vfab_resp_peer_of(const struct vfab_msg *m)
 {
-	struct vfab_peer p = {.pid = m->d->owner.pid,
+	struct vfab_peer p = {.pid = m->kq->owner.pid,
 			      .memfd = m->memfd,
 			      .pidfd1 = m->pidfd1,
 			      .self = vfab_resp_owner_is_self(m),
@@ -77,6 +77,14 @@ enum vfab_resp_kind vfab_resp_check_rkey(const struct vfab_msg *m, uint32_t acce
 enum vfab_resp_kind vfab_resp_check_atomic(const struct vfab_msg *m);
 /* Rule: a receive is posted; it is consumed and copied into rw. */
 enum vfab_resp_kind vfab_resp_check_rq(const struct vfab_msg *m, struct vfab_resp_rwqe *rw);
+/*
+ * Where m's destination takes its receives from, as vfabd sealed the QP:
+ * its own ring (*srq NULL) or its SRQ's (*srq the region slot, *ksrq
+ * vfabd's record); *pd the PD their lkeys belong to. NULL: an SRQ that is
+ * no longer the QP owner's.
+ */
+struct vfab_rq *vfab_resp_rq_of(const struct vfab_msg *m, struct vfab_srq_slot **srq,
+				const struct vfab_srq_slot **ksrq, uint32_t *pd);
 /* The receive buffers of rw, each MR pinned; vfab_resp_unpin_list after the copy. */
 enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,
 					  struct iovec *iov, struct vfab_mr_slot **pins,
@@ -97,7 +105,7 @@ static inline void vfab_resp_push_recv(const struct vfab_msg *m, const struct vf
 	struct vfab_cqe e;
 	bool solicited = vfab_resp_recv_cqe(m, rw, status, opcode, byte_len, flags, &e);
 
-	vfab_cq_push(m->r, m->d->recv_cq, &e, solicited);
+	vfab_cq_push(m->map, m->kq->recv_cq, &m->kq->owner, &e, solicited);
 }
 
 #endif /* VFAB_RESP_CHECK_H */

@@ -89,7 +89,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	if (vfab_lock(&d->lock))
 		return;
 	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || d->qp_type != IBV_QPT_UD ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m->kq->qp_type != IBV_QPT_UD ||
 	    d->port != m->dst_port || d->qkey != qkey)
 		goto out;
 	if (vfab_resp_check_rq(m, &rw) != VFAB_RESP_PASS)
@@ -123,13 +123,14 @@ void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iov
 		       uint8_t type)
 {
 	struct vfab_context *ctx = qp->ctx;
-	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, qpn);
+	struct vfab_qp_slot *d = vfab_qp_lookup(ctx->r, h, qpn), kq;
 	struct vfab_owner_fds *f = NULL;
 	struct vfab_msg m;
 
-	/* Each datagram reaches only the registered owner, as an RC message does. */
-	if (d && (d->owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, d, &f))) {
-		vfab_msg_build(&m, qp, w, iov, n, len, d, h, p, f ? f->memfd : -1);
+	/* Each datagram reaches only the owner vfabd registered, as an RC message does. */
+	if (d && vfab_kqp_copy(ctx->k, h, qpn, &kq) &&
+	    (kq.owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, &kq, &f))) {
+		vfab_msg_build(&m, qp, w, iov, n, len, d, &kq, h, p, f ? f->memfd : -1);
 		m.pidfd1 = f ? f->pidfd + 1 : 0;
 		m.src_port = w->ah->port;
 		m.src_qkey = qp->attr.qkey;

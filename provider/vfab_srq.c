@@ -6,6 +6,7 @@
 #include "provider/vfab.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 static uint32_t ring_size(uint32_t max_wr)
@@ -26,7 +27,7 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 	struct vfab_srq_slot *s;
 	struct vfab_srq *srq;
 	uint32_t size;
-	int slot;
+	int slot, slot_rc;
 
 	/* max_wr 0 is legal (mlx5 rounds the queue up), pyverbs relies on it. */
 	if (a->max_wr > VFAB_MAX_SRQ_WR || a->max_sge > VFAB_MAX_SRQ_SGE) {
@@ -51,6 +52,15 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 	s->user_srq = (uint64_t)(uintptr_t)&srq->vsrq.srq;
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
+	slot_rc =
+	    vfab_ctl_seal(ctx, VFAB_OBJ_SRQ, (uint32_t)slot, "pd=%d cookie=%" PRIu64 " async=%u",
+			  pd->slot, (uint64_t)(uintptr_t)&srq->vsrq.srq, ctx->async_id);
+	if (slot_rc) {
+		vfab_srq_free(ctx->r, slot);
+		free(srq);
+		errno = -slot_rc;
+		return NULL;
+	}
 	srq->ctx = ctx;
 	srq->pd = pd;
 	srq->slot = slot;
@@ -101,6 +111,7 @@ int vfab_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (atomic_load(&srq->users))
 		return EBUSY;
+	vfab_ctl_unseal(srq->ctx, VFAB_OBJ_SRQ, (uint32_t)srq->slot);
 	vfab_srq_free(srq->ctx->r, srq->slot);
 	atomic_fetch_sub(&srq->pd->users, 1);
 	pthread_mutex_destroy(&srq->post_lock);
@@ -116,7 +127,7 @@ int vfab_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	*bad = NULL;
 	pthread_mutex_lock(&srq->post_lock);
 	for (; wr; wr = wr->next) {
-		rc = vfab_rq_post(srq->ctx->r, &srq->s->rq, wr, srq->max_wr);
+		rc = vfab_rq_post(srq->ctx->map, &srq->s->rq, wr, srq->max_wr);
 		if (rc) {
 			*bad = wr;
 			break;
@@ -133,7 +144,8 @@ int vfab_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 }
 
 /* Fires once when the WQEs left drop below the armed limit, then disarms. */
-void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s)
+void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s,
+			  const struct vfab_srq_slot *ks)
 {
 	uint32_t limit = atomic_load(&s->limit);
 	uint64_t left;
@@ -143,7 +155,7 @@ void vfab_srq_check_limit(struct vfab_region *r, struct vfab_srq_slot *s)
 	left = atomic_load(&s->rq.tail) - atomic_load(&s->rq.head);
 	if (left < limit) {
 		atomic_store(&s->limit, 0);
-		vfab_async_event(r, s->async_pid, s->async_id, s->user_srq,
+		vfab_async_event(r, ks->async_pid, ks->async_id, ks->user_srq,
 				 IBV_EVENT_SRQ_LIMIT_REACHED);
 	}
 }

@@ -8,9 +8,11 @@
  * (1), the pool's free lists (2) or the pool itself (3). Then, as vfabd
  * does: the counter tick, STATUS, REPORT, the reaper (which frees the
  * "dead" owners' objects into the pool), the GID index allocation from the
- * current tables; as every process does: pool allocations and frees; as the
- * provider does: GID reachability and link paths between every pair of
- * ports, key and QPN lookups. vfabd's names come from its own topology, as
+ * current tables, SEAL of every slot (its checks against the forged slots
+ * and what it sealed before) and the reaping of what it sealed; as every
+ * process does: pool allocations and frees; as the provider does: GID
+ * reachability and link paths between every pair of ports, key and QPN
+ * lookups in the region and in vfabd's object table. vfabd's names come from its own topology, as
  * in the daemon. Everything a run changed is put back from a pristine copy,
  * so each input starts from the same region.
  *
@@ -37,12 +39,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "config/config.h"
 #include "daemon/vfabd.h"
 #include "daemon/vfabd_conn.h"
 #include "daemon/vfabd_counters.h"
 #include "daemon/vfabd_gidslots.h"
 #include "daemon/vfabd_reaper.h"
+#include "daemon/vfabd_seal.h"
 #include "daemon/vfabd_report.h"
 #include "daemon/vfabd_session.h"
 #include "fabric/link_model.h"
@@ -109,7 +113,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (d.rundir_fd < 0 || vfab_config_load_default(&cfg, err, sizeof(err)) ||
 	    vfab_topology_private(fabric, rundir, &cfg, &topo) ||
 	    vfab_region_create_pool(fabric, rundir, POOL_BYTES, &d.r) ||
-	    vfab_topology_publish(d.r, topo) || vfabd_counters_init(&d)) {
+	    vfab_topology_publish(d.r, topo) || vfabd_counters_init(&d) ||
+	    vfab_ktab_create(d.rundir_fd, &d.k)) {
 		fprintf(stderr, "fuzz_region: cannot set up a region: %s\n", err);
 		vfab_region_unlink(fabric);
 		rmdir(rundir);
@@ -122,6 +127,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	 * for, leaves no region in /dev/shm and no directory in /tmp.
 	 */
 	vfab_region_unlink(fabric);
+	unlinkat(d.rundir_fd, VFAB_KTAB_NAME, 0);
 	rmdir(rundir);
 	d.t = topo;
 	d.fabric = fabric;
@@ -262,6 +268,62 @@ static void drain(struct vfabd_conn *c, int peer)
 	}
 }
 
+/*
+ * SEAL of every slot by this process, as its own objects, each described
+ * by what the (forged) slot says: PDs first, then what names them, as a
+ * process makes them.
+ */
+static void seal_all(int sv[2])
+{
+	struct vfabd_conn c = {.hca = -1, .pidfd = -1, .pid = getpid(), .peer_pid = getpid()};
+	char state, line[512];
+
+	if (vfab_proc_stat(getpid(), &state, &c.peer_start) ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
+		return;
+	c.fd = sv[0];
+	for (int k = 0; k < 5; k++)
+		for (int i = 0; i < FUZZ_SLOTS; i++) {
+			const struct vfab_mr_slot *m = &d.r->mrs[i];
+			const struct vfab_cq_slot *q = &d.r->cqs[i];
+			const struct vfab_srq_slot *s = &d.r->srqs[i];
+			const struct vfab_qp_slot *p = &d.r->qps[i];
+
+			if (k == 0)
+				snprintf(line, sizeof(line), "pd %d ctx=%u hca=%u", i,
+					 d.r->pds[i].owner.ctx_id, d.r->pds[i].hca);
+			else if (k == 1)
+				snprintf(line, sizeof(line),
+					 "cq %d ctx=1 hca=%u cookie=%llu chan=%u async=%u stamp=%u",
+					 i, q->hca, (unsigned long long)q->user_cq, q->chan_id,
+					 q->async_id, q->stamp);
+			else if (k == 2)
+				snprintf(line, sizeof(line),
+					 "srq %d ctx=1 hca=%u pd=%u cookie=%llu async=%u", i,
+					 s->hca, s->pd, (unsigned long long)s->user_srq,
+					 s->async_id);
+			else if (k == 3)
+				snprintf(
+				    line, sizeof(line),
+				    "mr %d ctx=1 hca=%u key=%u pd=%u access=%u addr=%llu len=%llu "
+				    "iova=%llu kind=%u parent=%u qpn=%u",
+				    i, m->hca, m->key, m->pd, m->access,
+				    (unsigned long long)m->addr, (unsigned long long)m->length,
+				    (unsigned long long)m->iova, m->kind, m->parent_key, m->qpn);
+			else
+				snprintf(
+				    line, sizeof(line),
+				    "qp %d ctx=1 hca=%u qpn=%u type=%u pd=%u scq=%u rcq=%u srq=%d "
+				    "cookie=%llu async=%u",
+				    i, p->hca, p->qpn, p->qp_type, p->pd, p->send_cq, p->recv_cq,
+				    p->srq, (unsigned long long)p->user_qp, p->async_id);
+			vfabd_req_seal(&d, &c, line, true);
+			drain(&c, sv[1]);
+		}
+	vfabd_conn_close(&c);
+	close(sv[1]);
+}
+
 /* What vfabd reads of the region. */
 static void as_vfabd(void)
 {
@@ -279,7 +341,8 @@ static void as_vfabd(void)
 		vfabd_conn_close(&c);
 		close(sv[1]);
 	}
-	vfabd_reap_dead(d.r);
+	seal_all(sv);
+	vfabd_reap_dead(d.r, d.k);
 	for (uint32_t h = 0; h < topo->nhcas; h++)
 		for (uint32_t p = 0; p < topo->hcas[h].nports; p++) {
 			const struct vfab_port *cur = &d.r->hcas[h].ports[p];
@@ -324,10 +387,14 @@ static void as_provider(const uint8_t *data, size_t size)
 	for (size_t i = 0; i + 4 <= size && i < 64; i += 4) {
 		uint32_t key;
 		uint32_t hca, port;
+		struct vfab_mr_slot mr;
+		struct vfab_qp_slot qp;
 
 		memcpy(&key, data + i, 4);
 		vfab_mr_lookup(d.r, key);
 		vfab_qp_lookup(d.r, key & 0xff, key);
+		vfab_kmr_copy(d.k, key, &mr);
+		vfab_kqp_copy(d.k, key & 0xff, key, &qp);
 		vfab_gid_find(d.r, dgid, (uint8_t)(key & 3), &hca, &port);
 	}
 }
@@ -339,6 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	as_vfabd();
 	as_provider(data, size);
+	vfabd_seal_reap_owner(d.r, d.k, getpid(), 0); /* the sealed records, for the next input */
 	restore(p, n);
 	return 0;
 }

@@ -11,18 +11,25 @@
 # user keeps pointing the completion channel of every CQ at names it planted
 # in the run dir's fifo/ (a link to a root-only file, a regular file of its
 # own) and arming it: the root processes write into no file, and finish.
+# Object tables (High #3): while root ib_write_bw and ibv_rc_pingpong run,
+# the user names a bystander root process the owner of every QP, MR, CQ and
+# SRQ and its buffer the address of every MR: every byte still goes where
+# vfabd registered it (the bystander's buffer stays as it was, both ends
+# finish). Then it points every ring outside the pool: root processes may
+# fail, but never crash.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 port=$1
 u=vfabhx1
-stage='' victim='' restore='' scribbler=''
+stage='' victim='' restore='' scribbler='' bystander=''
 region=/dev/shm/vfab-$VFAB_FABRIC
 scribble=$VFAB_BIN/region_scribble
 hostile_cleanup()
 {
 	[ -z "$restore" ] || "$scribble" "$region" restore $restore || true
 	[ -z "$scribbler" ] || kill "$scribbler" 2>/dev/null || true
+	[ -z "$bystander" ] || kill "$bystander" 2>/dev/null || true
 	"$VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 || true
 	userdel "$u" 2>/dev/null || true
 	[ -z "$stage" ] || rm -rf "$stage"
@@ -112,3 +119,64 @@ after=$(find "$victim" -printf "%p %s %T@ %C@\n")
 [ "$(stat -c '%s %Y' "$fifo/77777.4243")" = "$before_own" ] ||
 	fail "a root RDMA process wrote into the regular file $fifo/77777.4243"
 note "root ibv_rc_pingpong with $(cat "$VFAB_TMP/armed") forged channel arms: no file written"
+
+# --- Object tables: the region's owners and addresses name a bystander ---
+bin=$VFAB_TMP/bystander.in
+mkfifo "$bin"
+python3 "$(dirname "$0")/victim.py" <"$bin" >"$VFAB_TMP/bystander.out" 2>&1 &
+bystander=$!
+exec 8>"$bin"
+for _ in $(seq 100); do [ -s "$VFAB_TMP/bystander.out" ] && break; sleep 0.1; done
+read -r bpid baddr <"$VFAB_TMP/bystander.out" || fail "the bystander did not start"
+[ "$bpid" = "$bystander" ] || fail "the bystander printed '$bpid $baddr'"
+steer()
+{
+	local name=$1 p=$2
+	shift 2
+	srv=$VFAB_TMP/$name.srv cli=$VFAB_TMP/$name.cli
+	start_server node1 "$srv" "$@" -p "$p" 8>&-
+	wait_listen node1 "$p" 30 || { show "$srv"; fail "$name: the server did not listen on $p"; }
+	as "$scribble" "$region" steer "$bpid" "$baddr" 6000 >"$VFAB_TMP/$name.steered" 8>&- &
+	scribbler=$!
+	crc=0
+	timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" -p "$p" "$NODE1_IP" \
+		>"$cli" 2>&1 8>&- || crc=$?
+	src=0
+	wait_pid "$SERVER_PID" 30 || src=$?
+	wait "$scribbler" || fail "the scribbler failed"
+	scribbler=''
+	[ "$crc" = 0 ] && [ "$src" = 0 ] || { show "$srv" "$cli"; fail "root $name: client $crc, server $src"; }
+	[ "$(cat "$VFAB_TMP/$name.steered")" -gt 0 ] || fail "the scribbler rewrote no slot during $name"
+	note "root $name with $(cat "$VFAB_TMP/$name.steered") forged owners and addresses: finished"
+}
+steer ib_write_bw $((port + 1)) ib_write_bw -d mlx5_0 -x 3 -F -D 2
+steer ibv_rc_pingpong $((port + 2)) ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000
+exec 8>&-
+brc=0
+wait_pid "$bystander" 30 || brc=$?
+bystander=''
+cat "$VFAB_TMP/bystander.out"
+[ "$brc" = 0 ] || fail "a root RDMA process wrote into the bystander (pid $bpid)"
+note "the bystander's 16 MiB are untouched"
+
+# --- Rings outside the pool: root processes fail at worst, never crash ---
+srv=$VFAB_TMP/rings.srv cli=$VFAB_TMP/rings.cli
+p=$((port + 3))
+start_server node1 "$srv" ibv_rc_pingpong -d mlx5_0 -g 3 -n 200000 -p "$p"
+wait_listen node1 "$p" 30 || { show "$srv"; fail "rings: the server did not listen on $p"; }
+as "$scribble" "$region" rings 3000 >"$VFAB_TMP/rings.moved" &
+scribbler=$!
+crc=0
+timeout 20 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+	ibv_rc_pingpong -d mlx5_0 -g 3 -n 200000 -p "$p" "$NODE1_IP" >"$cli" 2>&1 || crc=$?
+src=0
+wait_pid "$SERVER_PID" 20 || src=$?
+wait "$scribbler" || fail "the scribbler failed"
+scribbler=''
+show "$srv" "$cli"
+[ "$(cat "$VFAB_TMP/rings.moved")" -gt 0 ] || fail "the scribbler moved no ring"
+for rc in "$crc" "$src"; do
+	[ "$rc" -le 128 ] || [ "$rc" = 124 ] || fail "a root ibv_rc_pingpong died of signal $((rc - 128))"
+done
+kill -0 "$vfabd" || fail "vfabd died"
+note "rings moved outside the pool $(cat "$VFAB_TMP/rings.moved") times: client $crc, server $src, no crash"

@@ -16,6 +16,13 @@
  *          every CQ in use at FIFO name PID.ID1 or PID.ID2 (alternately) and
  *          arms it, so that whoever completes into those CQs writes the
  *          CQ's cookie to that name.
+ *   steer PID ADDR MS  for MS milliseconds, names process PID (with its start
+ *          time) the owner of every QP, MR, CQ and SRQ in use and ADDR the
+ *          address of every MR: a requester that believed the region would
+ *          copy into PID at ADDR (issue 27 High #3).
+ *   rings MS  for MS milliseconds, points every CQ's and receive queue's
+ *          ring far outside the ring pool.
+ *   Both print how many fields they rewrote.
  * Exit 0, or 1 with a message.
  */
 #include <stdatomic.h>
@@ -45,7 +52,8 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || vfab_region_open(argv[1], &r)) {
 		fprintf(stderr, "usage: region_scribble REGION names STAGE | restore RUNDIR ID NAME"
-				" | count WORDS | arm PID ID1 ID2 MS (region must map)\n");
+				" | count WORDS | arm PID ID1 ID2 MS | steer PID ADDR MS | rings MS"
+				" (region must map)\n");
 		return 1;
 	}
 	if (!strcmp(argv[2], "names") && argc == 4) {
@@ -87,6 +95,73 @@ int main(int argc, char **argv)
 			nanosleep(&tick, NULL);
 		}
 		printf("%ld\n", armed);
+		rc = 0;
+	} else if (!strcmp(argv[2], "steer") && argc == 6) {
+		int32_t pid = (int32_t)atoi(argv[3]);
+		uint64_t addr = strtoull(argv[4], NULL, 0), start = 0;
+		long rounds = atol(argv[5]) * 5, n = 0;
+		const struct timespec tick = {0, 200000};
+		char path[64], buf[1024], *p;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
+			/* Field 22 (starttime) is the 20th after the ")": each step finds the space
+			 * before the next. */
+			for (int i = 0; i < 20 && p; i++)
+				p = strchr(p + 1, ' ');
+			start = p ? strtoull(p + 1, NULL, 10) : 0;
+		}
+		if (f)
+			fclose(f);
+#define STEER(tbl, kind)                                                                           \
+	for (uint32_t i = 0, top = vfab_slot_top(r, kind); i < top; i++)                           \
+		if (atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED) {                             \
+			r->tbl[i].owner.pid = pid;                                                 \
+			r->tbl[i].owner.start_ticks = start;                                       \
+			n++;                                                                       \
+		}
+		for (long k = 0; k < rounds; k++) {
+			STEER(qps, VFAB_OBJ_QP);
+			STEER(mrs, VFAB_OBJ_MR);
+			STEER(cqs, VFAB_OBJ_CQ);
+			STEER(srqs, VFAB_OBJ_SRQ);
+			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
+				if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED &&
+				    r->mrs[i].kind == VFAB_MKEY_MR) {
+					r->mrs[i].addr = addr;
+					n++;
+				}
+			nanosleep(&tick, NULL);
+		}
+#undef STEER
+		printf("%ld\n", start ? n : 0);
+		rc = 0;
+	} else if (!strcmp(argv[2], "rings") && argc == 4) {
+		const uint64_t far = 1ull << 46;
+		long rounds = atol(argv[3]) * 5, n = 0;
+		const struct timespec tick = {0, 200000};
+
+		for (long k = 0; k < rounds; k++) {
+			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
+				if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED) {
+					r->cqs[i].ring_off = far;
+					n++;
+				}
+			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++)
+				if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED) {
+					r->qps[i].rq.ring_off = far;
+					n++;
+				}
+			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
+				if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED) {
+					r->srqs[i].rq.ring_off = far;
+					n++;
+				}
+			nanosleep(&tick, NULL);
+		}
+		printf("%ld\n", n);
 		rc = 0;
 	} else {
 		fprintf(stderr, "region_scribble: unknown request %s\n", argv[2]);
