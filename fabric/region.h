@@ -44,6 +44,15 @@
 #define VFAB_MAX_PORTS 2	   /* per HCA; ports are numbered from 1 */
 #define VFAB_PORT_GIDS 32	   /* populated GID entries kept per port */
 #define VFAB_SYSFS_GID_TBL_LEN 256 /* gid_tbl_len reported, as on ConnectX */
+/*
+ * P_Keys as mlx5 reports them for a RoCE port: the port's table holds the
+ * default P_Key only (pkey_tbl_len 1, sysfs pkeys/0 = 0xffff), while the
+ * device's max_pkeys is the firmware table's 128.
+ */
+#define VFAB_PKEY_TBL_LEN 1
+#define VFAB_MAX_PKEYS 128
+/* port_cap_flags (sysfs cap_mask): CM_SUP | IP_BASED_GIDS, as mlx5 reports a RoCE port. */
+#define VFAB_PORT_CAP_FLAGS 0x04010000u
 #define VFAB_MAX_LINKS 2048
 #define VFAB_MAX_LEAVES 128
 #define VFAB_NODE_NETDEVS 8

@@ -280,7 +280,7 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 	if (!ret)
 		ret = put(fd, "sm_sl", "0\n");
 	if (!ret)
-		ret = put(fd, "cap_mask", "0x00010000\n");
+		ret = put(fd, "cap_mask", "0x%08x\n", VFAB_PORT_CAP_FLAGS);
 	if (!ret)
 		ret = write_gid_tables(fd, p);
 	if (!ret) {
@@ -288,7 +288,7 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 
 		pk = subdir(fd, "pkeys");
 		ret = pk < 0 ? pk : 0;
-		for (unsigned i = 0; !ret && i < VFAB_SYSFS_PKEYS; i++)
+		for (unsigned i = 0; !ret && i < VFAB_PKEY_TBL_LEN; i++)
 			ret = put_indexed(pk, i, i != 0, &empty_pkey,
 					  i == 0 ? "0xffff\n" : "0x0000\n");
 		if (pk >= 0)

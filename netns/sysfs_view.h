@@ -19,7 +19,6 @@
 
 struct vfab_pci_layout;
 
-#define VFAB_SYSFS_PKEYS 128
 /* The driver the HCAs claim (device/driver): what middleware matches "mlx*" against. */
 #define VFAB_SYSFS_DRIVER "mlx5_core"
 #define VFAB_UVERBS_ABI_VERSION 1 /* class/infiniband_verbs/uverbsN/abi_version */

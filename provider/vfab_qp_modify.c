@@ -33,7 +33,8 @@ static int check_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mask
 
 	if ((mask & IBV_QP_PORT) && (a->port_num < 1 || a->port_num > ctx->hca->nports))
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= VFAB_PKEY_TBL_LEN)
+	/* mlx5 bounds it by the firmware's table (max_pkeys), not the port's RoCE view of 1. */
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= VFAB_MAX_PKEYS)
 		return EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~QP_ACCESS_FLAGS))
 		return EINVAL;

@@ -32,7 +32,15 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->hw_ver = 0;
 	a->max_qp = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_QP);
 	a->max_qp_wr = VFAB_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_PORT_ACTIVE_EVENT |
+	/*
+	 * What mlx5_ib_query_device sets on a ConnectX-6's RoCE port (never
+	 * CURR_QP_STATE_MOD), less what vfab does not do: AUTO_PATH_MIG (no
+	 * alternate paths), XRC, MEM_MGT_EXTENSIONS (no fast registration
+	 * WRs), RAW_IP_CSUM and MANAGED_FLOW_STEERING (no raw packet QPs). A
+	 * program checks these before it uses the feature.
+	 */
+	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = VFAB_MAX_SGE;
@@ -54,7 +62,7 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	a->max_srq = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_SRQ);
 	a->max_srq_wr = VFAB_MAX_SRQ_WR;
 	a->max_srq_sge = VFAB_MAX_SRQ_SGE;
-	a->max_pkeys = VFAB_PKEY_TBL_LEN;
+	a->max_pkeys = VFAB_MAX_PKEYS;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = (uint8_t)h->nports;
 }
@@ -118,7 +126,9 @@ int vfab_query_port(struct ibv_context *ibctx, uint8_t port, struct ibv_port_att
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = (enum ibv_mtu)p->active_mtu;
 	attr->gid_tbl_len = VFAB_SYSFS_GID_TBL_LEN;
-	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	attr->port_cap_flags = VFAB_PORT_CAP_FLAGS;
+	_Static_assert(VFAB_PORT_CAP_FLAGS == (IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS),
+		       "the port's capabilities are CM_SUP and IP_BASED_GIDS");
 	attr->max_msg_sz = VFAB_MAX_MSG_SZ;
 	attr->pkey_tbl_len = VFAB_PKEY_TBL_LEN;
 	attr->active_width = p->active_width;
