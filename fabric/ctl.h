@@ -11,8 +11,8 @@
 #include "base/paths.h"
 
 #define VFAB_CTL_TIMEOUT_MS 2000 /* a wedged daemon must not hang a verbs call */
-/* A reply is waited for awake this long before poll() (vfab_ctl_request). */
-#define VFAB_CTL_SPIN_NS 200000
+/* A reply is waited for awake (spinning) this long before poll() (vfab_ctl_request). */
+#define VFAB_CTL_SPIN_NS 50000
 
 /*
  * Connects to <rundir>/vfabd.sock; returns the fd (CLOEXEC, blocking) or
