@@ -16,11 +16,6 @@
 #include "vfabd.h"
 #include "vfabd_conn.h"
 
-static const char *const kind_names[VFAB_OBJ_KINDS] = {
-    [VFAB_OBJ_PD] = "pd",   [VFAB_OBJ_MR] = "mr", [VFAB_OBJ_CQ] = "cq",
-    [VFAB_OBJ_SRQ] = "srq", [VFAB_OBJ_QP] = "qp",
-};
-
 /* The caller's PD: sealed, and by the same process. */
 static bool own_pd(const struct vfab_ktab *k, uint32_t pd, const struct vfab_owner *o)
 {
@@ -139,7 +134,25 @@ static int take(char *arg, const char *const *names, size_t n, uint64_t *v)
 	return seen == (1u << n) - 1 ? 0 : -EINVAL;
 }
 
-#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+/* What a SEAL line names for each kind, in the order seal() reads them. */
+static const struct {
+	const char *const *names;
+	size_t n;
+} seal_fields[VFAB_OBJ_KINDS] = {
+#define FIELDS(...)                                                                                \
+	{                                                                                          \
+		(const char *const[]){__VA_ARGS__},                                                \
+		    sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)                         \
+	}
+    [VFAB_OBJ_PD] = FIELDS("ctx", "hca"),
+    [VFAB_OBJ_MR] =
+	FIELDS("ctx", "hca", "key", "pd", "access", "addr", "len", "iova", "kind", "parent", "qpn"),
+    [VFAB_OBJ_CQ] = FIELDS("ctx", "hca", "cookie", "chan", "async", "stamp"),
+    [VFAB_OBJ_SRQ] = FIELDS("ctx", "hca", "pd", "cookie", "async"),
+    [VFAB_OBJ_QP] =
+	FIELDS("ctx", "hca", "qpn", "type", "pd", "scq", "rcq", "srq", "cookie", "async"),
+#undef FIELDS
+};
 
 /*
  * The object as the caller describes it on the line (never as the region's
@@ -149,35 +162,13 @@ static int take(char *arg, const char *const *names, size_t n, uint64_t *v)
 static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind, uint32_t i,
 		char *arg)
 {
-	static const char *const pd_f[] = {"ctx", "hca"};
-	static const char *const mr_f[] = {"ctx", "hca",  "key",  "pd",	    "access", "addr",
-					   "len", "iova", "kind", "parent", "qpn"};
-	static const char *const cq_f[] = {"ctx", "hca", "cookie", "chan", "async", "stamp"};
-	static const char *const srq_f[] = {"ctx", "hca", "pd", "cookie", "async"};
-	static const char *const qp_f[] = {"ctx", "hca", "qpn", "type",	  "pd",
-					   "scq", "rcq", "srq", "cookie", "async"};
 	struct vfab_ktab *k = d->k;
 	struct vfab_owner me = {.pid = c->peer_pid, .start_ticks = c->peer_start};
 	const struct vfab_owner *held;
 	uint64_t v[11];
 	int rc;
 
-	switch (kind) {
-	case VFAB_OBJ_PD:
-		rc = take(arg, pd_f, NFIELDS(pd_f), v);
-		break;
-	case VFAB_OBJ_MR:
-		rc = take(arg, mr_f, NFIELDS(mr_f), v);
-		break;
-	case VFAB_OBJ_CQ:
-		rc = take(arg, cq_f, NFIELDS(cq_f), v);
-		break;
-	case VFAB_OBJ_SRQ:
-		rc = take(arg, srq_f, NFIELDS(srq_f), v);
-		break;
-	default:
-		rc = take(arg, qp_f, NFIELDS(qp_f), v);
-	}
+	rc = take(arg, seal_fields[kind].names, seal_fields[kind].n, v);
 	if (rc || v[0] > UINT32_MAX || v[1] > UINT32_MAX)
 		return -EINVAL;
 	me.ctx_id = (uint32_t)v[0];
@@ -237,8 +228,10 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 	case VFAB_OBJ_SRQ: {
 		struct vfab_srq_slot *q = &k->srqs[i];
 
-		if (v[2] > UINT32_MAX || v[4] > UINT32_MAX || !own_pd(k, (uint32_t)v[2], &me))
-			return v[2] > UINT32_MAX || v[4] > UINT32_MAX ? -EINVAL : -EPERM;
+		if (v[2] > UINT32_MAX || v[4] > UINT32_MAX)
+			return -EINVAL;
+		if (!own_pd(k, (uint32_t)v[2], &me))
+			return -EPERM;
 		q->owner = me;
 		q->hca = me.hca;
 		q->pd = (uint32_t)v[2];
@@ -382,7 +375,8 @@ void vfabd_req_seal(struct vfabd *d, struct vfabd_conn *c, char *arg, bool on)
 		if (fields)
 			*fields++ = '\0';
 	}
-	for (kind = 0; kind < VFAB_OBJ_KINDS && strcmp(arg, kind_names[kind]); kind++)
+	for (kind = 0;
+	     kind < VFAB_OBJ_KINDS && strcmp(arg, vfab_ktab_kind_name((enum vfab_obj)kind)); kind++)
 		;
 	errno = 0;
 	slot = sp ? strtoul(sp, &end, 10) : 0;

@@ -55,6 +55,17 @@ struct vfab_ktab {
 	struct vfab_qp_slot qps[VFAB_MAX_QPS];
 };
 
+/* A kind's name on a SEAL or UNSEAL line: pd, mr, cq, srq, qp. */
+static inline const char *vfab_ktab_kind_name(enum vfab_obj kind)
+{
+	static const char *const names[VFAB_OBJ_KINDS] = {
+	    [VFAB_OBJ_PD] = "pd",   [VFAB_OBJ_MR] = "mr", [VFAB_OBJ_CQ] = "cq",
+	    [VFAB_OBJ_SRQ] = "srq", [VFAB_OBJ_QP] = "qp",
+	};
+
+	return names[kind];
+}
+
 /* ---- ktab.c ---- */
 
 /*

@@ -125,14 +125,12 @@ static int request(struct vfab_context *ctx, const char *line)
 	return rc;
 }
 
-static const char *const kinds[VFAB_OBJ_KINDS] = {"pd", "mr", "cq", "srq", "qp"};
-
 int vfab_ctl_seal(struct vfab_context *ctx, enum vfab_obj kind, uint32_t slot, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
-	int n = snprintf(line, sizeof(line), "SEAL %s %u ctx=%u hca=%u ", kinds[kind], slot,
-			 ctx->owner.ctx_id, ctx->hca_idx);
+	int n = snprintf(line, sizeof(line), "SEAL %s %u ctx=%u hca=%u ", vfab_ktab_kind_name(kind),
+			 slot, ctx->owner.ctx_id, ctx->hca_idx);
 
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
@@ -144,6 +142,6 @@ int vfab_ctl_unseal(struct vfab_context *ctx, enum vfab_obj kind, uint32_t slot)
 {
 	char line[64];
 
-	snprintf(line, sizeof(line), "UNSEAL %s %u", kinds[kind], slot);
+	snprintf(line, sizeof(line), "UNSEAL %s %u", vfab_ktab_kind_name(kind), slot);
 	return request(ctx, line);
 }
