@@ -235,11 +235,11 @@ static int apply(const uint8_t *data, size_t size, struct patch *p)
 static void restore(const struct patch *p, int n)
 {
 	for (int i = 0; i < n; i++) {
-		if (p[i].table < 0)
+		if (p[i].table >= 0)
+			slots_in((size_t)p[i].table, p[i].lo, p[i].hi, true);
+		else if (p[i].hi <= FIXED_HI) /* the pool is put back whole below */
 			memcpy((uint8_t *)d.r + p[i].lo, pristine + (p[i].lo - TOPO_LO),
 			       p[i].hi - p[i].lo);
-		else
-			slots_in((size_t)p[i].table, p[i].lo, p[i].hi, true);
 	}
 	/* What the reaper and the pool changed besides. */
 	for (size_t t = 0; t < NTABLES; t++)
