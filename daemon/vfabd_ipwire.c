@@ -11,12 +11,15 @@
 #include <errno.h>
 #include <netlink/cache.h>
 #include <netlink/netlink.h>
+#include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "vfabd.h"
+#include "vfabd_delay.h"
 #include "vfabd_log.h"
 
 #include "base/clock.h"
@@ -29,6 +32,8 @@
 
 /* The coupled rate is re-set when it moves by more than 1/RATE_STEP. */
 #define RATE_STEP 50
+/* How often the delay line learns the wires' addresses again. */
+#define SOURCES_PERIOD_NS 1000000000ull
 
 struct wire {
 	uint32_t node, hca, port;	/* port from 1 */
@@ -39,6 +44,7 @@ struct wire {
 	uint64_t host_rx, host_tx;	/* host end counters: the node's tx and rx */
 	uint64_t rdma_up, rdma_down;	/* links[].bytes at the sample */
 	uint64_t rate_up, rate_down;	/* HTB rates in force, bits per second */
+	int hook; /* the delay line's hook on the host end: 1 on, 0 off, -1 not known */
 };
 
 struct vfabd_ipwire {
@@ -49,6 +55,15 @@ struct vfabd_ipwire {
 	uint32_t nwires;
 	struct wire *w;
 	uint64_t last_ns, next_ns;
+	/*
+	 * The delay line (no netem): on while any wire has a latency, then
+	 * on every wire (a wire's frames wait for their sender's up latency
+	 * too). `synced`: every wire's hook agrees with `delay_on`.
+	 */
+	struct vfabd_delay *delay;
+	bool delay_on, synced;
+	int delay_err;	     /* the last sync's error, said once */
+	uint64_t sources_ns; /* when the sources were last learned */
 };
 
 static int sock_body(void *arg)
@@ -100,6 +115,13 @@ int vfabd_ipwire_init(struct vfabd *d)
 			w->netdev = t->nodes[n].netdevs[k].name;
 			x->nwires++;
 		}
+	/*
+	 * The first sync puts the config's latencies in place once the nodes
+	 * are built, or takes away the hooks that a vfabd before this one
+	 * left (their taps went with it).
+	 */
+	for (uint32_t i = 0; i < x->nwires; i++)
+		x->w[i].hook = -1;
 	d->ipw = x;
 	return 0;
 }
@@ -113,6 +135,7 @@ void vfabd_ipwire_free(struct vfabd *d)
 	for (uint32_t n = 0; n < VFAB_MAX_NODES; n++)
 		if (x->node[n])
 			nl_socket_free(x->node[n]);
+	vfabd_delay_free(x->delay);
 	if (x->stats)
 		nl_cache_free(x->stats);
 	if (x->fab)
@@ -190,6 +213,130 @@ static int apply_wire(struct vfabd *d, struct wire *w)
 	return rc;
 }
 
+/* A wire's netdev as a sender: its MAC and addresses, from its namespace. */
+static void learn_source(struct vfabd *d, uint32_t i)
+{
+	struct vfabd_ipwire *x = d->ipw;
+	struct wire *w = &x->w[i];
+	struct nl_sock *sk = x->node[w->node];
+	struct vfabd_delay_addr a[VFABD_DELAY_ADDRS];
+	struct rtnl_link *link = NULL;
+	struct nl_cache *addrs = NULL;
+	uint8_t mac[6];
+	bool has_mac = false;
+	uint32_t n = 0;
+
+	if (rtnl_link_get_kernel(sk, w->node_ifindex, NULL, &link) >= 0) {
+		struct nl_addr *ll = rtnl_link_get_addr(link);
+
+		if (ll && nl_addr_get_len(ll) == 6) {
+			memcpy(mac, nl_addr_get_binary_addr(ll), 6);
+			has_mac = true;
+		}
+		rtnl_link_put(link);
+	}
+	if (rtnl_addr_alloc_cache(sk, &addrs) >= 0) {
+		for (struct nl_object *o = nl_cache_get_first(addrs); o && n < VFABD_DELAY_ADDRS;
+		     o = nl_cache_get_next(o)) {
+			struct rtnl_addr *ra = (struct rtnl_addr *)o;
+			struct nl_addr *l = rtnl_addr_get_local(ra);
+			int fam = rtnl_addr_get_family(ra);
+			unsigned len = fam == AF_INET ? 4 : 16;
+
+			if (rtnl_addr_get_ifindex(ra) != w->node_ifindex || !l ||
+			    (fam != AF_INET && fam != AF_INET6) || nl_addr_get_len(l) != len)
+				continue;
+			a[n].family = fam;
+			memcpy(a[n].a, nl_addr_get_binary_addr(l), len);
+			n++;
+		}
+		nl_cache_free(addrs);
+	}
+	vfabd_delay_source(x->delay, i, has_mac ? mac : NULL, a, n);
+}
+
+/* Wire i's hook as delay_on asks: its tap and the host end's program. */
+static int delay_hook(struct vfabd *d, uint32_t i, int nsfd)
+{
+	struct vfabd_ipwire *x = d->ipw;
+	struct wire *w = &x->w[i];
+	int tap = 0, rc;
+
+	if (x->delay_on) {
+		tap = vfabd_delay_tap(x->delay, i, nsfd);
+		if (tap < 0)
+			return tap;
+	}
+	rc = vfab_ip_delay_bpf(x->fab, w->host_ifindex, tap);
+	if (!rc)
+		w->hook = x->delay_on;
+	return rc;
+}
+
+/* A wire's latencies, and its leaf's to and from the spine, as the links say now. */
+static void wire_latency(const struct vfabd *d, const struct wire *w, struct vfabd_delay_lat *lat)
+{
+	const struct vfab_region *t = d->t;
+	const struct vfab_link *links = d->r->links;
+	uint32_t seg = t->hcas[w->hca].ports[w->port - 1].segment;
+
+	*lat = (struct vfabd_delay_lat){
+	    .up_ns = links[w->up].latency_ns, .down_ns = links[w->down].latency_ns, .leaf = seg};
+	if (t->spine.present && seg < t->nleaves && seg < VFAB_MAX_LEAVES) {
+		const struct vfab_leaf *l = &t->leaves[seg];
+
+		if (l->uplink < t->nlinks)
+			lat->leaf_up_ns = links[l->uplink].latency_ns;
+		if (l->downlink < t->nlinks)
+			lat->leaf_down_ns = links[l->downlink].latency_ns;
+	}
+}
+
+/*
+ * The delay line in step with the links (kernels without netem): every
+ * wire's latencies, on or off, the hooks; wires whose node is not built
+ * yet are tried again on the next step.
+ */
+static int delay_sync(struct vfabd *d)
+{
+	struct vfabd_ipwire *x = d->ipw;
+	int rc = 0, nsfd = -1;
+	bool all = true;
+
+	if (!x->delay && (rc = vfabd_delay_init(&x->delay, x->nwires)))
+		return rc;
+	x->delay_on = false;
+	for (uint32_t i = 0; i < x->nwires; i++) {
+		struct vfabd_delay_lat lat;
+
+		wire_latency(d, &x->w[i], &lat);
+		vfabd_delay_set(x->delay, i, &lat);
+		x->delay_on |= lat.up_ns || lat.down_ns || lat.leaf_up_ns || lat.leaf_down_ns;
+	}
+	for (uint32_t i = 0; i < x->nwires; i++) {
+		struct wire *w = &x->w[i];
+
+		if (w->hook == (int)x->delay_on)
+			continue;
+		if (resolve(d, w)) {
+			all = false;
+			continue;
+		}
+		if (nsfd < 0 && (nsfd = vfab_netns_open(d->fabric, VFAB_FABRIC_NS_SUFFIX)) < 0)
+			return nsfd;
+		if (x->delay_on)
+			learn_source(d, i);
+		rc = delay_hook(d, i, nsfd);
+		if (rc)
+			break;
+	}
+	if (nsfd >= 0)
+		close(nsfd);
+	x->synced = all && !rc;
+	x->sources_ns = vfab_mono_ns();
+	return rc;
+}
+
 static bool listed(const uint32_t *links, int n, uint32_t l)
 {
 	for (int i = 0; i < n; i++)
@@ -205,6 +352,9 @@ int vfabd_ipwire_links_changed(struct vfabd *d, const uint32_t *links, int n)
 
 	if (!x)
 		return 0;
+	/* The delay line's latencies: delay_sync, before the next poll. */
+	if (!x->has_netem)
+		x->synced = false;
 	for (uint32_t i = 0; i < x->nwires; i++) {
 		struct wire *w = &x->w[i];
 		int rc;
@@ -217,13 +367,20 @@ int vfabd_ipwire_links_changed(struct vfabd *d, const uint32_t *links, int n)
 	}
 	for (uint32_t k = 0; k < d->t->nleaves && k < VFAB_MAX_LEAVES; k++) {
 		const struct vfab_leaf *l = &d->t->leaves[k];
-		int rc = 0, br;
+		bool down = l->downlink < d->t->nlinks && listed(links, n, l->downlink);
+		bool up = l->uplink < d->t->nlinks && listed(links, n, l->uplink);
 
-		if (l->downlink >= d->t->nlinks || !listed(links, n, l->downlink))
+		int rc, br;
+
+		if (!down && !up)
 			continue;
 		rc = open_sock(d, VFAB_FABRIC_NS_SUFFIX, &x->fab);
 		br = rc ? rc : vfab_nl_ifindex(x->fab, l->bridge);
-		rc = br < 0 ? br : vfab_ip_leaf_apply(x->fab, br, &d->r->links[l->downlink]);
+		rc = br < 0 ? br : 0;
+		if (!rc && down)
+			rc = vfab_ip_leaf_apply(x->fab, br, &d->r->links[l->downlink]);
+		if (!rc && up)
+			rc = vfab_ip_leaf_up_apply(x->fab, k, br, &d->r->links[l->uplink]);
 		if (rc && !first)
 			first = rc;
 	}
@@ -252,7 +409,8 @@ static bool coupled(const struct vfabd *d, const struct wire *w)
 	return d->r->links[w->up].rate_bps || d->r->links[w->down].rate_bps;
 }
 
-int vfabd_ipwire_due(struct vfabd *d)
+/* Milliseconds until the next coupling step, -1 none. */
+static int coupling_due(struct vfabd *d)
 {
 	struct vfabd_ipwire *x = d->ipw;
 	uint64_t now;
@@ -263,6 +421,18 @@ int vfabd_ipwire_due(struct vfabd *d)
 			return now >= x->next_ns ? 0 : (int)((x->next_ns - now + 999999) / 1000000);
 		}
 	return -1;
+}
+
+int vfabd_ipwire_due(struct vfabd *d)
+{
+	struct vfabd_ipwire *x = d->ipw;
+	int c = coupling_due(d);
+
+	/* The delay line: netem to probe for, a sync to retry, sources to learn again. */
+	if (x && (x->has_netem < 0 || (!x->has_netem && (!x->synced || x->delay_on))) &&
+	    (c < 0 || c > VFABD_IPWIRE_PERIOD_MS))
+		return VFABD_IPWIRE_PERIOD_MS;
+	return c;
 }
 
 /*
@@ -293,7 +463,22 @@ void vfabd_ipwire_run(struct vfabd *d)
 	struct vfabd_ipwire *x = d->ipw;
 	uint64_t now = vfab_mono_ns(), dt;
 
-	if (!x || now < x->next_ns || vfabd_ipwire_due(d) < 0)
+	if (x && x->has_netem < 0 && !x->synced && !open_sock(d, VFAB_FABRIC_NS_SUFFIX, &x->fab))
+		probe_netem(d);
+	if (x && !x->has_netem && !x->synced) {
+		int rc = delay_sync(d);
+
+		/* Retried every step until it works; said once per cause. */
+		if (rc && rc != -ENOENT && rc != -ENODEV && rc != x->delay_err)
+			vfabd_log("the IP delay line is not in place: %s", strerror(-rc));
+		x->delay_err = rc;
+	} else if (x && x->delay_on && now >= x->sources_ns + SOURCES_PERIOD_NS) {
+		for (uint32_t i = 0; i < x->nwires; i++)
+			if (x->w[i].hook == 1)
+				learn_source(d, i);
+		x->sources_ns = now;
+	}
+	if (!x || now < x->next_ns || coupling_due(d) < 0)
 		return;
 	dt = x->last_ns ? now - x->last_ns : 0;
 	x->last_ns = now;

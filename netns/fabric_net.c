@@ -71,15 +71,24 @@ struct fabric_ns_args {
 	size_t errlen;
 };
 
-static int shape_downlink(const struct vfab_region *r, struct nl_sock *sk,
-			  const struct vfab_leaf *l)
+/* The IP side of leaf k's links to and from the spine: their rates. */
+static int shape_spine_links(const struct vfab_region *r, struct nl_sock *sk, uint32_t k)
 {
-	int ifindex;
+	const struct vfab_leaf *l = &r->leaves[k];
+	bool down = l->downlink < r->nlinks && r->links[l->downlink].rate_bps;
+	bool up = l->uplink < r->nlinks && r->links[l->uplink].rate_bps;
+	int ifindex, ret = 0;
 
-	if (l->downlink >= r->nlinks || !r->links[l->downlink].rate_bps)
+	if (!down && !up)
 		return 0;
 	ifindex = vfab_nl_ifindex(sk, l->bridge);
-	return ifindex < 0 ? ifindex : vfab_ip_leaf_apply(sk, ifindex, &r->links[l->downlink]);
+	if (ifindex < 0)
+		return ifindex;
+	if (down)
+		ret = vfab_ip_leaf_apply(sk, ifindex, &r->links[l->downlink]);
+	if (!ret && up)
+		ret = vfab_ip_leaf_up_apply(sk, k, ifindex, &r->links[l->uplink]);
+	return ret;
 }
 
 static int build_leaves(struct fabric_ns_args *a, struct nl_sock *sk)
@@ -99,9 +108,10 @@ static int build_leaves(struct fabric_ns_args *a, struct nl_sock *sk)
 			return vfab_fail(a->err, a->errlen, ret,
 					 "give the spine its gateway addresses on %s (%s)",
 					 l->bridge, l->name);
-		ret = r->spine.present ? shape_downlink(r, sk, l) : 0;
+		ret = r->spine.present ? shape_spine_links(r, sk, k) : 0;
 		if (ret)
-			return vfab_fail(a->err, a->errlen, ret, "shape the downlink of %s (%s)",
+			return vfab_fail(a->err, a->errlen, ret,
+					 "shape the links of %s (%s) to and from the spine",
 					 l->bridge, l->name);
 	}
 	return 0;

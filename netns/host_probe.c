@@ -136,14 +136,15 @@ static int probe_veth(char *d, size_t len)
 
 /*
  * The IP side of the wires (ip_shape.h): HTB on a veth, loss by a classifier
- * program, latency by netem. Without netem vfab works, without IP latency:
+ * program, latency by netem, else by vfabd's delay line (a tap and two
+ * classifier programs). Without either vfab works, without IP latency:
  * -EOPNOTSUPP, a warning.
  */
 static int probe_ipshape(char *d, size_t len)
 {
 	struct vfab_ip_plan p = {.htb = true, .rate_Bps = 125000000, .burst_bytes = 65536};
 	struct nl_sock *sk;
-	int ret, veth, netem;
+	int ret, veth, netem, tap, tap_ifindex;
 
 	if (unshare(CLONE_NEWNET))
 		return say(d, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), -errno;
@@ -160,12 +161,20 @@ static int probe_ipshape(char *d, size_t len)
 	if (ret)
 		return say(d, len, "loss by a clsact classifier program: %s", strerror(-ret)), ret;
 	netem = vfab_ip_netem_probe(sk, veth);
-	if (netem <= 0)
+	if (netem > 0)
+		return say(d, len, "HTB rates, netem latency and loss"), 0;
+	/* No netem: latency through vfabd's delay line, a tap and two programs. */
+	tap = vfab_ip_delay_tap(0, &tap_ifindex);
+	ret = tap < 0 ? tap : vfab_ip_delay_bpf(sk, veth, tap_ifindex);
+	if (tap >= 0)
+		close(tap);
+	if (ret)
 		return say(d, len,
-			   "HTB rates and loss; no netem (sch_netem): IP latency is not "
-			   "modelled"),
+			   "HTB rates and loss; no netem (sch_netem) and no delay line (%s): IP "
+			   "latency is not modelled",
+			   strerror(-ret)),
 		       -EOPNOTSUPP;
-	say(d, len, "HTB rates, netem latency and loss");
+	say(d, len, "HTB rates, loss; latency by vfabd's delay line (no netem here)");
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/pkt_sched.h>
+#include <net/if.h>
 #include <netlink/netlink.h>
 #include <netlink/route/class.h>
 #include <netlink/route/qdisc.h>
@@ -11,6 +12,7 @@
 #include <netlink/route/qdisc/htb.h>
 #include <netlink/route/qdisc/netem.h>
 #include <netlink/route/tc.h>
+#include <stdio.h>
 
 #include "netns/netcfg.h"
 
@@ -178,6 +180,34 @@ int vfab_ip_leaf_apply(struct nl_sock *sk, int bridge_ifindex, const struct vfab
 
 	vfab_ip_shape_plan(&s, false, &p);
 	return vfab_ip_egress_apply(sk, bridge_ifindex, &p);
+}
+
+void vfab_ip_ifb_name(uint32_t leaf, char *name, size_t len)
+{
+	snprintf(name, len, "vfifb%u", leaf);
+}
+
+int vfab_ip_leaf_up_apply(struct nl_sock *sk, uint32_t leaf, int bridge_ifindex,
+			  const struct vfab_link *uplink)
+{
+	struct vfab_ip_shape s = {.rate_bps = uplink->rate_bps};
+	struct vfab_ip_plan p;
+	char name[IFNAMSIZ];
+	int ifb, ret;
+
+	vfab_ip_ifb_name(leaf, name, sizeof(name));
+	ifb = vfab_nl_ifindex(sk, name);
+	if (!s.rate_bps)
+		return ifb < 0 ? 0 : vfab_ip_redirect_bpf(sk, bridge_ifindex, 0);
+	if (ifb < 0) {
+		ret = vfab_nl_ifb_add(sk, name);
+		ifb = ret ? ret : vfab_nl_ifindex(sk, name);
+		if (ifb < 0)
+			return ifb;
+	}
+	vfab_ip_shape_plan(&s, false, &p);
+	ret = vfab_ip_egress_apply(sk, ifb, &p);
+	return ret ? ret : vfab_ip_redirect_bpf(sk, bridge_ifindex, ifb);
 }
 
 void vfab_ip_shape_of_link(const struct vfab_link *l, struct vfab_ip_shape *s)

@@ -5,21 +5,22 @@
  * traffic, set from the same rate, latency and loss as the RDMA side.
  *
  *   rate     HTB root 1: with one class 1:1 at the rate (ceil = rate);
- *   latency  netem 10: under 1:1 (or as the root when unshaped);
+ *   latency  netem 10: under 1:1 (or as the root when unshaped); without
+ *            netem, vfabd's delay line (daemon/vfabd_delay.h) through the
+ *            hooks of vfab_ip_delay_bpf;
  *   loss     netem's loss where the kernel has netem, else a classifier
  *            program on the clsact *ingress* hook of the netdev at the
  *            link's far end that drops with the same probability
- *            (ip_loss_bpf.c). Not on the sender's egress: a packet dropped
+ *            (ip_bpf.c). Not on the sender's egress: a packet dropped
  *            there is reported to the sending socket (NET_XMIT_DROP), which
  *            TCP and ping take as local congestion and resend without
  *            counting a loss; a wire loses packets silently.
- *
- * A kernel without netem models no latency on IP (vfab doctor says so).
  */
 #ifndef VFAB_NETNS_IP_SHAPE_H
 #define VFAB_NETNS_IP_SHAPE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fabric/region.h"
@@ -93,12 +94,25 @@ int vfab_ip_wire_apply(const struct vfab_ip_wire *w, const struct vfab_ip_shape 
 
 /*
  * A leaf's downlink (spine -> leaf) on the leaf bridge's own egress, which
- * carries what the router forwards into the leaf: its rate only (the nodes'
- * links carry latency and loss). The uplink would need ingress shaping,
- * which the kernel lacks without ifb: every flow across the spine crosses
- * a downlink too.
+ * carries what the router forwards into the leaf: its rate only (latency is
+ * the delay line's, or not modelled with netem; loss is the nodes' links').
  */
 int vfab_ip_leaf_apply(struct nl_sock *sk, int bridge_ifindex, const struct vfab_link *downlink);
+
+/*
+ * A leaf's uplink (leaf -> spine): what the bridge of leaf `leaf` passes up
+ * to the router is redirected at the bridge's ingress into the leaf's ifb
+ * (vfab_ip_ifb_name, made when first needed), whose egress holds the
+ * uplink's HTB. An uplink without a rate takes the redirect away.
+ */
+int vfab_ip_leaf_up_apply(struct nl_sock *sk, uint32_t leaf, int bridge_ifindex,
+			  const struct vfab_link *uplink);
+
+/* The name of leaf `leaf`'s ifb in the fabric namespace ("vfifb<leaf>"). */
+void vfab_ip_ifb_name(uint32_t leaf, char *name, size_t len);
+
+/* ip_bpf.c: everything arriving at ifindex leaves by to_ifindex; 0 removes the program. */
+int vfab_ip_redirect_bpf(struct nl_sock *sk, int ifindex, int to_ifindex);
 
 /* A link direction's rate, latency and loss as the IP side takes them. */
 void vfab_ip_shape_of_link(const struct vfab_link *l, struct vfab_ip_shape *s);
@@ -107,9 +121,37 @@ void vfab_ip_shape_of_link(const struct vfab_link *l, struct vfab_ip_shape *s);
 int vfab_ip_shape_set_rate(struct nl_sock *sk, int ifindex, uint64_t rate_bps);
 
 /*
- * ip_loss_bpf.c: drops packets arriving at ifindex when a random u32 is
- * below threshold (plan.bpf_loss); 0 removes the program.
+ * ip_bpf.c: drops packets arriving at ifindex when a random u32 is below
+ * threshold (plan.bpf_loss); 0 removes the program.
  */
 int vfab_ip_loss_bpf(struct nl_sock *sk, int ifindex, uint32_t threshold);
+
+/*
+ * ip_bpf.c: the delay line's hooks (kernels without netem). What the fabric
+ * forwards out of host_ifindex (a node wire's host end) goes to the tap
+ * tap_ifindex instead, and what is written into that tap leaves by
+ * host_ifindex. Both in the socket's namespace; tap_ifindex 0 removes the
+ * host end's hook.
+ */
+int vfab_ip_delay_bpf(struct nl_sock *sk, int host_ifindex, int tap_ifindex);
+
+/*
+ * ip_tap.c: the delay line's tap number id (vfabdl<id>) in the current
+ * namespace: up, without addresses or IPv6, with virtio-net headers and the
+ * offloads that let GSO packets through whole. Its descriptor (non-blocking;
+ * the tap goes when it is closed) and *ifindex, or -errno.
+ */
+int vfab_ip_delay_tap(unsigned id, int *ifindex);
+
+/*
+ * The stamp a frame reaches the delay line's tap with: an outer 802.1ad tag
+ * whose 16-bit TCI is CLOCK_MONOTONIC >> SHIFT (1.024 us units, wrapping
+ * every 67 ms), pushed when the kernel hands the frame over. The thread that
+ * reads the tap may wake tens of microseconds later; the stamp says when
+ * the frame's latency began. A frame without it (the push failed) counts
+ * from when it is read.
+ */
+#define VFAB_IP_DELAY_STAMP_PROTO 0x88a8
+#define VFAB_IP_DELAY_STAMP_SHIFT 10
 
 #endif /* VFAB_NETNS_IP_SHAPE_H */

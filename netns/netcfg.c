@@ -186,6 +186,22 @@ int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu)
 	return ret;
 }
 
+int vfab_nl_ifb_add(struct nl_sock *sk, const char *name)
+{
+	struct rtnl_link *l = rtnl_link_alloc();
+	int ret;
+
+	if (!l)
+		return -ENOMEM;
+	rtnl_link_set_name(l, name);
+	ret = rtnl_link_set_type(l, "ifb");
+	rtnl_link_set_flags(l, IFF_UP);
+	if (ret >= 0)
+		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_put(l);
+	return ret < 0 ? vfab_nl_errno(ret) : 0;
+}
+
 static struct nl_addr *build_addr(int family, const uint8_t *raw, unsigned prefix)
 {
 	struct nl_addr *a = nl_addr_build(family, raw, family == AF_INET ? 4 : 16);

@@ -44,6 +44,9 @@ int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer);
  */
 int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu);
 
+/* An ifb device (the ingress side of a shaped link) called `name`, up. */
+int vfab_nl_ifb_add(struct nl_sock *sk, const char *name);
+
 /*
  * addr/prefix on ifindex (family AF_INET: 4 bytes, AF_INET6: 16). IPv6
  * addresses skip DAD: they become GIDs and gateways that must work at once.

@@ -20,7 +20,7 @@ static void usage(FILE *f)
 		   "namespaces, a veth pair and a bridge, a namespace's /proc/sys/net, a\n"
 		   "namespace's own sysfs with a tmpfs over /sys/class, a character device\n"
 		   "(mknod), overlayfs, process_vm_writev, the IP shaping the wires use\n"
-		   "(HTB, a classifier program, netem), a FUSE mount, and reads the Yama\n"
+		   "(HTB, classifier programs, netem or a tap), a FUSE mount, and reads the Yama\n"
 		   "ptrace scope, /dev/shm's free space, the cpuset cgroup (and whether it\n"
 		   "is writable) and libibverbs (its provider ABI). One line each: ok, warn\n"
 		   "(vfab works with the limit named) or FAIL (the part named cannot work\n"

@@ -39,9 +39,11 @@
 #             and lossy_verify's patterned writes, sends and reads intact.
 #   ip        the IP side of the links (one wire): iperf3 TCP on 1/2/10 Gb/s
 #             links (skipped above the unshaped TCP rate / 1.05)    ±10 %
-#             ping RTT on 200 us links (SKIPPED without netem)  ±(50 us + 10 %)
+#             ping RTT added by a 200 us one-way path (median)   ±(50 us + 10 %)
 #             4 TCP flows leaf0 -> leaf1 over 2 Gb/s ports, 2:1: their sum
 #             against leaf1's downlink                               ±10 %
+#             2 TCP flows out of leaf0 to two leaves, 2:1: their sum
+#             against leaf0's uplink                                 ±10 %
 # A check that fails is measured again, up to N more times (--retries,
 # default 1): the host is shared, and a busy neighbour can take the cores a
 # measurement needs; rows that needed more than one try say so.
@@ -326,7 +328,7 @@ print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_se
 }
 
 # The IP side of the links (one wire): TCP through each shaped rate, ping
-# through a latency (where the kernel has netem), and 4 TCP flows across a
+# through a latency (netem, or vfabd's delay line), and 4 TCP flows across a
 # 2:1 leaf into the downlink of the other leaf.
 check_ip()
 {
@@ -341,18 +343,50 @@ check_ip()
 
 check_ip_rtt()
 {
-	local lat=200 name="ping RTT, 200 us one way" rtt
+	local lat=200 name="ping RTT added, 200 us one way" rtt base
 	note "$name"
 	fabric_up "$(gen_config iprtt 2 - "$lat")"
-	if ! vx node0 tc qdisc show dev eth0 | grep -q netem; then
-		row "$name" "$(fmt "2 * $lat") us" "-" "-" "+/-(50 us + 10 %)" SKIP
-		note_add "ping RTT SKIPPED: this kernel has no netem (sch_netem); IP latency is not" \
-			"modelled here (vfab doctor: IP shaping)"
-	else
-		rtt=$(vx node0 ping -c 20 -i 0.05 -q "$(node_ip node1)" | awk -F/ '/^rtt/ {print $5 * 1000}')
-		judge "$name" "$((2 * lat))" "${rtt:-x}" us "+/-(50 us + 10 %)" \
-			"g - w <= 50 + 0.1 * w && w - g <= 50 + 0.1 * w"
-	fi
+	rtt=$(ping_median_us node0 "$(node_ip node1)")
+	"$VFAB" --fabric "$VFAB_FABRIC" shape node0/mlx5_0 lat=0 >/dev/null &&
+		"$VFAB" --fabric "$VFAB_FABRIC" shape node1/mlx5_0 lat=0 >/dev/null ||
+		fail "vfab shape lat=0"
+	base=$(ping_median_us node0 "$(node_ip node1)")
+	note_add "ping RTT medians: $rtt us with $lat us one way, $base us unshaped (this host's own)"
+	judge "$name" "$((2 * lat))" "$((${rtt:-0} - ${base:-0}))" us "+/-(50 us + 10 %)" \
+		"g - w <= 50 + 0.1 * w && w - g <= 50 + 0.1 * w"
+	fabric_down
+}
+
+# Two flows out of leaf0 (node0 -> node2 on leaf1, node1 -> node4 on leaf2):
+# each downlink carries one, leaf0's 2:1 uplink both.
+check_ip_oversub_up()
+{
+	local orate=2 name="TCP: node0,1 (leaf0) -> leaf1, leaf2, 2:1 uplink" i p dst pids=() sum=0
+	local each="" dsts=(2 4)
+	note "$name, ports $orate Gb/s"
+	fabric_up "$(gen_config ipoverup 6 "$orate" - 0 2 2 0)"
+	for i in 0 1; do
+		dst=${dsts[$i]} p=$((port + 1 + i))
+		start_server "node$dst" "$VFAB_TMP/ipoverup.$i.srv" iperf3 -s -1 -p "$p"
+		wait_listen "node$dst" "$p" 20 || fail "iperf3 server in node$dst"
+	done
+	for i in 0 1; do
+		vx "node$i" iperf3 -c "$(node_ip "node${dsts[$i]}")" -p "$((port + 1 + i))" -t "$fair_secs" \
+			-J >"$VFAB_TMP/ipoverup.$i.json" 2>&1 &
+		pids+=("$!")
+	done
+	for i in 0 1; do
+		wait "${pids[$i]}" || true
+		got=$(python3 -c 'import json, sys
+print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
+			"$VFAB_TMP/ipoverup.$i.json" 2>/dev/null) || got=0
+		sum=$(calc "$sum + $got" 3)
+		each="$each node$i:$got"
+	done
+	port=$((port + 2))
+	judge_rel "$name" "$(calc "2 * $orate / 2")" "$sum" 0.10 Gb/s
+	note_add "TCP oversub up: per flow (Gb/s)$each; configured = 2 ports x $orate Gb/s / 2," \
+		"the IP side of leaf0's uplink (an ifb behind its bridge's ingress)"
 	fabric_down
 }
 
@@ -579,6 +613,7 @@ if wanted ip; then
 	done
 	with_retry check_ip_rtt
 	with_retry check_ip_oversub
+	with_retry check_ip_oversub_up
 	note_add "TCP: iperf3's received rate (goodput) against the link's rate (HTB counts" \
 		"Ethernet frames: goodput is 95-99 % of it); one wire, docs/LINK_MODEL.md"
 fi

@@ -166,6 +166,16 @@ show()
 	done
 }
 
+# ping_median_us NODE ADDR: the median of 21 ping round trips from NODE to
+# ADDR, 50 ms apart, in microseconds (a median: this VM's scheduler adds the
+# odd millisecond to a single round trip).
+ping_median_us()
+{
+	vx "$1" ping -c 21 -i 0.05 -n "$2" |
+		awk -F'time=' 'NF > 1 { split($2, t, " "); print t[1] * 1000 }' | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.0f\n", v[int((NR + 1) / 2)] }'
+}
+
 # num_between VALUE LOW HIGH: LOW < VALUE < HIGH (floats); HIGH may be "inf".
 num_between()
 {
