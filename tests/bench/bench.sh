@@ -10,7 +10,8 @@
 # `vfab down` take. Small messages: ib_write_bw -s 8 (one WR per post),
 # ib_write_bw -s 8 --post_list 32 and ib_send_bw -s 8 next to the raw rate of
 # 8-byte process_vm_writev calls, one write per call and 64 per call
-# (pvm_ceiling). Copy engines: the fabric again, every node on all the CPUs
+# (pvm_ceiling). Datagrams: ib_send_bw -c UD -s 4096 next to RC
+# ib_send_bw -s 4096 (bytes and messages per second). Copy engines: the fabric again, every node on all the CPUs
 # this script may use, ib_write_bw 1, 4 and 16 MiB with 1, 2 and 4 engines
 # (VFAB_COPY_ENGINES) next to the raw copy on one thread and split the same
 # way over as many threads (pvm_ceiling --threads). Registration: ibv_reg_mr
@@ -27,6 +28,7 @@
 #   VFAB_BENCH_W8_VS_RAW1  ib_write_bw -s 8 rate >= this x raw one-per-call (0.5)
 #   VFAB_BENCH_PL_VS_RAW1  the same with --post_list 32 >= this x it        (1.5)
 #   VFAB_BENCH_ENG_VS_RAWN 4 MiB with 2 engines >= this x raw 2 threads     (0.5)
+#   VFAB_BENCH_UD_VS_RC    ib_send_bw -c UD -s 4096 >= this x RC's, MB/s    (0.5)
 # The fabric is always taken down on exit.
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
@@ -44,6 +46,7 @@ max_down=${VFAB_BENCH_MAX_DOWN_MS:-2000}
 min_w8_raw=${VFAB_BENCH_W8_VS_RAW1:-0.5}
 min_pl_raw=${VFAB_BENCH_PL_VS_RAW1:-1.5}
 min_eng_raw=${VFAB_BENCH_ENG_VS_RAWN:-0.5}
+min_ud_rc=${VFAB_BENCH_UD_VS_RC:-0.5}
 eng_sizes="1 4 16" eng_counts="1 2 4"
 for prog in pvm_ceiling tcp_stream; do
 	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
@@ -100,6 +103,18 @@ pair_same s8 18556 ib_send_bw -d mlx5_0 -x 3 -s 8 -D 2 -F -p 18556
 s8_rate=$(perftest_value "$VFAB_TMP/s8.cli" 'MsgRate[Mpps]' 5)
 for v in "$w8_rate" "$pl_rate" "$s8_rate"; do
 	num_between "${v:-x}" 0 inf || fail "a small-message rate is missing ('$v')"
+done
+
+# Datagrams next to connected sends of the same size, 2 s each.
+note "4 KiB sends: ib_send_bw -c UD and RC"
+pair_same ud4k 18557 ib_send_bw -d mlx5_0 -x 3 -c UD -s 4096 -D 2 -F -p 18557
+pair_same rc4k 18558 ib_send_bw -d mlx5_0 -x 3 -s 4096 -D 2 -F -p 18558
+ud_bw=$(perftest_value "$VFAB_TMP/ud4k.cli" 'BW average[MB/sec]' 4)
+ud_rate=$(perftest_value "$VFAB_TMP/ud4k.cli" 'MsgRate[Mpps]' 5)
+rc4k_bw=$(perftest_value "$VFAB_TMP/rc4k.cli" 'BW average[MB/sec]' 4)
+rc4k_rate=$(perftest_value "$VFAB_TMP/rc4k.cli" 'MsgRate[Mpps]' 5)
+for v in "$ud_bw" "$ud_rate" "$rc4k_bw" "$rc4k_rate"; do
+	num_between "${v:-x}" 0 inf || fail "a 4 KiB send rate is missing ('$v')"
 done
 
 # ibv_reg_mr/ibv_dereg_mr next to the kernel pinning the same pages (mlock).
@@ -190,6 +205,11 @@ srow "ib_write_bw -s 8" "$w8_rate"
 srow "ib_write_bw -s 8 --post_list 32" "$pl_rate"
 srow "ib_send_bw -s 8" "$s8_rate"
 echo
+printf '%-34s %10s %10s %10s\n' "4 KiB sends" "MB/s" "M/s" "x RC"
+printf '%-34s %10.2f %10.4f %10.2f\n' "ib_send_bw -s 4096 (RC)" "$rc4k_bw" "$rc4k_rate" 1
+printf '%-34s %10.2f %10.4f %10.2f\n' "ib_send_bw -c UD -s 4096" "$ud_bw" "$ud_rate" \
+	"$(calc "$ud_bw / $rc4k_bw")"
+echo
 rrow()
 {
 	printf '%-34s %10.2f %10.2f %10.2f\n' "$1" "$2" "$3" "$(calc "$2 / $3")"
@@ -218,6 +238,7 @@ check "write bw $vfab_bw >= $min_bw_tcp x TCP $tcp_bw GB/s" "$vfab_bw >= $min_bw
 check "write lat $vfab_lat <= $max_lat us" "$vfab_lat <= $max_lat"
 check "ib_write_bw -s 8 $w8_rate >= $min_w8_raw x raw $raw_one M/s" "$w8_rate >= $min_w8_raw * $raw_one"
 check "--post_list 32 $pl_rate >= $min_pl_raw x raw $raw_one M/s" "$pl_rate >= $min_pl_raw * $raw_one"
+check "UD 4 KiB $ud_bw >= $min_ud_rc x RC $rc4k_bw MB/s" "$ud_bw >= $min_ud_rc * $rc4k_bw"
 check "4 MiB, 2 engines ${eng_bw[4.2]} >= $min_eng_raw x raw 2 threads ${raw_mt[4.2]} GB/s" \
 	"${eng_bw[4.2]} >= $min_eng_raw * ${raw_mt[4.2]}"
 check "vfab up $up_ms < $max_up ms" "$up_ms < $max_up"
@@ -231,6 +252,8 @@ if [ -n "$json" ]; then
   "write_lat_8B_us": {"vfab": $vfab_lat, "raw_pvm": $raw_lat, "tcp_veth": $tcp_lat},
   "small_8B_mmsg_per_s": {"raw_pvm_1": $raw_one, "raw_pvm_64": $raw_batch, "write_bw": $w8_rate,
                           "write_bw_post_list_32": $pl_rate, "send_bw": $s8_rate},
+  "send_4KiB": {"rc_mbyte_per_s": $rc4k_bw, "rc_mmsg_per_s": $rc4k_rate,
+                "ud_mbyte_per_s": $ud_bw, "ud_mmsg_per_s": $ud_rate},
   "registration_us": {"reg_4KiB": $reg_4k, "dereg_4KiB": $dereg_4k, "reg_1GiB": $reg_1g,
                       "dereg_1GiB": $dereg_1g, "mlock_4KiB": $mlock_4k, "munlock_4KiB": $munlock_4k,
                       "mlock_1GiB": $mlock_1g, "munlock_1GiB": $munlock_1g},
@@ -243,7 +266,7 @@ if [ -n "$json" ]; then
   "floors": {"bw_vs_raw": $min_bw_raw, "bw_vs_tcp": $min_bw_tcp, "max_lat_us": $max_lat,
              "max_up_ms": $max_up, "max_down_ms": $max_down,
              "write_8B_vs_raw_1": $min_w8_raw, "post_list_vs_raw_1": $min_pl_raw,
-             "engines_4MiB_2_vs_raw_2_threads": $min_eng_raw},
+             "engines_4MiB_2_vs_raw_2_threads": $min_eng_raw, "ud_vs_rc_4KiB": $min_ud_rc},
   "pass": $([ "$failed" = 0 ] && echo true || echo false)
 }
 JSON
