@@ -357,66 +357,63 @@ check_ip_rtt()
 	fabric_down
 }
 
+# tcp_flows TAG SRC:DST...: one iperf3 flow per pair, all at once, for
+# $fair_secs; FLOWS_SUM is their received rates' sum (Gb/s), FLOWS_EACH
+# " SRC:rate" per flow.
+tcp_flows()
+{
+	local tag=$1 i=0 pair dst pids=() got
+	shift
+	for pair in "$@"; do
+		dst=${pair#*:}
+		start_server "$dst" "$VFAB_TMP/$tag.$i.srv" iperf3 -s -1 -p "$((port + 1 + i))"
+		wait_listen "$dst" "$((port + 1 + i))" 20 || fail "iperf3 server in $dst"
+		i=$((i + 1))
+	done
+	i=0
+	for pair in "$@"; do
+		vx "${pair%%:*}" iperf3 -c "$(node_ip "${pair#*:}")" -p "$((port + 1 + i))" \
+			-t "$fair_secs" -J >"$VFAB_TMP/$tag.$i.json" 2>&1 &
+		pids+=("$!")
+		i=$((i + 1))
+	done
+	FLOWS_SUM=0 FLOWS_EACH=""
+	for ((i = 0; i < $#; i++)); do
+		pair=${*:i+1:1}
+		wait "${pids[$i]}" || true
+		got=$(python3 -c 'import json, sys
+print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
+			"$VFAB_TMP/$tag.$i.json" 2>/dev/null) || got=0
+		FLOWS_SUM=$(calc "$FLOWS_SUM + $got" 3)
+		FLOWS_EACH="$FLOWS_EACH ${pair%%:*}:$got"
+	done
+	port=$((port + $#))
+}
+
+# Four flows from leaf0 into leaf1: leaf1's 2:1 downlink carries them all.
+check_ip_oversub()
+{
+	local orate=2 name="TCP: node0..3 (leaf0) -> node4..7 (leaf1), 2:1"
+	note "$name, ports $orate Gb/s"
+	fabric_up "$(gen_config ipover 8 "$orate" - 0 4 2 0)"
+	tcp_flows ipover node0:node4 node1:node5 node2:node6 node3:node7
+	judge_rel "$name" "$(calc "4 * $orate / 2")" "$FLOWS_SUM" 0.10 Gb/s
+	note_add "TCP oversub: per flow (Gb/s)$FLOWS_EACH; configured = 4 ports x $orate Gb/s / 2," \
+		"the IP side of leaf1's downlink (HTB on its bridge)"
+	fabric_down
+}
+
 # Two flows out of leaf0 (node0 -> node2 on leaf1, node1 -> node4 on leaf2):
 # each downlink carries one, leaf0's 2:1 uplink both.
 check_ip_oversub_up()
 {
-	local orate=2 name="TCP: node0,1 (leaf0) -> leaf1, leaf2, 2:1 uplink" i p dst pids=() sum=0
-	local each="" dsts=(2 4)
+	local orate=2 name="TCP: node0,1 (leaf0) -> leaf1, leaf2, 2:1 uplink"
 	note "$name, ports $orate Gb/s"
 	fabric_up "$(gen_config ipoverup 6 "$orate" - 0 2 2 0)"
-	for i in 0 1; do
-		dst=${dsts[$i]} p=$((port + 1 + i))
-		start_server "node$dst" "$VFAB_TMP/ipoverup.$i.srv" iperf3 -s -1 -p "$p"
-		wait_listen "node$dst" "$p" 20 || fail "iperf3 server in node$dst"
-	done
-	for i in 0 1; do
-		vx "node$i" iperf3 -c "$(node_ip "node${dsts[$i]}")" -p "$((port + 1 + i))" -t "$fair_secs" \
-			-J >"$VFAB_TMP/ipoverup.$i.json" 2>&1 &
-		pids+=("$!")
-	done
-	for i in 0 1; do
-		wait "${pids[$i]}" || true
-		got=$(python3 -c 'import json, sys
-print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
-			"$VFAB_TMP/ipoverup.$i.json" 2>/dev/null) || got=0
-		sum=$(calc "$sum + $got" 3)
-		each="$each node$i:$got"
-	done
-	port=$((port + 2))
-	judge_rel "$name" "$(calc "2 * $orate / 2")" "$sum" 0.10 Gb/s
-	note_add "TCP oversub up: per flow (Gb/s)$each; configured = 2 ports x $orate Gb/s / 2," \
+	tcp_flows ipoverup node0:node2 node1:node4
+	judge_rel "$name" "$(calc "2 * $orate / 2")" "$FLOWS_SUM" 0.10 Gb/s
+	note_add "TCP oversub up: per flow (Gb/s)$FLOWS_EACH; configured = 2 ports x $orate Gb/s / 2," \
 		"the IP side of leaf0's uplink (an ifb behind its bridge's ingress)"
-	fabric_down
-}
-
-check_ip_oversub()
-{
-	local orate=2 name="TCP: node0..3 (leaf0) -> node4..7 (leaf1), 2:1" i p pids=() sum=0 each=""
-	note "$name, ports $orate Gb/s"
-	fabric_up "$(gen_config ipover 8 "$orate" - 0 4 2 0)"
-	for i in 0 1 2 3; do
-		p=$((port + 1 + i))
-		start_server "node$((i + 4))" "$VFAB_TMP/ipover.$i.srv" iperf3 -s -1 -p "$p"
-		wait_listen "node$((i + 4))" "$p" 20 || fail "iperf3 server in node$((i + 4))"
-	done
-	for i in 0 1 2 3; do
-		vx "node$i" iperf3 -c "$(node_ip "node$((i + 4))")" -p "$((port + 1 + i))" -t "$fair_secs" -J \
-			>"$VFAB_TMP/ipover.$i.json" 2>&1 &
-		pids+=("$!")
-	done
-	for i in 0 1 2 3; do
-		wait "${pids[$i]}" || true
-		got=$(python3 -c 'import json, sys
-print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
-			"$VFAB_TMP/ipover.$i.json" 2>/dev/null) || got=0
-		sum=$(calc "$sum + $got" 3)
-		each="$each node$i:$got"
-	done
-	port=$((port + 4))
-	judge_rel "$name" "$(calc "4 * $orate / 2")" "$sum" 0.10 Gb/s
-	note_add "TCP oversub: per flow (Gb/s)$each; configured = 4 ports x $orate Gb/s / 2," \
-		"the IP side of leaf1's downlink (HTB on its bridge)"
 	fabric_down
 }
 
