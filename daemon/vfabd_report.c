@@ -8,10 +8,14 @@
 #include "vfabd_report.h"
 
 #include "daemon/vfabd_json.h"
+#include "base/proc.h"
+#include "fabric/ktab.h"
 #include "fabric/topology.h"
 #include "netns/sysfs_view.h"
 
 #include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,29 +167,122 @@ static void ports(struct vjson_buf *b, const struct vfabd *d)
 	vjson_text(b, "\n]");
 }
 
+/* vfabd's record of the QP numbered qpn, NULL when none is sealed under it. */
+static const struct vfab_qp_slot *sealed_qp(const struct vfabd *d, uint32_t qpn)
+{
+	uint32_t i = vfab_qpn_slot(qpn);
+	const struct vfab_qp_slot *k;
+
+	if (i >= vfab_ktab_top(d->k, VFAB_OBJ_QP))
+		return NULL;
+	k = &d->k->qps[i];
+	return vfab_ktab_used(&k->state) && k->qpn == qpn ? k : NULL;
+}
+
+/* The owner vfabd recorded still runs (same pid, same start time). */
+static bool owner_runs(const struct vfab_owner *o)
+{
+	unsigned long long start;
+	char st;
+
+	return o->pid > 0 && vfab_proc_stat(o->pid, &st, &start) == 0 && st != 'Z' &&
+	       (!o->start_ticks || start == o->start_ticks);
+}
+
+/* A port of ours is up; hca and port come from a region slot, so they are checked. */
+static bool port_up(const struct vfabd *d, uint32_t hca, uint32_t port)
+{
+	return hca < d->t->nhcas && hca < VFAB_MAX_HCAS && port >= 1 && port <= VFAB_MAX_PORTS &&
+	       LOAD(d->r->hcas[hca].ports[port - 1].state) == IBV_PORT_ACTIVE;
+}
+
+/* Receives posted and not yet consumed on a QP's own RQ; -1 with an SRQ. */
+static long long recv_posted(const struct vfab_qp_slot *q, const struct vfab_qp_slot *k)
+{
+	uint64_t head = LOAD(q->rq.head), tail = LOAD(q->rq.tail);
+
+	if (k->srq >= 0)
+		return -1;
+	return tail >= head && tail - head <= q->rq.cap ? (long long)(tail - head) : 0;
+}
+
+/*
+ * What a QP waits for, as far as the fabric's state tells: its own state
+ * and port, and for a connected QP in RTS its peer's record, process, port,
+ * state and receive queue. "" when nothing stands in its way. A requester's
+ * outstanding WRs are its own memory: this cannot say which it waits on.
+ */
+static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
+			    const struct vfab_qp_slot *k)
+{
+	uint32_t st = LOAD(q->qp_state), dst_st;
+	const struct vfab_qp_slot *pk, *p;
+
+	if (!owner_runs(&k->owner))
+		return "its process is gone";
+	if (st == IBV_QPS_ERR)
+		return "error state: work requests flush";
+	if (st == IBV_QPS_SQE)
+		return "send queue error";
+	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT)
+		return "not connected yet";
+	if (!port_up(d, q->hca, q->port))
+		return "its port is down";
+	if (k->qp_type != IBV_QPT_RC && k->qp_type != IBV_QPT_UC)
+		return "";
+	if (st == IBV_QPS_RTR)
+		return "receives only (RTR)";
+	pk = sealed_qp(d, q->dest_qpn);
+	if (!pk)
+		return "peer QP gone";
+	if (!owner_runs(&pk->owner))
+		return "peer process gone";
+	p = &d->r->qps[vfab_qpn_slot(q->dest_qpn)];
+	if (!port_up(d, p->hca, p->port))
+		return "peer port down";
+	dst_st = LOAD(p->qp_state);
+	if (dst_st != IBV_QPS_RTR && dst_st != IBV_QPS_RTS && dst_st != IBV_QPS_SQD)
+		return dst_st == IBV_QPS_ERR ? "peer in error state" : "peer not ready to receive";
+	if (recv_posted(p, pk) == 0)
+		return "peer has no receive posted (a SEND waits: RNR)";
+	return "";
+}
+
 static void qps(struct vjson_buf *b, const struct vfabd *d)
 {
 	bool first = true;
 
 	vjson_text(b, ",\n\"qps\":[");
 	for (uint32_t i = 0, top = vfab_slot_top(d->r, VFAB_OBJ_QP); i < top; i++) {
-		const struct vfab_qp_slot *q = &d->r->qps[i];
+		const struct vfab_qp_slot *q = &d->r->qps[i], *k;
 		const struct vfab_hca *h;
+		char comm[32] = "";
 
 		if (atomic_load_explicit(&q->state, memory_order_acquire) != VFAB_SLOT_USED ||
 		    q->hca >= VFAB_MAX_HCAS)
 			continue;
+		/* Owner, type and SRQ from vfabd's own record; a slot it never sealed is left out.
+		 */
+		k = sealed_qp(d, q->qpn);
+		if (!k)
+			continue;
 		/* The slot's HCA index is any user's to write: it only picks a name of ours. */
 		h = &d->t->hcas[q->hca];
+		vfab_pid_comm(k->owner.pid, comm, sizeof(comm));
 		vjson_printf(b, "%s\n{\"qpn\":%u,\"node\":", first ? "" : ",", q->qpn);
 		vjson_str(b, h->in_use && h->node < VFAB_MAX_NODES ? d->t->nodes[h->node].id : "");
 		vjson_text(b, ",\"hca\":");
 		vjson_str(b, h->name);
 		vjson_printf(b,
 			     ",\"port\":%u,\"pid\":%d,\"type\":\"%s\",\"state\":\"%s\","
-			     "\"dest_qpn\":%u}",
-			     q->port, (int)q->owner.pid, qp_type(q->qp_type),
-			     qp_state(atomic_load(&q->qp_state)), q->dest_qpn);
+			     "\"dest_qpn\":%u,\"epsn\":%u,\"recv_posted\":%lld,\"comm\":",
+			     q->port, (int)k->owner.pid, qp_type(k->qp_type),
+			     qp_state(LOAD(q->qp_state)), q->dest_qpn, LOAD(q->epsn),
+			     recv_posted(q, k));
+		vjson_str(b, comm);
+		vjson_text(b, ",\"waits\":");
+		vjson_str(b, qp_waits(d, q, k));
+		vjson_text(b, "}");
 		first = false;
 	}
 	vjson_text(b, "\n]");

@@ -66,8 +66,8 @@ static int read_until(int fd, char **buf, size_t *len, size_t want, long long de
 }
 
 /* The report body (malloc'd, NUL-terminated) or -errno; err gets vfabd's refusal. */
-static int fetch_report(const struct vfab_cli *cli, char **out, size_t *out_len, char *err,
-			size_t errlen)
+int vfab_report_fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *err,
+		      size_t errlen)
 {
 	long long deadline = vfab_now_ms() + REPORT_ANSWER_MS;
 	char *buf = NULL, *nl, *end;
@@ -243,7 +243,7 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 	rc = vfab_cli_no_more_operands("report", argc, argv, optind, usage);
 	if (rc)
 		return rc;
-	rc = fetch_report(cli, &body, &len, err, sizeof(err));
+	rc = vfab_report_fetch(cli, &body, &len, err, sizeof(err));
 	if (rc) {
 		if (err[0])
 			fprintf(stderr, "vfab report: vfabd refused: %s\n", err);

@@ -29,6 +29,8 @@ static const struct {
     {"fault", vfab_cmd_fault, "fault KIND NODE|LINK  kill, pause, resume a node; latency spikes"},
     {"stats", vfab_cmd_stats, "stats [--interval S]  per-link throughput, queueing, drops"},
     {"report", vfab_cmd_report, "report [--json]       links, ports, QPs and faults so far"},
+    {"trace", vfab_cmd_trace,
+     "trace [--json]        every QP: owner, state, peer, what it waits for"},
     {"doctor", vfab_cmd_doctor,
      "doctor [--json]       can this host run vfab? (probes what it needs)"},
 };

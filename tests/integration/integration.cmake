@@ -41,6 +41,7 @@ vfab_integration_test(int_uc_pingpong 120
   ${_vfab_it}/pingpong.sh 18535 ibv_uc_pingpong -d mlx5_0 -g 3)
 # UD completions as middleware reads them (wc.sl = RoCE L3 type, the GRH area).
 vfab_integration_test(int_ud_grh 180 ${_vfab_it}/ud_grh.sh)
+vfab_integration_test(int_trace 180 ${_vfab_it}/trace.sh)
 
 # perftest, short runs (-n iterations).
 set(_vfab_port 18521)

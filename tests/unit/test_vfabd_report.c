@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "base/proc.h"
 #include "daemon/vfabd_json.h"
 #include "tests/unit/vfabd_fixture.h"
 
@@ -156,11 +157,11 @@ static void test_report_schema(void **state)
 	struct vfab_region *r = fx_region();
 	struct vfab_owner me = {.pid = getpid(), .ctx_id = 1};
 	const struct vjson *faults, *e, *ports, *p, *qps, *q, *links, *l;
-	char reply[512], err[128];
+	char reply[512], err[128], line[256], comm[32] = "";
 	struct vjson *root;
 	size_t len = 0;
 	char *body;
-	int qp;
+	int pd, cq, qp, fd;
 
 	(void)state;
 	assert_non_null(r);
@@ -170,12 +171,31 @@ static void test_report_schema(void **state)
 	assert_true(fx_request("FAULT spike node0/loopback lat=10 for=60", reply, sizeof(reply)) >
 		    0);
 	atomic_fetch_add(&r->hcas[0].ports[0].cnt.xmit_data_words, 1000);
+	/* A QP of ours on node1, entered in vfabd's table as the provider does. */
+	me.hca = 1;
+	pd = vfab_pd_alloc(r, &me, 1);
+	cq = vfab_cq_alloc(r, &me, 8);
 	qp = vfab_qp_alloc(r, &me, 8, 1);
-	assert_true(qp >= 0);
+	assert_true(pd >= 0 && cq >= 0 && qp >= 0);
 	r->qps[qp].hca = 1;
 	r->qps[qp].port = 1;
 	r->qps[qp].qp_type = 2;		       /* IBV_QPT_RC */
 	atomic_store(&r->qps[qp].qp_state, 3); /* IBV_QPS_RTS */
+	fd = vfab_ctl_connect(fx_rundir);
+	assert_true(fd >= 0);
+	snprintf(line, sizeof(line), "HELLO %d", (int)getpid());
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	snprintf(line, sizeof(line), "SEAL pd %d ctx=1 hca=1", pd);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	snprintf(line, sizeof(line), "SEAL cq %d ctx=1 hca=1 cookie=1 chan=0 async=0 stamp=0", cq);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
+	snprintf(line, sizeof(line),
+		 "SEAL qp %d ctx=1 hca=1 qpn=%u type=2 pd=%d scq=%d rcq=%d srq=-1 cookie=2 async=0",
+		 qp, r->qps[qp].qpn, pd, cq, cq);
+	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
+	assert_string_equal(reply, "OK");
 
 	body = fx_report(&len);
 	assert_non_null(body);
@@ -224,6 +244,11 @@ static void test_report_schema(void **state)
 	assert_string_equal(vjson_get(q, "type")->str, "RC");
 	assert_string_equal(vjson_get(q, "state")->str, "RTS");
 	assert_int_equal(u(q, "pid"), getpid());
+	assert_int_equal(u(q, "recv_posted"), 0);
+	vfab_pid_comm(getpid(), comm, sizeof(comm));
+	assert_string_equal(vjson_get(q, "comm")->str, comm);
+	/* node1's port was taken down above: that is what stands in its way. */
+	assert_string_equal(vjson_get(q, "waits")->str, "its port is down");
 	faults = vjson_get(root, "faults");
 	assert_int_equal(faults->n, 3);
 	e = faults->child;
@@ -239,6 +264,7 @@ static void test_report_schema(void **state)
 	assert_int_equal(vjson_get(root, "paused")->n, 0);
 
 	vjson_free(root);
+	close(fd);
 	free(body);
 	vfab_qp_free(r, qp);
 	vfab_region_close(r);
