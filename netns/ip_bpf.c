@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The classifier programs of the IP side (ip_shape.h), for kernels without
- * netem. Each is a few instructions written here, loaded with bpf(2) and
- * attached in direct-action mode to a clsact hook: no compiler at build or
- * run time.
+ * The classifier programs of the IP side (ip_shape.h). Each is a few
+ * instructions written here, loaded with bpf(2) and attached in
+ * direct-action mode to a clsact hook: no compiler at build or run time.
  *
- *   loss   on the clsact ingress of the link's far end: drops a packet
- *          when a 32-bit random draw falls below the threshold;
- *   delay  on the clsact egress of a node wire's host end: hands every
+ *   loss   (without netem) on the clsact ingress of the link's far end:
+ *          drops a packet when a 32-bit random draw falls below the
+ *          threshold;
+ *   delay  (without netem) on the clsact egress of a node wire's host end: hands every
  *          packet that the fabric forwards there to a tap of vfabd's delay
  *          line (daemon/vfabd_delay.h), and a second one, on the tap's
  *          ingress, sends what the delay line writes back out of the host
@@ -122,7 +122,7 @@ static int load_to_tap(int tap)
 	return LOAD(insns);
 }
 
-/* On an ingress hook: everything leaves by `to` (the tap's, a leaf bridge's). */
+/* On an ingress hook: everything leaves by `to` (a tap's: the host end; a bridge's: its ifb). */
 static int load_redirect(int to)
 {
 	const struct bpf_insn insns[] = {REDIRECT_TO(to)};
