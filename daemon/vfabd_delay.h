@@ -16,8 +16,10 @@
  *         + from another leaf: the sender's leaf uplink and the
  *           destination's leaf downlink (the spine's latency)
  *
- * the path's latency as the RDMA side adds it up (netem, where the kernel
- * has it, gives the two node hops only). A wire's frames leave in the order they came: a
+ * which is the path's latency as the RDMA side adds it up (netem, where the
+ * kernel has it, gives the two node hops only), counted from the stamp the
+ * kernel put on the frame when it handed it over (ip_shape.h
+ * VFAB_IP_DELAY_STAMP_*). A wire's frames leave in the order they came: a
  * frame's release is never before the one ahead of it (a sender with less
  * latency than another waits behind the other's frames, as in one queue).
  * Frames keep their GSO and checksum state through the tap (virtio-net
