@@ -5,6 +5,8 @@
 # raw copy ceiling: on the default 2-node fabric (named NAME, default
 # tbenchmw, brought up with --ssh for mpirun), from node0 to node1 on mlx5_0:
 #   ib_write_bw 1 MiB, ib_write_lat 8 B (t_typical)        the verbs (perftest)
+#   ib_send_lat 8 B (t_typical)
+#   ucx_perftest -t tag_lat 8 B (median one-way latency)    UCX's eager path
 #   ucx_perftest -t ucp_put_bw 1 MiB                        UCX, only
 #                                                           UCX_NET_DEVICES=mlx5_0:1
 #   mpi_check: 1 MiB ping-pong bandwidth, 8 B latency       Open MPI 4.1,
@@ -13,8 +15,10 @@
 # Prints one table with the ratios to ib_write_* and to the raw ceiling; with
 # --json also writes the numbers.
 #
-# Goals (issue 9), reported but not enforced: UCX put >= 0.8 x ib_write_bw;
-# Open MPI 8 B latency <= 2 x ib_write_lat. Exits 1 when a measurement fails
+# Goals, reported but not enforced: UCX put >= 0.8 x ib_write_bw; Open MPI
+# 8 B latency <= 2 x ib_write_lat (issue 9); ib_send_lat <= 1.05 x
+# ib_write_lat, Open MPI 8 B <= 1.3 x and UCX tag_lat <= 1.2 x ib_send_lat
+# (issue 22). Exits 1 when a measurement fails
 # or a generous floor is missed (environment):
 #   VFAB_BENCH_UCX_PUT_VS_WRITE  UCX put bw  >= this x ib_write_bw  (default 0.3)
 #   VFAB_BENCH_MPI_BW_VS_WRITE   MPI 1 MiB bw >= this x ib_write_bw (default 0.3)
@@ -75,6 +79,12 @@ pair_same write_lat 18582 "${wl[@]}"
 write_lat=$(perftest_value "$VFAB_TMP/write_lat.cli" 't_typical[usec]' 5)
 num_between "${write_lat:-x}" 0 inf || { show "$VFAB_TMP/write_lat.cli"; fail "no ib_write_lat t_typical"; }
 
+note "ib_send_lat 8 B, 20000 iterations"
+sl=(ib_send_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18584)
+pair_same send_lat 18584 "${sl[@]}"
+send_lat=$(perftest_value "$VFAB_TMP/send_lat.cli" 't_typical[usec]' 5)
+num_between "${send_lat:-x}" 0 inf || { show "$VFAB_TMP/send_lat.cli"; fail "no ib_send_lat t_typical"; }
+
 note "ucx_perftest ucp_put_bw 1 MiB"
 ucx=(env UCX_NET_DEVICES=mlx5_0:1 ucx_perftest)
 pair ucx_put 18583 "${ucx[@]}" -p 18583 -- \
@@ -84,6 +94,13 @@ pair ucx_put 18583 "${ucx[@]}" -p 18583 -- \
 ucx_put=$(awk '$1 == "Final:" { print $7 }' "$VFAB_TMP/ucx_put.cli")
 num_between "${ucx_put:-x}" 0 inf || { show "$VFAB_TMP/ucx_put.cli"; fail "no ucx_perftest Final bandwidth"; }
 ucx_put=$(calc "$ucx_put * 1048576 / 1e9")
+
+note "ucx_perftest ucp tag_lat 8 B"
+pair ucx_tag 18585 "${ucx[@]}" -p 18585 -- \
+	"${ucx[@]}" node1 -p 18585 -t tag_lat -s 8 -n 20000 -w 1000
+# The 50th percentile of the one-way latency (half the round trip), as perftest's t_typical.
+ucx_tag=$(awk '$1 == "Final:" { print $3 }' "$VFAB_TMP/ucx_tag.cli")
+num_between "${ucx_tag:-x}" 0 inf || { show "$VFAB_TMP/ucx_tag.cli"; fail "no ucx_perftest Final latency"; }
 
 note "Open MPI over UCX: mpi_check, -np 2"
 timeout 300 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- mpirun --allow-run-as-root \
@@ -116,6 +133,8 @@ row "UCX ucp_put_bw 1 MiB [GB/s]" "$ucx_put" "$write_bw" "$raw_bw"
 row "MPI ping-pong 1 MiB [GB/s]" "$mpi_bw" "$write_bw" "$raw_bw"
 row "ib_write_lat 8 B [us]" "$write_lat" "$write_lat" "$raw_lat"
 row "MPI ping-pong 8 B [us]" "$mpi_lat" "$write_lat" "$raw_lat"
+row "ib_send_lat 8 B [us]" "$send_lat" "$write_lat" "$raw_lat"
+row "UCX tag_lat 8 B, median [us]" "$ucx_tag" "$write_lat" "$raw_lat"
 echo
 
 goal()
@@ -128,6 +147,9 @@ goal()
 }
 goal "UCX put $ucx_put >= 0.8 x ib_write_bw $write_bw GB/s" "$ucx_put >= 0.8 * $write_bw"
 goal "MPI 8 B latency $mpi_lat <= 2 x ib_write_lat $write_lat us" "$mpi_lat <= 2 * $write_lat"
+goal "ib_send_lat $send_lat <= 1.05 x ib_write_lat $write_lat us" "$send_lat <= 1.05 * $write_lat"
+goal "MPI 8 B latency $mpi_lat <= 1.3 x ib_send_lat $send_lat us" "$mpi_lat <= 1.3 * $send_lat"
+goal "UCX tag_lat $ucx_tag <= 1.2 x ib_send_lat $send_lat us" "$ucx_tag <= 1.2 * $send_lat"
 check "UCX put $ucx_put >= $min_put x ib_write_bw $write_bw GB/s" "$ucx_put >= $min_put * $write_bw"
 check "MPI 1 MiB $mpi_bw >= $min_mpi_bw x ib_write_bw $write_bw GB/s" "$mpi_bw >= $min_mpi_bw * $write_bw"
 check "MPI 8 B latency $mpi_lat <= $max_mpi_lat x ib_write_lat $write_lat us" \
@@ -139,11 +161,17 @@ if [ -n "$json" ]; then
   "fabric": "$VFAB_FABRIC",
   "bw_1MiB_gbyte_per_s": {"ib_write_bw": $write_bw, "ucx_put": $ucx_put, "mpi_pingpong": $mpi_bw,
                           "raw_pvm": $raw_bw},
-  "lat_8B_us": {"ib_write_lat": $write_lat, "mpi_pingpong": $mpi_lat, "raw_pvm": $raw_lat},
+  "lat_8B_us": {"ib_write_lat": $write_lat, "mpi_pingpong": $mpi_lat, "raw_pvm": $raw_lat,
+                "ib_send_lat": $send_lat, "ucx_tag_lat_median": $ucx_tag},
   "ratios": {"ucx_put_vs_write_bw": $(calc "$ucx_put / $write_bw"),
              "mpi_bw_vs_write_bw": $(calc "$mpi_bw / $write_bw"),
-             "mpi_lat_vs_write_lat": $(calc "$mpi_lat / $write_lat")},
-  "goals": {"ucx_put_vs_write_bw": 0.8, "max_mpi_lat_vs_write_lat": 2},
+             "mpi_lat_vs_write_lat": $(calc "$mpi_lat / $write_lat"),
+             "send_lat_vs_write_lat": $(calc "$send_lat / $write_lat"),
+             "mpi_lat_vs_send_lat": $(calc "$mpi_lat / $send_lat"),
+             "ucx_tag_lat_vs_send_lat": $(calc "$ucx_tag / $send_lat")},
+  "goals": {"ucx_put_vs_write_bw": 0.8, "max_mpi_lat_vs_write_lat": 2,
+            "max_send_lat_vs_write_lat": 1.05, "max_mpi_lat_vs_send_lat": 1.3,
+            "max_ucx_tag_lat_vs_send_lat": 1.2},
   "floors": {"ucx_put_vs_write_bw": $min_put, "mpi_bw_vs_write_bw": $min_mpi_bw,
              "max_mpi_lat_vs_write_lat": $max_mpi_lat},
   "pass": $([ "$failed" = 0 ] && echo true || echo false)
