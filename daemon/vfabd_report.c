@@ -193,13 +193,15 @@ static bool owner_runs(const struct vfab_owner *o)
 static bool port_up(const struct vfabd *d, uint32_t hca, uint32_t port)
 {
 	return hca < d->t->nhcas && hca < VFAB_MAX_HCAS && port >= 1 && port <= VFAB_MAX_PORTS &&
-	       LOAD(d->r->hcas[hca].ports[port - 1].state) == IBV_PORT_ACTIVE;
+	       atomic_load_explicit(&d->r->hcas[hca].ports[port - 1].state, memory_order_relaxed) ==
+		   IBV_PORT_ACTIVE;
 }
 
 /* Receives posted and not yet consumed on a QP's own RQ; -1 with an SRQ. */
 static long long recv_posted(const struct vfab_qp_slot *q, const struct vfab_qp_slot *k)
 {
-	uint64_t head = LOAD(q->rq.head), tail = LOAD(q->rq.tail);
+	uint64_t head = atomic_load_explicit(&q->rq.head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&q->rq.tail, memory_order_relaxed);
 
 	if (k->srq >= 0)
 		return -1;
@@ -215,7 +217,7 @@ static long long recv_posted(const struct vfab_qp_slot *q, const struct vfab_qp_
 static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 			    const struct vfab_qp_slot *k)
 {
-	uint32_t st = LOAD(q->qp_state), dst_st;
+	uint32_t st = atomic_load_explicit(&q->qp_state, memory_order_relaxed), dst_st;
 	const struct vfab_qp_slot *pk, *p;
 
 	if (!owner_runs(&k->owner))
@@ -240,7 +242,7 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 	p = &d->r->qps[vfab_qpn_slot(q->dest_qpn)];
 	if (!port_up(d, p->hca, p->port))
 		return "peer port down";
-	dst_st = LOAD(p->qp_state);
+	dst_st = atomic_load_explicit(&p->qp_state, memory_order_relaxed);
 	if (dst_st != IBV_QPS_RTR && dst_st != IBV_QPS_RTS && dst_st != IBV_QPS_SQD)
 		return dst_st == IBV_QPS_ERR ? "peer in error state" : "peer not ready to receive";
 	if (recv_posted(p, pk) == 0)
@@ -277,7 +279,8 @@ static void qps(struct vjson_buf *b, const struct vfabd *d)
 			     ",\"port\":%u,\"pid\":%d,\"type\":\"%s\",\"state\":\"%s\","
 			     "\"dest_qpn\":%u,\"epsn\":%u,\"recv_posted\":%lld,\"comm\":",
 			     q->port, (int)k->owner.pid, qp_type(k->qp_type),
-			     qp_state(LOAD(q->qp_state)), q->dest_qpn, LOAD(q->epsn),
+			     qp_state(atomic_load_explicit(&q->qp_state, memory_order_relaxed)),
+			     q->dest_qpn, atomic_load_explicit(&q->epsn, memory_order_relaxed),
 			     recv_posted(q, k));
 		vjson_str(b, comm);
 		vjson_text(b, ",\"waits\":");
