@@ -426,13 +426,17 @@ static int coupling_due(struct vfabd *d)
 int vfabd_ipwire_due(struct vfabd *d)
 {
 	struct vfabd_ipwire *x = d->ipw;
-	int c = coupling_due(d);
+	int c = coupling_due(d), dl = -1;
 
-	/* The delay line: netem to probe for, a sync to retry, sources to learn again. */
-	if (x && (x->has_netem < 0 || (!x->has_netem && (!x->synced || x->delay_on))) &&
-	    (c < 0 || c > VFABD_IPWIRE_PERIOD_MS))
-		return VFABD_IPWIRE_PERIOD_MS;
-	return c;
+	/* The delay line: netem to probe for or a sync to retry (soon), sources to learn again. */
+	if (x && (x->has_netem < 0 || (!x->has_netem && !x->synced))) {
+		dl = VFABD_IPWIRE_PERIOD_MS;
+	} else if (x && x->delay_on) {
+		uint64_t now = vfab_mono_ns(), at = x->sources_ns + SOURCES_PERIOD_NS;
+
+		dl = now >= at ? 0 : (int)((at - now + 999999) / 1000000);
+	}
+	return c < 0 || (dl >= 0 && dl < c) ? dl : c;
 }
 
 /*

@@ -42,8 +42,7 @@ static void owner_add(struct owner_set *s, const struct vfab_owner *o)
 		s->owners[s->n++] = *o;
 }
 
-/* The process that registered o still runs (pid alive, same start time). */
-static bool owner_alive(const struct vfab_owner *o)
+bool vfabd_owner_alive(const struct vfab_owner *o)
 {
 	unsigned long long start;
 	char state;
@@ -84,7 +83,7 @@ int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
 
 		const struct vfab_owner *o = &set.owners[i];
 
-		if (owner_alive(o))
+		if (vfabd_owner_alive(o))
 			continue;
 		n = vfabd_seal_reap_owner(r, k, o->pid, o->start_ticks);
 		n += vfab_region_reap_owner(r, o->pid, o->start_ticks);

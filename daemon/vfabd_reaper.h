@@ -3,6 +3,8 @@
 #ifndef VFAB_DAEMON_VFABD_REAPER_H
 #define VFAB_DAEMON_VFABD_REAPER_H
 
+#include <stdbool.h>
+
 #include "fabric/ktab.h"
 #include "fabric/region.h"
 
@@ -11,5 +13,8 @@
  * and in vfabd's object table k (NULL: none). Returns region objects freed.
  */
 int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k);
+
+/* The process that registered o still runs (pid alive, not a zombie, same start time). */
+bool vfabd_owner_alive(const struct vfab_owner *o);
 
 #endif /* VFAB_DAEMON_VFABD_REAPER_H */

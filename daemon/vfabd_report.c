@@ -25,6 +25,7 @@
 #include "vfabd.h"
 #include "vfabd_conn.h"
 #include "vfabd_faultlog.h"
+#include "vfabd_reaper.h"
 
 #define REPORT_SCHEMA "vfab-report/1"
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
@@ -179,16 +180,6 @@ static const struct vfab_qp_slot *sealed_qp(const struct vfabd *d, uint32_t qpn)
 	return vfab_ktab_used(&k->state) && k->qpn == qpn ? k : NULL;
 }
 
-/* The owner vfabd recorded still runs (same pid, same start time). */
-static bool owner_runs(const struct vfab_owner *o)
-{
-	unsigned long long start;
-	char st;
-
-	return o->pid > 0 && vfab_proc_stat(o->pid, &st, &start) == 0 && st != 'Z' &&
-	       (!o->start_ticks || start == o->start_ticks);
-}
-
 /* A port of ours is up; hca and port come from a region slot, so they are checked. */
 static bool port_up(const struct vfabd *d, uint32_t hca, uint32_t port)
 {
@@ -220,7 +211,7 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 	uint32_t st = atomic_load_explicit(&q->qp_state, memory_order_relaxed), dst_st;
 	const struct vfab_qp_slot *pk, *p;
 
-	if (!owner_runs(&k->owner))
+	if (!vfabd_owner_alive(&k->owner))
 		return "its process is gone";
 	if (st == IBV_QPS_ERR)
 		return "error state: work requests flush";
@@ -237,7 +228,7 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 	pk = sealed_qp(d, q->dest_qpn);
 	if (!pk)
 		return "peer QP gone";
-	if (!owner_runs(&pk->owner))
+	if (!vfabd_owner_alive(&pk->owner))
 		return "peer process gone";
 	p = &d->r->qps[vfab_qpn_slot(q->dest_qpn)];
 	if (!port_up(d, p->hca, p->port))

@@ -73,10 +73,10 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_trace(struct vfab_cli *cli, int argc, char **argv);
 /*
  * cmd_report.c: vfabd's REPORT document into *out (malloc'd, *out_len
- * bytes), 0; or -errno, with vfabd's refusal in err when it gave one.
+ * bytes), 0; or -errno, said on stderr as `vfab VERB: ...` (vfabd's
+ * refusal, or no answer).
  */
-int vfab_report_fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *err,
-		      size_t errlen);
+int vfab_report_fetch(const struct vfab_cli *cli, const char *verb, char **out, size_t *out_len);
 /*
  * Shared by link, shape and fault (cmd_link.c): --help/--fabric parsing
  * (returns the first operand's index, or -1 with *exit_code set), and one

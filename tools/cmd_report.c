@@ -66,8 +66,7 @@ static int read_until(int fd, char **buf, size_t *len, size_t want, long long de
 }
 
 /* The report body (malloc'd, NUL-terminated) or -errno; err gets vfabd's refusal. */
-int vfab_report_fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *err,
-		      size_t errlen)
+static int fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *err, size_t errlen)
 {
 	long long deadline = vfab_now_ms() + REPORT_ANSWER_MS;
 	char *buf = NULL, *nl, *end;
@@ -106,6 +105,19 @@ int vfab_report_fetch(const struct vfab_cli *cli, char **out, size_t *out_len, c
 out:
 	free(buf);
 	close(fd);
+	return rc;
+}
+
+int vfab_report_fetch(const struct vfab_cli *cli, const char *verb, char **out, size_t *out_len)
+{
+	char err[512] = "";
+	int rc = fetch(cli, out, out_len, err, sizeof(err));
+
+	if (rc && err[0])
+		fprintf(stderr, "vfab %s: vfabd refused: %s\n", verb, err);
+	else if (rc)
+		fprintf(stderr, "vfab %s: no report from vfabd of fabric %s (%s); is it up?\n",
+			verb, cli->fabric, strerror(-rc));
 	return rc;
 }
 
@@ -220,7 +232,7 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 					     {"output", required_argument, NULL, 'o'},
 					     {NULL, 0, NULL, 0}};
 	const char *outfile = NULL;
-	char *body = NULL, err[512] = "";
+	char *body = NULL;
 	int ch, json = 0, rc;
 	size_t len = 0;
 	FILE *f = stdout;
@@ -243,16 +255,8 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 	rc = vfab_cli_no_more_operands("report", argc, argv, optind, usage);
 	if (rc)
 		return rc;
-	rc = vfab_report_fetch(cli, &body, &len, err, sizeof(err));
-	if (rc) {
-		if (err[0])
-			fprintf(stderr, "vfab report: vfabd refused: %s\n", err);
-		else
-			fprintf(stderr,
-				"vfab report: no report from vfabd of fabric %s (%s); is it up?\n",
-				cli->fabric, strerror(-rc));
+	if (vfab_report_fetch(cli, "report", &body, &len))
 		return VFAB_EXIT_FAIL;
-	}
 	if (outfile && !(f = fopen(outfile, "we"))) {
 		fprintf(stderr, "vfab report: %s: %s\n", outfile, strerror(errno));
 		free(body);

@@ -102,7 +102,7 @@ int vfab_cmd_trace(struct vfab_cli *cli, int argc, char **argv)
 					     {"fabric", required_argument, NULL, 'f'},
 					     {"json", no_argument, NULL, 'j'},
 					     {NULL, 0, NULL, 0}};
-	char *body = NULL, err[512] = "", perr[128];
+	char *body = NULL, perr[128];
 	int ch, as_json = 0, rc;
 	struct vjson *root;
 	size_t len = 0;
@@ -120,16 +120,8 @@ int vfab_cmd_trace(struct vfab_cli *cli, int argc, char **argv)
 	rc = vfab_cli_no_more_operands("trace", argc, argv, optind, usage);
 	if (rc)
 		return rc;
-	rc = vfab_report_fetch(cli, &body, &len, err, sizeof(err));
-	if (rc) {
-		if (err[0])
-			fprintf(stderr, "vfab trace: vfabd refused: %s\n", err);
-		else
-			fprintf(stderr,
-				"vfab trace: no answer from vfabd of fabric %s (%s); is it up?\n",
-				cli->fabric, strerror(-rc));
+	if (vfab_report_fetch(cli, "trace", &body, &len))
 		return VFAB_EXIT_FAIL;
-	}
 	root = vjson_parse(body, len, perr, sizeof(perr));
 	free(body);
 	if (!root) {
