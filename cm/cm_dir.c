@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/locator.h"
 #include "base/proc.h"
 #include "cm/cm_addr.h"
 
@@ -21,7 +22,8 @@
 
 int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len)
 {
-	char path[256], text[1024], *line, *save = NULL;
+	char path[256], text[1024];
+	struct vfab_locator loc;
 	ssize_t n;
 
 	if (vfab_pathf(path, sizeof(path), "/sys/class/infiniband/%s/device/vfab", ibdev))
@@ -30,10 +32,9 @@ int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len)
 	if (n < 0)
 		return (int)n;
 	text[n] = 0;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, "rundir ", 7))
-			return vfab_pathf(buf, len, "%s", line + 7);
-	return -ENOENT;
+	if (vfab_locator_parse(text, UINT32_MAX, &loc))
+		return -ENOENT;
+	return vfab_pathf(buf, len, "%s", loc.rundir);
 }
 
 int vfab_cm_dir_name(char *buf, size_t len, uint16_t ps, const struct sockaddr *addr, uint16_t port)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "cm/cm_shim.h"
+#include "rdmanl/nl_shim.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -180,6 +181,7 @@ EXPORT int close(int fd)
 		cm_fd[fd] = 0;
 		cm.close(fd);
 	}
+	vfab_nl_shim_close(fd);
 	return libc.close(fd);
 }
 

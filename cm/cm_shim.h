@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The preload library's part of the RDMA CM: it interposes open, open64,
- * write, close and fstat (and glibc's older __fxstat), and hands the fds of /dev/infiniband/rdma_cm
- * (only those) to libvfab-cm.so, loaded on the first such open. Every other call goes straight on
- * to libc after one path compare (open) or one table look-up (write, close, fstat).
+ * write, close (which also ends an RDMA netlink socket, rdmanl/nl_shim.h) and fstat (and glibc's
+ * older __fxstat), and hands the fds of /dev/infiniband/rdma_cm (only those) to libvfab-cm.so,
+ * loaded on the first such open. Every other call goes straight on to libc after one path compare
+ * (open) or one table look-up (write, close, fstat).
  */
 #ifndef VFAB_CM_SHIM_H
 #define VFAB_CM_SHIM_H

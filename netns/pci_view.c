@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/locator.h"
 #include "base/paths.h"
 #include "netns/pci_path.h"
 #include "netns/sysfs_view.h"
@@ -359,14 +360,19 @@ static int write_hca_extras(const struct vfab_region *r, uint32_t node, const ch
 			    const char *rel, uint32_t hca_idx)
 {
 	const struct vfab_hca *h = &r->hcas[hca_idx];
-	char region[256], to[256], uverbs[32];
+	struct vfab_locator loc = {.hca = hca_idx};
+	char text[1024], to[256], uverbs[32];
 	int ret;
 
-	ret = vfab_region_path(r->fabric, region, sizeof(region));
+	ret = vfab_region_path(r->fabric, loc.region, sizeof(loc.region));
+	if (!ret && vfab_pathf(loc.rundir, sizeof(loc.rundir), "%s", r->rundir))
+		ret = -ENAMETOOLONG;
+	if (!ret)
+		ret = vfab_locator_format(text, sizeof(text), &loc);
 	if (ret)
 		return ret;
-	/* The provider's contract (DESIGN.md): region, HCA index, run dir. */
-	ret = putf(dir, "vfab", "region %s\nhca %u\nrundir %s\n", region, hca_idx, r->rundir);
+	/* The provider's contract (base/locator.h): region, HCA index, run dir. */
+	ret = putf(dir, "vfab", "%s", text);
 	if (!ret)
 		ret = link_in(dir, rel, "net", NULL, NULL);
 	for (uint32_t p = 0; !ret && p < h->nports && p < VFAB_MAX_PORTS; p++) {

@@ -6,6 +6,7 @@
  * shared by every device and context that lives in it.
  */
 #include "provider/vfab.h"
+#include "base/locator.h"
 #include "fabric/region_map.h"
 
 #include <errno.h>
@@ -100,45 +101,6 @@ static void rmap_put(struct vfab_rmap *m)
 	pthread_mutex_unlock(&map_lock);
 }
 
-/*
- * device/vfab holds "region PATH", "hca N" and "rundir DIR", one per line.
- * Returns 0 or -EINVAL when a field is missing. `vfab up` (root) writes it
- * into the node's view, which only root can change: the run dir every file
- * of the provider lives in comes from here, never from the region, which
- * every local user can write.
- */
-static int parse_locator(char *text, struct vfab_device *dev, char *region, size_t rlen)
-{
-	bool have_region = false, have_hca = false, have_rundir = false;
-	char *save = NULL, *line;
-
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *val = strchr(line, ' ');
-
-		if (!val)
-			continue;
-		*val++ = 0;
-		if (!strcmp(line, "region")) {
-			snprintf(region, rlen, "%s", val);
-			have_region = true;
-		} else if (!strcmp(line, "hca")) {
-			char *end;
-			unsigned long h = strtoul(val, &end, 10);
-
-			if (end == val || h >= VFAB_MAX_HCAS)
-				return -EINVAL;
-			dev->hca = (uint32_t)h;
-			have_hca = true;
-		} else if (!strcmp(line, "rundir")) {
-			if (val[0] != '/' || (size_t)snprintf(dev->rundir, sizeof(dev->rundir),
-							      "%s", val) >= sizeof(dev->rundir))
-				return -EINVAL;
-			have_rundir = true;
-		}
-	}
-	return have_region && have_hca && have_rundir ? 0 : -EINVAL;
-}
-
 static int vfab_create_channel_op(struct ibv_context *ctx, struct ibv_comp_channel **out)
 {
 	return vfab_create_channel(ctx, out);
@@ -151,8 +113,9 @@ static int vfab_destroy_channel_op(struct ibv_comp_channel *ch)
 
 static struct vabi_device *vfab_alloc_device(struct vabi_sysfs_dev *sysfs)
 {
-	char text[1024], region[256];
+	struct vfab_locator loc;
 	struct vfab_device *dev;
+	char text[1024];
 	struct vfab_rmap *m;
 	int n;
 
@@ -164,19 +127,25 @@ static struct vabi_device *vfab_alloc_device(struct vabi_sysfs_dev *sysfs)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
-	if (parse_locator(text, dev, region, sizeof(region))) {
+	/*
+	 * The run dir every file of the provider lives in comes from the
+	 * locator (root's, base/locator.h), never from the region.
+	 */
+	if (vfab_locator_parse(text, VFAB_MAX_HCAS, &loc)) {
 		vfab_dbg("%s: malformed device/vfab locator", sysfs->ibdev_name);
 		goto fail;
 	}
-	m = rmap_get(region, dev->rundir);
+	dev->hca = loc.hca;
+	snprintf(dev->rundir, sizeof(dev->rundir), "%s", loc.rundir);
+	m = rmap_get(loc.region, dev->rundir);
 	if (!m)
 		goto fail;
 	if (!atomic_load(&m->r->ready) || dev->hca >= m->r->nhcas || !m->r->hcas[dev->hca].in_use) {
-		vfab_dbg("%s: HCA %u is not in region %s", sysfs->ibdev_name, dev->hca, region);
+		vfab_dbg("%s: HCA %u is not in region %s", sysfs->ibdev_name, dev->hca, loc.region);
 		rmap_put(m);
 		goto fail;
 	}
-	snprintf(dev->region_path, sizeof(dev->region_path), "%s", region);
+	snprintf(dev->region_path, sizeof(dev->region_path), "%s", loc.region);
 	dev->map = m;
 	dev->region = m->r;
 	dev->create_channel = vfab_create_channel_op;

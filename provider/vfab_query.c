@@ -37,12 +37,16 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	 * CURR_QP_STATE_MOD), less what vfab does not do: AUTO_PATH_MIG (no
 	 * alternate paths), XRC, MEM_MGT_EXTENSIONS (no fast registration
 	 * WRs), RAW_IP_CSUM and MANAGED_FLOW_STEERING (no raw packet QPs). A
-	 * program checks these before it uses the feature.
+	 * program checks these before it uses the feature. Netlink reports the
+	 * same word (rdmanl/nl_cmd.c).
 	 */
-	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
-			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	_Static_assert(VFAB_DEVICE_CAP_FLAGS ==
+			   (IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			    IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
+			    IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
+			    IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+		       "device_cap_flags");
+	a->device_cap_flags = VFAB_DEVICE_CAP_FLAGS;
 	a->max_sge = VFAB_MAX_SGE;
 	a->max_sge_rd = VFAB_MAX_SGE;
 	a->max_cq = (int)vfab_dev_limit(ctx->r, ctx->hca_idx, VFAB_OBJ_CQ);

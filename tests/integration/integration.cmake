@@ -25,6 +25,7 @@ set_tests_properties(fabric_up fabric_down PROPERTIES
   LABELS integration RUN_SERIAL TRUE TIMEOUT 120 ENVIRONMENT "${_vfab_it_env}")
 
 vfab_integration_test(int_devinfo 60 ${_vfab_it}/devinfo.sh)
+vfab_integration_test(int_rdma_tool 90 ${_vfab_it}/rdma_tool.sh)
 vfab_integration_test(int_gid_oneliner 60 ${_vfab_it}/gid_oneliner.sh)
 
 # rdma-core's examples; TCP ports for their set-up are distinct per test so

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The resources (restrack) of an HCA, as `rdma resource` lists them: the
+ * PDs, CQs, QPs, MRs and SRQs its processes hold. Who owns what comes from
+ * vfabd's object table (fabric/ktab.h, written by vfabd only); what moves
+ * (a QP's state, port, PSNs, its peer) from the region, mapped read-only.
+ * Both are found through the HCA's locator (base/locator.h), never through
+ * anything a user could have written.
+ */
+#ifndef VFAB_NL_RES_H
+#define VFAB_NL_RES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric/ktab.h"
+#include "fabric/region.h"
+
+struct vfab_nl_res {
+	const struct vfab_region *r;
+	uint64_t r_bytes;
+	const struct vfab_ktab *k;
+	uint32_t hca;
+};
+
+/* Maps what the locator's text names; 0 or -errno. */
+int vfab_nl_res_open(const char *locator, struct vfab_nl_res *out);
+void vfab_nl_res_close(struct vfab_nl_res *res);
+
+/* Objects of each kind the HCA's processes hold. */
+void vfab_nl_res_count(const struct vfab_nl_res *res, uint64_t count[VFAB_OBJ_KINDS]);
+
+/* One QP as the kernel's restrack describes it. */
+struct vfab_nl_qp {
+	uint32_t qpn, port, pdn, type, state, pid;
+	bool connected; /* RC or UC: rqpn and rq_psn are sent */
+	uint32_t rqpn, rq_psn, sq_psn;
+};
+struct vfab_nl_cq {
+	uint32_t cqn, cqe, pid;
+	uint64_t users; /* QPs completing into it */
+};
+struct vfab_nl_mr {
+	uint32_t mrn, key, pdn, pid;
+	uint64_t length, iova;
+};
+struct vfab_nl_pd {
+	uint32_t pdn, pid;
+	uint64_t users; /* QPs, MRs and SRQs made with it */
+};
+struct vfab_nl_srq {
+	uint32_t srqn, pdn, pid, cqn;
+};
+
+/*
+ * The HCA's objects of one kind, from slot `*cursor` on: fills `one` and
+ * advances *cursor past it; 0, or -ENOENT when there are no more.
+ */
+int vfab_nl_res_next_qp(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_qp *one);
+int vfab_nl_res_next_cq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_cq *one);
+int vfab_nl_res_next_mr(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_mr *one);
+int vfab_nl_res_next_pd(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_pd *one);
+int vfab_nl_res_next_srq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_srq *one);
+
+#endif /* VFAB_NL_RES_H */
