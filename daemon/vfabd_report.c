@@ -221,7 +221,8 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 		return "not connected yet";
 	if (!port_up(d, q->hca, q->port))
 		return "its port is down";
-	if (k->qp_type != IBV_QPT_RC && k->qp_type != IBV_QPT_UC)
+	if (k->qp_type != IBV_QPT_RC && k->qp_type != IBV_QPT_UC &&
+	    k->qp_type != VFAB_QPT_XRC_SEND)
 		return "";
 	if (st == IBV_QPS_RTR)
 		return "receives only (RTR)";
@@ -236,7 +237,8 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 	dst_st = atomic_load_explicit(&p->qp_state, memory_order_relaxed);
 	if (dst_st != IBV_QPS_RTR && dst_st != IBV_QPS_RTS && dst_st != IBV_QPS_SQD)
 		return dst_st == IBV_QPS_ERR ? "peer in error state" : "peer not ready to receive";
-	if (recv_posted(p, pk) == 0)
+	/* An XRC SEND names its SRQ per message: no queue of the peer QP to judge. */
+	if (k->qp_type != VFAB_QPT_XRC_SEND && recv_posted(p, pk) == 0)
 		return "peer has no receive posted (a SEND waits: RNR)";
 	return "";
 }

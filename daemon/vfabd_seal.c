@@ -45,11 +45,22 @@ static int check_mr(const struct vfab_ktab *k, const struct vfab_mr_slot *m, uin
 	return 0;
 }
 
+/*
+ * An XRC_RECV QP has no PD, CQ or queue of its own: it delivers to the SRQs
+ * of its domain, which every delivery checks (they must be its owner's).
+ */
 static int check_qp(const struct vfab_ktab *k, const struct vfab_qp_slot *q, uint32_t slot,
 		    const struct vfab_owner *o)
 {
-	if (vfab_qpn_slot(q->qpn) != slot || q->qpn < 2 || !own_pd(k, q->pd, o) ||
-	    !vfab_kcq(k, q->send_cq, o) || !vfab_kcq(k, q->recv_cq, o))
+	if (vfab_qpn_slot(q->qpn) != slot || q->qpn < 2)
+		return -EPERM;
+	if (q->qp_type == VFAB_QPT_XRC_RECV)
+		return q->xrcd && q->pd == VFAB_SLOT_NONE && q->send_cq == VFAB_SLOT_NONE &&
+			       q->recv_cq == VFAB_SLOT_NONE && q->srq < 0
+			   ? 0
+			   : -EINVAL;
+	if (q->xrcd || !own_pd(k, q->pd, o) || !vfab_kcq(k, q->send_cq, o) ||
+	    !vfab_kcq(k, q->recv_cq, o))
 		return -EPERM;
 	return q->srq < 0 || vfab_ksrq(k, (uint32_t)q->srq, o) ? 0 : -EPERM;
 }
@@ -148,9 +159,9 @@ static const struct {
     [VFAB_OBJ_MR] =
 	FIELDS("ctx", "hca", "key", "pd", "access", "addr", "len", "iova", "kind", "parent", "qpn"),
     [VFAB_OBJ_CQ] = FIELDS("ctx", "hca", "cookie", "chan", "async", "stamp"),
-    [VFAB_OBJ_SRQ] = FIELDS("ctx", "hca", "pd", "cookie", "async"),
+    [VFAB_OBJ_SRQ] = FIELDS("ctx", "hca", "pd", "cookie", "async", "cq", "xrcd"),
     [VFAB_OBJ_QP] =
-	FIELDS("ctx", "hca", "qpn", "type", "pd", "scq", "rcq", "srq", "cookie", "async"),
+	FIELDS("ctx", "hca", "qpn", "type", "pd", "scq", "rcq", "srq", "cookie", "async", "xrcd"),
 #undef FIELDS
 };
 
@@ -228,16 +239,22 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 	case VFAB_OBJ_SRQ: {
 		struct vfab_srq_slot *q = &k->srqs[i];
 
-		if (v[2] > UINT32_MAX || v[4] > UINT32_MAX)
+		if (v[2] > UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
+		    v[6] > UINT32_MAX)
 			return -EINVAL;
 		if (!own_pd(k, (uint32_t)v[2], &me))
 			return -EPERM;
+		/* An XRC SRQ completes into a CQ of its owner's; a basic one names none. */
+		if (v[6] ? !vfab_kcq(k, (uint32_t)v[5], &me) : v[5] != VFAB_SLOT_NONE)
+			return v[6] ? -EPERM : -EINVAL;
 		q->owner = me;
 		q->hca = me.hca;
 		q->pd = (uint32_t)v[2];
 		q->user_srq = v[3];
 		q->async_pid = me.pid;
 		q->async_id = (uint32_t)v[4];
+		q->cq = (uint32_t)v[5];
+		q->xrcd = (uint32_t)v[6];
 		atomic_store(&q->state, VFAB_SLOT_USED);
 		return 0;
 	}
@@ -245,7 +262,7 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 		struct vfab_qp_slot *q = &k->qps[i];
 		struct vfab_qp_slot n = {.owner = me, .hca = me.hca};
 
-		for (int f = 2; f < 10; f++)
+		for (int f = 2; f < 11; f++)
 			if (f != 7 && f != 8 && v[f] > UINT32_MAX)
 				return -EINVAL;
 		if (v[7] != UINT64_MAX && v[7] >= VFAB_MAX_SRQS)
@@ -256,6 +273,7 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 		n.send_cq = (uint32_t)v[5];
 		n.recv_cq = (uint32_t)v[6];
 		n.srq = v[7] == UINT64_MAX ? -1 : (int32_t)v[7];
+		n.xrcd = (uint32_t)v[10];
 		rc = check_qp(k, &n, i, &me);
 		if (rc)
 			return rc;
@@ -267,6 +285,7 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 		q->send_cq = n.send_cq;
 		q->recv_cq = n.recv_cq;
 		q->srq = n.srq;
+		q->xrcd = n.xrcd;
 		q->user_qp = v[8];
 		q->async_pid = me.pid;
 		q->async_id = (uint32_t)v[9];

@@ -37,7 +37,7 @@
 
 #define VFAB_KTAB_NAME "objects"	      /* in the run dir */
 #define VFAB_KTAB_MAGIC 0x766661626b746231ull /* "vfabktb1" */
-#define VFAB_KTAB_VERSION 1
+#define VFAB_KTAB_VERSION 2
 
 struct vfab_ktab {
 	uint64_t magic;
@@ -195,6 +195,22 @@ static inline const struct vfab_srq_slot *vfab_ksrq(const struct vfab_ktab *k, u
 	s = &k->srqs[i];
 	return vfab_ktab_used(&s->state) && (!owner || vfab_owner_same(&s->owner, owner)) ? s
 											  : NULL;
+}
+
+/*
+ * The sealed SRQ srqn that XRC_RECV QP kq delivers a message to: an XRC SRQ
+ * of its domain, and of its owner (the bytes go to the QP owner's memory);
+ * else NULL.
+ */
+static inline const struct vfab_srq_slot *vfab_xrc_srq(const struct vfab_ktab *k,
+						       const struct vfab_qp_slot *kq, uint32_t srqn)
+{
+	const struct vfab_srq_slot *s;
+
+	if (srqn >= VFAB_MAX_SRQS || !kq->xrcd)
+		return NULL;
+	s = vfab_ksrq(k, srqn, &kq->owner);
+	return s && s->xrcd == kq->xrcd ? s : NULL;
 }
 
 #endif /* VFAB_KTAB_H */

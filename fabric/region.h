@@ -35,7 +35,7 @@
  * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
  * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn);
  * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h). */
-#define VFAB_REGION_VERSION 15
+#define VFAB_REGION_VERSION 16
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -56,17 +56,18 @@
 /*
  * device_cap_flags (ibv_query_device, netlink's CAP_FLAGS; the kernel's
  * bits are libibverbs' here): BAD_PKEY_CNTR, BAD_QKEY_CNTR, CHANGE_PHY_PORT,
- * PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, RC_RNR_NAK_GEN, MEM_WINDOW,
+ * PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, RC_RNR_NAK_GEN, MEM_WINDOW, XRC,
  * MEM_WINDOW_TYPE_2B: what mlx5 sets on a ConnectX-6's RoCE port (never
  * CURR_QP_STATE_MOD), less what vfab does not do (provider/vfab_query.c).
  */
 #define VFAB_DEVICE_CAP_FLAGS                                                                      \
 	((1u << 1) | (1u << 2) | (1u << 5) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 17) |   \
-	 (1u << 24))
+	 (1u << 20) | (1u << 24))
 #define VFAB_MAX_LINKS 2048
 #define VFAB_MAX_LEAVES 128
 #define VFAB_NODE_NETDEVS 8
 #define VFAB_LINK_NONE 0xffffffffu /* a link index that names no link */
+#define VFAB_SLOT_NONE 0xffffffffu /* a PD or CQ slot index that names none (an XRC_RECV QP's) */
 /*
  * The object tables of the whole fabric, in slots. They are sized for
  * ConnectX-scale limits on every HCA of any fabric and cost only what is
@@ -475,10 +476,12 @@ struct vfab_srq_slot {
 	uint32_t hca;
 	uint32_t pd;
 	_Atomic uint32_t limit; /* srq_limit; 0 = not armed */
-	uint32_t pad;
-	uint64_t user_srq; /* the owner's struct ibv_srq *, for async events */
+	uint32_t cq;		/* XRC: the CQ its receives complete into; VFAB_SLOT_NONE basic */
+	uint64_t user_srq;	/* the owner's struct ibv_srq *, for async events */
 	int32_t async_pid;
 	uint32_t async_id;
+	uint32_t xrcd; /* XRC: its domain (struct vfab_xrcd's id); 0 a basic SRQ */
+	uint32_t pad;
 	pthread_mutex_t lock;
 	struct vfab_rq rq;
 };
@@ -492,9 +495,10 @@ struct vfab_qp_slot {
 	uint32_t pd;		   /* pd slot index */
 	uint32_t qp_type;	   /* enum ibv_qp_type */
 	_Atomic uint32_t qp_state; /* enum ibv_qp_state */
-	uint32_t send_cq;	   /* cq slot indices */
-	uint32_t recv_cq;
-	int32_t srq;	 /* srq slot index, -1 none */
+	uint32_t send_cq;	   /* cq slot indices; VFAB_SLOT_NONE: none (XRC_RECV) */
+	uint32_t recv_cq;	   /* XRC_SEND: its send CQ (it receives nothing) */
+	int32_t srq;		   /* srq slot index, -1 none */
+	uint32_t xrcd;	 /* XRC_RECV: its domain, which names the SRQs it delivers to; else 0 */
 	uint32_t access; /* qp_access_flags */
 	uint32_t qkey;
 	uint32_t path_mtu; /* enum ibv_mtu */
@@ -627,6 +631,19 @@ static inline uint32_t vfab_dev_limit(const struct vfab_region *r, uint32_t hca,
 	uint32_t l = hca < VFAB_MAX_HCAS ? r->hcas[hca].limit[kind] : 0;
 
 	return l ? l : cx[kind];
+}
+
+/*
+ * The transport of a QP type: XRC's initiator and target QPs are reliable
+ * connections (an XRC_SEND QP requests as an RC QP does, an XRC_RECV QP
+ * answers as one), every other type is its own. enum ibv_qp_type values.
+ */
+#define VFAB_QPT_RC 2
+#define VFAB_QPT_XRC_SEND 9
+#define VFAB_QPT_XRC_RECV 10
+static inline uint32_t vfab_qp_transport(uint32_t qp_type)
+{
+	return qp_type == VFAB_QPT_XRC_SEND || qp_type == VFAB_QPT_XRC_RECV ? VFAB_QPT_RC : qp_type;
 }
 
 /* The slot a QPN names (its low VFAB_QPN_SLOT_BITS bits). */

@@ -110,6 +110,13 @@ struct vabi_mr {
 	int access;
 };
 
+/* rdma-core's struct verbs_xrcd. */
+struct vabi_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
 struct vabi_qp {
 	union {
 		struct ibv_qp qp;

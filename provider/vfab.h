@@ -119,12 +119,27 @@ struct vfab_srq {
 	struct vabi_srq vsrq;
 	struct vfab_context *ctx;
 	struct vfab_pd *pd;
+	struct vfab_xrcd *xrcd; /* XRC: its domain and the CQ its receives complete into */
+	struct vfab_cq *cq;
 	int slot;
 	struct vfab_srq_slot *s;
 	pthread_mutex_t post_lock;
 	uint32_t max_wr;
 	uint32_t max_sge;
 	atomic_int users;
+};
+
+/*
+ * An XRC domain. Its id names it in the region (the SRQs and XRC_RECV QPs
+ * made in it): opened on a file, every context that opens that file gets
+ * the same id (from its device and inode), as the kernel gives every
+ * opener of an inode one domain; opened without, a new id.
+ */
+struct vfab_xrcd {
+	struct vabi_xrcd vxrcd;
+	struct vfab_context *ctx;
+	uint32_t id;
+	atomic_int users; /* SRQs and QPs made in it */
 };
 
 struct vfab_ah {
@@ -195,7 +210,8 @@ struct vfab_swqe {
 	struct vfab_ah *ah;
 	uint32_t remote_qpn;
 	uint32_t remote_qkey;
-	uint32_t sq_index; /* position in the send queue, for retirement */
+	uint32_t remote_srqn; /* XRC_SEND: the SRQ of the target's domain it goes to */
+	uint32_t sq_index;    /* position in the send queue, for retirement */
 	uint32_t num_sge;
 	uint32_t inline_len;
 	bool is_inline;
@@ -254,9 +270,10 @@ struct vfab_qp {
 	/* The same as vfabd sealed it (fabric/ktab.h): its CQs, SRQ, PD and FIFO. */
 	const struct vfab_qp_slot *k;
 	uint32_t qpn;
-	struct vfab_pd *pd;
-	struct vfab_cq *scq, *rcq;
+	struct vfab_pd *pd;	   /* NULL for XRC_RECV, which has no PD, CQ or queue */
+	struct vfab_cq *scq, *rcq; /* XRC_SEND: rcq is scq (it receives nothing) */
 	struct vfab_srq *srq;
+	struct vfab_xrcd *xrcd; /* XRC_RECV: its domain */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy of its own multicast sends. */
@@ -353,6 +370,10 @@ static inline struct vfab_qp *to_vqp(struct ibv_qp *qp)
 static inline struct vfab_srq *to_vsrq(struct ibv_srq *srq)
 {
 	return (struct vfab_srq *)srq;
+}
+static inline struct vfab_xrcd *to_vxrcd(struct ibv_xrcd *x)
+{
+	return (struct vfab_xrcd *)x;
 }
 static inline struct vfab_ah *to_vah(struct ibv_ah *ah)
 {
@@ -559,6 +580,10 @@ void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
 
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+/* ---- vfab_xrcd.c ---- */
+struct ibv_xrcd *vfab_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int vfab_close_xrcd(struct ibv_xrcd *xrcd);
 int vfab_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 int vfab_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int vfab_destroy_srq(struct ibv_srq *srq);

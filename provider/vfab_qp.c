@@ -105,15 +105,43 @@ static uint64_t supported_send_ops(enum ibv_qp_type type)
 	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 
+/*
+ * An XRC_RECV QP: a domain and nothing else (no PD, CQ or queue: it delivers
+ * to the domain's SRQs, completing into theirs).
+ */
+static int check_xrc_recv(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
+{
+	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
+		return EOPNOTSUPP;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd ||
+	    a->xrcd->context != &ctx->vctx.context || a->srq ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags))
+		return EINVAL;
+	return 0;
+}
+
 static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
 {
 	const uint32_t known =
 	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	bool xrc_send = a->qp_type == IBV_QPT_XRC_SEND;
 
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return check_xrc_recv(ctx, a);
 	if (a->comp_mask & ~known)
 		return EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
 		return EINVAL;
+	/* XRC_SEND: a send queue only; its receive CQ, if given, is never used. */
+	if (xrc_send) {
+		if (a->srq || a->cap.max_recv_wr || a->cap.max_recv_sge || !a->send_cq ||
+		    a->send_cq->context != &ctx->vctx.context)
+			return EINVAL;
+		if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+		    (a->send_ops_flags & ~supported_send_ops(a->qp_type)))
+			return EOPNOTSUPP;
+		return check_caps(&a->cap, true);
+	}
 	/* UD only: multicast loopback to the sending QP itself (vfab_mcast.c). */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
 	    (a->qp_type != IBV_QPT_UD || a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
@@ -138,11 +166,12 @@ static void fill_slot(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
 
 	s->hca = ctx->hca_idx;
 	s->port = 0;
-	s->pd = (uint32_t)qp->pd->slot;
+	s->pd = qp->pd ? (uint32_t)qp->pd->slot : VFAB_SLOT_NONE;
 	s->qp_type = a->qp_type;
-	s->send_cq = (uint32_t)qp->scq->slot;
-	s->recv_cq = (uint32_t)qp->rcq->slot;
+	s->send_cq = qp->scq ? (uint32_t)qp->scq->slot : VFAB_SLOT_NONE;
+	s->recv_cq = qp->rcq ? (uint32_t)qp->rcq->slot : VFAB_SLOT_NONE;
 	s->srq = qp->srq ? qp->srq->slot : -1;
+	s->xrcd = qp->xrcd ? qp->xrcd->id : 0;
 	s->access = 0;
 	s->qkey = 0;
 	s->path_mtu = 0;
@@ -155,6 +184,21 @@ static void fill_slot(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	s->user_qp = (uint64_t)(uintptr_t)&qp->vqp.qp;
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
+}
+
+/* What a QP holds busy (its PD, CQs, SRQ, domain): by one more or one less. */
+static void qp_hold(struct vfab_qp *qp, int by)
+{
+	if (qp->pd)
+		atomic_fetch_add(&qp->pd->users, by);
+	if (qp->scq)
+		atomic_fetch_add(&qp->scq->users, by);
+	if (qp->rcq)
+		atomic_fetch_add(&qp->rcq->users, by);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, by);
+	if (qp->xrcd)
+		atomic_fetch_add(&qp->xrcd->users, by);
 }
 
 static void qp_free_scratch(struct vfab_qp *qp)
@@ -185,15 +229,19 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		goto fail;
 	}
 	qp->ctx = ctx;
-	qp->pd = to_vpd(a->pd);
-	qp->scq = to_vcq(a->send_cq);
-	qp->rcq = to_vcq(a->recv_cq);
-	qp->srq = a->srq ? to_vsrq(a->srq) : NULL;
-	/* Queue depths round up to powers of two, as the HCA's rings do. */
-	qp->cap.max_send_wr = round_pow2(a->cap.max_send_wr);
-	qp->cap.max_send_sge = a->cap.max_send_sge;
-	qp->cap.max_inline_data = inline_cap(a);
-	if (!qp->srq) {
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		qp->xrcd = to_vxrcd(a->xrcd);
+	} else {
+		qp->pd = to_vpd(a->pd);
+		qp->scq = to_vcq(a->send_cq);
+		qp->rcq = a->qp_type == IBV_QPT_XRC_SEND ? qp->scq : to_vcq(a->recv_cq);
+		qp->srq = a->srq ? to_vsrq(a->srq) : NULL;
+		/* Queue depths round up to powers of two, as the HCA's rings do. */
+		qp->cap.max_send_wr = round_pow2(a->cap.max_send_wr);
+		qp->cap.max_send_sge = a->cap.max_send_sge;
+		qp->cap.max_inline_data = inline_cap(a);
+	}
+	if (!qp->srq && qp->rcq && a->qp_type != IBV_QPT_XRC_SEND) {
 		qp->cap.max_recv_wr = round_pow2(a->cap.max_recv_wr);
 		qp->cap.max_recv_sge = a->cap.max_recv_sge;
 	}
@@ -235,10 +283,11 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	pthread_mutex_init(&qp->rq.lock, NULL);
 	fill_slot(qp, a);
 	rc = -vfab_ctl_seal(ctx, VFAB_OBJ_QP, (uint32_t)slot,
-			    "qpn=%u type=%u pd=%d scq=%d rcq=%d srq=%d cookie=%" PRIu64 " async=%u",
-			    qp->qpn, (unsigned)a->qp_type, qp->pd->slot, qp->scq->slot,
-			    qp->rcq->slot, qp->srq ? qp->srq->slot : -1,
-			    (uint64_t)(uintptr_t)&qp->vqp.qp, ctx->async_id);
+			    "qpn=%u type=%u pd=%u scq=%u rcq=%u srq=%d cookie=%" PRIu64
+			    " async=%u xrcd=%u",
+			    qp->qpn, (unsigned)a->qp_type, qp->s->pd, qp->s->send_cq,
+			    qp->s->recv_cq, qp->srq ? qp->srq->slot : -1,
+			    (uint64_t)(uintptr_t)&qp->vqp.qp, ctx->async_id, qp->s->xrcd);
 	if (rc) {
 		vfab_qp_free(ctx->r, slot);
 		pthread_mutex_destroy(&qp->sq.lock);
@@ -252,10 +301,11 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	ib = &qp->vqp.qp;
 	ib->context = &ctx->vctx.context;
 	ib->qp_context = a->qp_context;
-	ib->pd = a->pd;
-	ib->send_cq = a->send_cq;
-	ib->recv_cq = a->recv_cq;
+	ib->pd = qp->pd ? a->pd : NULL;
+	ib->send_cq = qp->scq ? a->send_cq : NULL;
+	ib->recv_cq = qp->scq ? a->recv_cq : NULL;
 	ib->srq = a->srq;
+	qp->vqp.xrcd = qp->xrcd ? (struct verbs_xrcd *)&qp->xrcd->vxrcd : NULL;
 	ib->handle = (uint32_t)slot;
 	ib->qp_num = qp->qpn;
 	ib->state = IBV_QPS_RESET;
@@ -266,11 +316,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		vfab_qp_ex_init(qp);
 
-	atomic_fetch_add(&qp->pd->users, 1);
-	atomic_fetch_add(&qp->scq->users, 1);
-	atomic_fetch_add(&qp->rcq->users, 1);
-	if (qp->srq)
-		atomic_fetch_add(&qp->srq->users, 1);
+	qp_hold(qp, 1);
 	atomic_store(&ctx->map->qps[slot], qp);
 	a->cap = qp->cap;
 	return qp;
@@ -351,15 +397,11 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	atomic_store(&ctx->map->qps[qp->slot], NULL);
 	vfab_ctl_unseal(ctx, VFAB_OBJ_QP, (uint32_t)qp->slot);
 	vfab_qp_free(ctx->r, qp->slot);
-	vfab_cq_clean(qp->scq, qp->qpn);
+	if (qp->scq)
+		vfab_cq_clean(qp->scq, qp->qpn);
 	if (qp->rcq != qp->scq)
 		vfab_cq_clean(qp->rcq, qp->qpn);
-
-	atomic_fetch_sub(&qp->pd->users, 1);
-	atomic_fetch_sub(&qp->scq->users, 1);
-	atomic_fetch_sub(&qp->rcq->users, 1);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->users, 1);
+	qp_hold(qp, -1);
 	vfab_qp_ex_fini(qp);
 	vfab_dest_close(qp);
 	qp_free_scratch(qp);

@@ -46,6 +46,7 @@ static struct vfab_swqe *new_wqe(struct ibv_qp_ex *x, uint32_t opcode)
 	w->ah = NULL;
 	w->rkey = 0;
 	w->remote_addr = 0;
+	w->remote_srqn = VFAB_SLOT_NONE;
 	w->mw = NULL;
 	return w;
 }
@@ -201,6 +202,14 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 	}
 }
 
+static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
+{
+	struct vfab_swqe *w = cur_wqe(x);
+
+	if (w)
+		w->remote_srqn = remote_srqn;
+}
+
 static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *list)
 {
 	struct vfab_swqe *w = cur_wqe(x);
@@ -272,7 +281,9 @@ void vfab_qp_ex_init(struct vfab_qp *qp)
 	x->wr_send_inv = wr_send_inv;
 	x->wr_local_inv = wr_local_inv;
 	x->wr_bind_mw = wr_bind_mw;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+	if (qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND)
+		x->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC)
 		return;
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;

@@ -26,6 +26,20 @@ static uint32_t mtu_bytes(uint32_t mtu)
 	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
 }
 
+/*
+ * What the kernel's uverbs drops from an XRC QP's mask before any check
+ * (modify_qp_mask): the attributes of the half the QP does not have, which
+ * programs written for RC pass anyway (perftest's XRC tests do).
+ */
+static int xrc_mask(enum ibv_qp_type type, int mask)
+{
+	if (type == IBV_QPT_XRC_SEND)
+		return mask & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (type == IBV_QPT_XRC_RECV)
+		return mask & ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY);
+	return mask;
+}
+
 static int check_attrs(struct vfab_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	struct vfab_context *ctx = qp->ctx;
@@ -183,6 +197,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		goto out;
 	}
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	mask = xrc_mask(ibqp->qp_type, mask);
 	rc = -vfab_qp_modify_ok(ibqp->qp_type, cur, next, (uint32_t)mask);
 	if (!rc)
 		rc = check_attrs(qp, attr, mask);
@@ -216,7 +231,8 @@ out:
 	pthread_mutex_unlock(&qp->sq.lock);
 	if (reset) {
 		vfab_engine_cancel(qp);
-		vfab_cq_clean(qp->scq, qp->qpn);
+		if (qp->scq)
+			vfab_cq_clean(qp->scq, qp->qpn);
 		if (qp->rcq != qp->scq)
 			vfab_cq_clean(qp->rcq, qp->qpn);
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The QP state transition table for RC, UC and UD (see vfab_qp_state.h). */
+/* The QP state transition table for RC, UC, UD and XRC (see vfab_qp_state.h). */
 #include "provider/vfab_qp_state.h"
 
 #include <errno.h>
@@ -56,7 +56,31 @@ static const struct rule rules[] = {
 
 static bool known_type(enum ibv_qp_type type)
 {
-	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD ||
+	       type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+}
+
+/*
+ * XRC's QPs take RC's rules but for what each half lacks (the kernel's
+ * qp_state_table): the initiator answers nothing (no responder resources
+ * or RNR timer to set at RTR), the target sends nothing (only its ACK
+ * timeout and first PSN at RTS, its RNR timer settable from then on).
+ */
+static void xrc_adjust(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
+		       uint32_t *req, uint32_t *opt)
+{
+	if (type == IBV_QPT_XRC_SEND && cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
+		*req &= ~(uint32_t)(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (type == IBV_QPT_XRC_SEND && next == IBV_QPS_RTS)
+		*opt &= ~(uint32_t)IBV_QP_MIN_RNR_TIMER;
+	if (type == IBV_QPT_XRC_RECV && cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
+		*req = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+	if (type == IBV_QPT_XRC_RECV && next == IBV_QPS_RTS)
+		*opt |= IBV_QP_MIN_RNR_TIMER;
+	if (type == IBV_QPT_XRC_SEND && cur == IBV_QPS_SQD && next == IBV_QPS_SQD)
+		*opt &= ~(uint32_t)(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (type == IBV_QPT_XRC_RECV && cur == IBV_QPS_SQD && next == IBV_QPS_SQD)
+		*opt &= ~(uint32_t)(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static bool known_state(enum ibv_qp_state s)
@@ -73,7 +97,7 @@ static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_sta
 	*req = *opt = 0;
 	if (!known_type(type) || !known_state(cur) || !known_state(next))
 		return false;
-	if (type == IBV_QPT_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
+	if (type != IBV_QPT_UC && type != IBV_QPT_UD && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
 		return false;
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
 		return true;
@@ -82,12 +106,13 @@ static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_sta
 
 		if (r->cur != cur || r->next != next)
 			continue;
-		*req = type == IBV_QPT_RC ? r->rc_req : type == IBV_QPT_UC ? r->uc_req : r->ud_req;
-		*opt = type == IBV_QPT_RC ? r->rc_opt : type == IBV_QPT_UC ? r->uc_opt : r->ud_opt;
+		*req = type == IBV_QPT_UC ? r->uc_req : type == IBV_QPT_UD ? r->ud_req : r->rc_req;
+		*opt = type == IBV_QPT_UC ? r->uc_opt : type == IBV_QPT_UD ? r->ud_opt : r->rc_opt;
 		if (*req == NONE) {
 			*req = *opt = 0;
 			return false;
 		}
+		xrc_adjust(type, cur, next, req, opt);
 		return true;
 	}
 	return false;

@@ -35,7 +35,7 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	/*
 	 * What mlx5_ib_query_device sets on a ConnectX-6's RoCE port (never
 	 * CURR_QP_STATE_MOD), less what vfab does not do: AUTO_PATH_MIG (no
-	 * alternate paths), XRC, MEM_MGT_EXTENSIONS (no fast registration
+	 * alternate paths), MEM_MGT_EXTENSIONS (no fast registration
 	 * WRs), RAW_IP_CSUM and MANAGED_FLOW_STEERING (no raw packet QPs). A
 	 * program checks these before it uses the feature. Netlink reports the
 	 * same word (rdmanl/nl_cmd.c).
@@ -44,7 +44,7 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 			   (IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			    IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			    IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-			    IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+			    IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW_TYPE_2B),
 		       "device_cap_flags");
 	a->device_cap_flags = VFAB_DEVICE_CAP_FLAGS;
 	a->max_sge = VFAB_MAX_SGE;
@@ -94,6 +94,9 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.odp_caps.per_transport_caps.ud_odp_caps =
 	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV;
+	/* XRC receives through SRQs only. */
+	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
 	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;
 	full.phys_port_cnt_ex = ctx->hca->nports;

@@ -124,7 +124,7 @@ void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
 			const struct vfab_qp_slot *kq, bool announce, enum ibv_event_type ev)
 {
 	atomic_store(&d->qp_state, IBV_QPS_ERR);
-	if (kq->srq < 0)
+	if (kq->srq < 0 && kq->recv_cq != VFAB_SLOT_NONE)
 		vfab_rq_flush(map, &d->rq, kq);
 	if (announce)
 		vfab_async_event(map->r, kq->async_pid, kq->async_id, kq->user_qp, ev);
@@ -140,8 +140,12 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	int rc = 0;
 
 	*bad = NULL;
-	/* C10-97.2.1: no receives in RESET; an SRQ's QP has no RQ of its own. */
-	if (qp->srq || atomic_load(&s->qp_state) == IBV_QPS_RESET) {
+	/*
+	 * C10-97.2.1: no receives in RESET; an SRQ's QP has no RQ of its own,
+	 * nor has either XRC QP.
+	 */
+	if (qp->srq || !qp->rcq || qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND ||
+	    atomic_load(&s->qp_state) == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}

@@ -24,7 +24,9 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 {
 	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD, uc = qp->vqp.qp.qp_type == IBV_QPT_UC;
 
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
+	/* An XRC_RECV QP has no send queue. */
+	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) ||
+	    qp->vqp.qp.qp_type == IBV_QPT_XRC_RECV)
 		return EINVAL;
 	switch (w->opcode) {
 	case IBV_WR_SEND:
@@ -158,7 +160,8 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 {
 	uint32_t k;
 
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->sq.head)
+	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
+	    qp->sq.head)
 		return 0;
 	for (k = 0; k < n && k < VFAB_CHAIN_MAX && vfab_chain_op(w[k].opcode); k++)
 		;
@@ -218,8 +221,8 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	 */
 	if (qp->sq.batched)
 		return true;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->sq.head || qp->sq.hold_missed ||
-	    !vfab_engine_thread_polls())
+	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->sq.head ||
+	    qp->sq.hold_missed || !vfab_engine_thread_polls())
 		return false;
 	/* Earlier WRs the application has not reaped: it will poll for them. */
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
@@ -312,6 +315,8 @@ static int from_wr(struct vfab_qp *qp, const struct ibv_send_wr *wr, struct vfab
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
 	w->flags = wr->send_flags;
+	w->remote_srqn =
+	    qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND ? wr->qp_type.xrc.remote_srqn : VFAB_SLOT_NONE;
 	w->imm_data = wr->imm_data;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->ah = NULL;

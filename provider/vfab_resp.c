@@ -268,6 +268,11 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 		resp_psn_mismatch(m, kind, dup, res);
 		goto out;
 	}
+	/* XRC: the SRQ named is not one of the target's domain: an invalid request. */
+	if (m->kq->qp_type == VFAB_QPT_XRC_RECV && !m->xsrq) {
+		nak(res, IBV_WC_REM_INV_REQ_ERR);
+		goto out;
+	}
 	switch (m->wqe->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:

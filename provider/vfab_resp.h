@@ -41,6 +41,12 @@ struct vfab_msg {
 	int pidfd1;   /* the owner's pidfd + 1 (struct vfab_peer); 0 none */
 	bool foreign; /* the owner's pid is of another PID namespace (vfab_owner.h) */
 	uint32_t dst_hca, dst_port;
+	/*
+	 * XRC_RECV destination: vfabd's record of the SRQ the WR names, when
+	 * it is an XRC SRQ of the target's domain and owner (the receives, the
+	 * PD of every key and the receive CQ are its); NULL otherwise.
+	 */
+	const struct vfab_srq_slot *xsrq;
 };
 
 /*
@@ -76,6 +82,8 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 	m->foreign = ctx->pv.foreign;
 	m->dst_hca = dst_hca;
 	m->dst_port = dst_port;
+	if (kq->qp_type == VFAB_QPT_XRC_RECV)
+		m->xsrq = vfab_xrc_srq(ctx->map->k, kq, w->remote_srqn);
 }
 
 enum vfab_resp_kind {

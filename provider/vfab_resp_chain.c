@@ -118,7 +118,8 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	struct vfab_resp_rwqe rw;
 	bool dup;
 
-	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
+	/* XRC: each message may name another SRQ; they go one by one. */
+	if (n > VFAB_CHAIN_MAX || m[0].kq->qp_type == VFAB_QPT_XRC_RECV || vfab_lock(&d->lock))
 		return 0;
 	if (vfab_resp_check_state(&m[0]) != VFAB_RESP_PASS ||
 	    vfab_resp_check_psn(&m[0], &dup) != VFAB_RESP_PASS || dup) {
@@ -184,7 +185,8 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		c.taken++;
 	}
 	if (c.taken)
-		vfab_cq_push_n(m->map, m->kq->recv_cq, &m->kq->owner, cqe, c.taken, solicited);
+		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, c.taken,
+			       solicited);
 	if (writes)
 		vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_write_requests, writes);
 	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);

@@ -24,6 +24,13 @@ static bool back_path_ok(const struct vfab_msg *m)
 	return false;
 }
 
+/* RC and UC QPs meet their own kind, an XRC_SEND QP an XRC_RECV QP. */
+static bool transport_ok(const struct vfab_msg *m)
+{
+	return m->qp_type == VFAB_QPT_XRC_SEND ? m->kq->qp_type == VFAB_QPT_XRC_RECV
+					       : m->kq->qp_type == m->qp_type;
+}
+
 /*
  * Rule: the destination is a QP of the requester's transport (RC or UC) in
  * a receiving state on the port the message reached, connected back to the
@@ -34,7 +41,7 @@ enum vfab_resp_kind vfab_resp_check_state(const struct vfab_msg *m)
 	struct vfab_qp_slot *d = m->d;
 
 	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m->kq->qp_type != m->qp_type ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || !transport_ok(m) ||
 	    d->port != m->dst_port || !back_path_ok(m))
 		return VFAB_RESP_NO_ANSWER;
 	return VFAB_RESP_PASS;
@@ -116,7 +123,7 @@ enum vfab_resp_kind vfab_resp_check_rkey(const struct vfab_msg *m, uint32_t acce
 	}
 	if (mr && !vfab_owner_same(&mr->owner, &m->kq->owner))
 		key = parent = NULL;
-	*st = vfab_key_check_remote(key, parent, w->rkey, m->dst_hca, m->kq->pd, m->kq->qpn,
+	*st = vfab_key_check_remote(key, parent, w->rkey, m->dst_hca, vfab_resp_pd(m), m->kq->qpn,
 				    w->remote_addr, len, access, m->d->access, &va);
 	if (*st != IBV_WC_SUCCESS) {
 		vfab_mr_unpin(*pin);
@@ -143,6 +150,14 @@ struct vfab_rq *vfab_resp_rq_of(const struct vfab_msg *m, struct vfab_srq_slot *
 	*srq = NULL;
 	*ksrq = NULL;
 	*pd = kq->pd;
+	if (kq->qp_type == VFAB_QPT_XRC_RECV) {
+		if (!m->xsrq)
+			return NULL;
+		*ksrq = m->xsrq;
+		*srq = &m->r->srqs[m->wqe->remote_srqn];
+		*pd = m->xsrq->pd;
+		return &(*srq)->rq;
+	}
 	if (kq->srq < 0)
 		return &m->d->rq;
 	/* Sealed, hence below the region table's top too. */

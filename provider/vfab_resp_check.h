@@ -97,6 +97,18 @@ bool vfab_resp_recv_cqe(const struct vfab_msg *m, const struct vfab_resp_rwqe *r
 			enum ibv_wc_status status, enum ibv_wc_opcode opcode, uint32_t byte_len,
 			uint32_t flags, struct vfab_cqe *out);
 
+/* The PD of m's destination: its QP's, or for XRC the SRQ's the message names. */
+static inline uint32_t vfab_resp_pd(const struct vfab_msg *m)
+{
+	return m->xsrq ? m->xsrq->pd : m->kq->pd;
+}
+
+/* The CQ m's receive completes into: its QP's, or for XRC the SRQ's. */
+static inline uint32_t vfab_resp_recv_cq(const struct vfab_msg *m)
+{
+	return m->xsrq ? m->xsrq->cq : m->kq->recv_cq;
+}
+
 /* The receive CQE of m, pushed to the destination's receive CQ. */
 static inline void vfab_resp_push_recv(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,
 				       enum ibv_wc_status status, enum ibv_wc_opcode opcode,
@@ -105,7 +117,7 @@ static inline void vfab_resp_push_recv(const struct vfab_msg *m, const struct vf
 	struct vfab_cqe e;
 	bool solicited = vfab_resp_recv_cqe(m, rw, status, opcode, byte_len, flags, &e);
 
-	vfab_cq_push(m->map, m->kq->recv_cq, &m->kq->owner, &e, solicited);
+	vfab_cq_push(m->map, vfab_resp_recv_cq(m), &m->kq->owner, &e, solicited);
 }
 
 #endif /* VFAB_RESP_CHECK_H */

@@ -133,7 +133,8 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 	uint32_t n = 0, k;
 
 	/* Only a chain with nothing undelivered before it: a chain goes at once. */
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC || qp->state != IBV_QPS_RTS || qp->sq.cursor != *wp)
+	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
+	    qp->sq.cursor != *wp)
 		return false;
 	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
 		if (!vfab_chain_op(w->opcode))

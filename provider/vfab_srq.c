@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 static uint32_t ring_size(uint32_t max_wr)
@@ -19,11 +20,11 @@ static uint32_t ring_size(uint32_t max_wr)
 	return c;
 }
 
-struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+/* A basic SRQ (xrcd NULL) or an XRC SRQ of domain xrcd completing into cq. */
+static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
+				  struct vfab_xrcd *xrcd, struct vfab_cq *cq)
 {
-	struct vfab_context *ctx = to_vctx(ibpd->context);
-	struct vfab_pd *pd = to_vpd(ibpd);
-	struct ibv_srq_attr *a = &init->attr;
+	struct vfab_context *ctx = to_vctx(pd->ibv.context);
 	struct vfab_srq_slot *s;
 	struct vfab_srq *srq;
 	uint32_t size;
@@ -49,12 +50,14 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 	s = &ctx->r->srqs[slot];
 	s->hca = ctx->hca_idx;
 	s->pd = (uint32_t)pd->slot;
+	s->cq = cq ? (uint32_t)cq->slot : VFAB_SLOT_NONE;
+	s->xrcd = xrcd ? xrcd->id : 0;
 	s->user_srq = (uint64_t)(uintptr_t)&srq->vsrq.srq;
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
-	slot_rc =
-	    vfab_ctl_seal(ctx, VFAB_OBJ_SRQ, (uint32_t)slot, "pd=%d cookie=%" PRIu64 " async=%u",
-			  pd->slot, (uint64_t)(uintptr_t)&srq->vsrq.srq, ctx->async_id);
+	slot_rc = vfab_ctl_seal(ctx, VFAB_OBJ_SRQ, (uint32_t)slot,
+				"pd=%d cookie=%" PRIu64 " async=%u cq=%u xrcd=%u", pd->slot,
+				(uint64_t)(uintptr_t)&srq->vsrq.srq, ctx->async_id, s->cq, s->xrcd);
 	if (slot_rc) {
 		vfab_srq_free(ctx->r, slot);
 		free(srq);
@@ -63,20 +66,76 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 	}
 	srq->ctx = ctx;
 	srq->pd = pd;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
 	srq->slot = slot;
 	srq->s = s;
 	srq->max_wr = size - 1;
 	srq->max_sge = s->rq.max_sge;
 	pthread_mutex_init(&srq->post_lock, NULL);
 	srq->vsrq.srq.handle = (uint32_t)slot;
-	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	srq->vsrq.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	srq->vsrq.xrcd = xrcd ? (struct verbs_xrcd *)&xrcd->vxrcd : NULL;
+	srq->vsrq.cq = cq ? &cq->vcq.cq : NULL;
 	srq->vsrq.srq_num = (uint32_t)slot;
 	/* The limit is armed by modify_srq only. */
 	a->max_wr = srq->max_wr;
 	a->max_sge = srq->max_sge;
 	a->srq_limit = 0;
 	atomic_fetch_add(&pd->users, 1);
+	if (xrcd) {
+		atomic_fetch_add(&xrcd->users, 1);
+		atomic_fetch_add(&cq->users, 1);
+	}
 	return &srq->vsrq.srq;
+}
+
+struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+{
+	struct ibv_srq *srq = srq_create(to_vpd(ibpd), &init->attr, NULL, NULL);
+
+	if (srq) {
+		srq->context = ibpd->context;
+		srq->pd = ibpd;
+		srq->srq_context = init->srq_context;
+	}
+	return srq;
+}
+
+/*
+ * ibv_create_srq_ex: libibverbs takes a basic SRQ with nothing but a PD
+ * to create_srq; here come XRC SRQs (a PD, a domain and a CQ each).
+ */
+struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ibctx, struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type == IBV_SRQT_XRC;
+	struct ibv_srq *srq;
+
+	if (a->comp_mask & ~known) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC && !xrc) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd || a->pd->context != ibctx ||
+	    (xrc && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
+		     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq || a->cq->context != ibctx ||
+		     a->xrcd->context != ibctx))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = srq_create(to_vpd(a->pd), &a->attr, xrc ? to_vxrcd(a->xrcd) : NULL,
+			 xrc ? to_vcq(a->cq) : NULL);
+	if (srq) {
+		srq->context = ibctx;
+		srq->pd = a->pd;
+		srq->srq_context = a->srq_context;
+	}
+	return srq;
 }
 
 int vfab_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
@@ -114,6 +173,10 @@ int vfab_destroy_srq(struct ibv_srq *ibsrq)
 	vfab_ctl_unseal(srq->ctx, VFAB_OBJ_SRQ, (uint32_t)srq->slot);
 	vfab_srq_free(srq->ctx->r, srq->slot);
 	atomic_fetch_sub(&srq->pd->users, 1);
+	if (srq->xrcd) {
+		atomic_fetch_sub(&srq->xrcd->users, 1);
+		atomic_fetch_sub(&srq->cq->users, 1);
+	}
 	pthread_mutex_destroy(&srq->post_lock);
 	free(srq);
 	return 0;

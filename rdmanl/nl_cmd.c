@@ -289,7 +289,7 @@ static void qp_entry(struct req *q, const struct vfab_nl_qp *e)
 		vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_RQ_PSN, e->rq_psn);
 	}
 	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_SQ_PSN, e->sq_psn);
-	if (e->connected)
+	if (vfab_qp_transport(e->type) == VFAB_QPT_RC || e->connected)
 		vfab_nl_put_u8(&q->m, RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, 0 /* MIGRATED */);
 	vfab_nl_put_u8(&q->m, RDMA_NLDEV_ATTR_RES_TYPE, (uint8_t)e->type);
 	vfab_nl_put_u8(&q->m, RDMA_NLDEV_ATTR_RES_STATE, (uint8_t)e->state);

@@ -299,9 +299,10 @@ static void seal_all(int sv[2])
 					 q->async_id, q->stamp);
 			else if (k == 2)
 				snprintf(line, sizeof(line),
-					 "srq %d ctx=1 hca=%u pd=%u cookie=%llu async=%u", i,
-					 s->hca, s->pd, (unsigned long long)s->user_srq,
-					 s->async_id);
+					 "srq %d ctx=1 hca=%u pd=%u cookie=%llu async=%u cq=%u "
+					 "xrcd=%u",
+					 i, s->hca, s->pd, (unsigned long long)s->user_srq,
+					 s->async_id, s->cq, s->xrcd);
 			else if (k == 3)
 				snprintf(
 				    line, sizeof(line),
@@ -314,9 +315,9 @@ static void seal_all(int sv[2])
 				snprintf(
 				    line, sizeof(line),
 				    "qp %d ctx=1 hca=%u qpn=%u type=%u pd=%u scq=%u rcq=%u srq=%d "
-				    "cookie=%llu async=%u",
+				    "cookie=%llu async=%u xrcd=%u",
 				    i, p->hca, p->qpn, p->qp_type, p->pd, p->send_cq, p->recv_cq,
-				    p->srq, (unsigned long long)p->user_qp, p->async_id);
+				    p->srq, (unsigned long long)p->user_qp, p->async_id, p->xrcd);
 			vfabd_req_seal(&d, &c, line, true);
 			drain(&c, sv[1]);
 		}

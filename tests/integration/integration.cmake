@@ -40,6 +40,9 @@ vfab_integration_test(int_srq_pingpong 120
   ${_vfab_it}/pingpong.sh 18534 ibv_srq_pingpong -d mlx5_0 -g 3)
 vfab_integration_test(int_uc_pingpong 120
   ${_vfab_it}/pingpong.sh 18535 ibv_uc_pingpong -d mlx5_0 -g 3)
+# XRC: an XRC domain, SRQ and XRC_SEND/XRC_RECV QPs; polling and with CQ events.
+vfab_integration_test(int_xsrq_pingpong 120 ${_vfab_it}/xsrq.sh 18536 -n 200)
+vfab_integration_test(int_xsrq_pingpong_events 120 ${_vfab_it}/xsrq.sh 18537 -n 200 -e)
 # UD completions as middleware reads them (wc.sl = RoCE L3 type, the GRH area).
 vfab_integration_test(int_ud_grh 180 ${_vfab_it}/ud_grh.sh)
 vfab_integration_test(int_trace 180 ${_vfab_it}/trace.sh)
@@ -59,6 +62,14 @@ set(_vfab_port 18541)
 foreach(_tool write_bw write_lat send_bw send_lat)
   vfab_integration_test(int_ib_${_tool}_uc 240
     ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -c UC -n 2000)
+  math(EXPR _vfab_port "${_vfab_port} + 1")
+endforeach()
+
+# XRC: the tools that have it.
+set(_vfab_port 18576)
+foreach(_tool write_bw read_lat send_bw send_lat atomic_bw)
+  vfab_integration_test(int_ib_${_tool}_xrc 240
+    ${_vfab_it}/perftest.sh ${_vfab_port} ib_${_tool} -c XRC -n 2000)
   math(EXPR _vfab_port "${_vfab_port} + 1")
 endforeach()
 

@@ -434,6 +434,7 @@ int main(int argc, char **argv)
 	test_comp_channel();
 	test_ud();
 	test_uc();
+	test_xrc();
 	test_cross_process("/proc/self/exe");
 	test_chains("/proc/self/exe");
 	test_port_down();

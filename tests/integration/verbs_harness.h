@@ -91,6 +91,8 @@ void test_mw(void);
 void test_odp(void);
 void test_parent_domain(void);
 void test_uc(void);
+/* XRC domains, SRQs and QPs (verbs_errors_xrc.c). */
+void test_xrc(void);
 void test_cq_overflow(void);
 void test_srq_limit(void);
 /* Starts `self --peer` and moves bytes to it, then kills it. */

@@ -25,6 +25,8 @@ struct valid {
 #define RC IBV_QPT_RC
 #define UC IBV_QPT_UC
 #define UD IBV_QPT_UD
+#define XI IBV_QPT_XRC_SEND
+#define XT IBV_QPT_XRC_RECV
 #define UC_PATH (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE)
 #define RC_PATH                                                                                    \
 	(IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE)
@@ -68,6 +70,32 @@ static const struct valid valid_transitions[] = {
     {UD, IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
     {UD, IBV_QPS_SQD, IBV_QPS_SQD, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
     {UD, IBV_QPS_SQE, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+    {XI, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+    {XI, IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+    {XI, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+     IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+    {XI, IBV_QPS_RTR, IBV_QPS_RTS,
+     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+     IBV_QP_CUR_STATE | UC_PATH},
+    {XI, IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH},
+    {XI, IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+    {XI, IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | UC_PATH},
+    {XI, IBV_QPS_SQD, IBV_QPS_SQD, 0,
+     IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_PKEY_INDEX | UC_PATH},
+    {XT, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0},
+    {XT, IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+    {XT, IBV_QPS_INIT, IBV_QPS_RTR,
+     IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+	 IBV_QP_MIN_RNR_TIMER,
+     IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX},
+    {XT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_TIMEOUT | IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | RC_PATH},
+    {XT, IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH},
+    {XT, IBV_QPS_RTS, IBV_QPS_SQD, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+    {XT, IBV_QPS_SQD, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | RC_PATH},
+    {XT, IBV_QPS_SQD, IBV_QPS_SQD, 0,
+     IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PKEY_INDEX |
+	 RC_PATH},
 };
 
 static const enum ibv_qp_state all_states[] = {
@@ -170,7 +198,7 @@ static bool listed(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_qp_state 
 /* Everything else but "to RESET" and "to ERR" must be refused. */
 static void test_invalid_transitions(void **state)
 {
-	static const enum ibv_qp_type types[] = {RC, UC, UD};
+	static const enum ibv_qp_type types[] = {RC, UC, UD, XI, XT};
 	size_t t, c, n;
 
 	(void)state;
@@ -178,8 +206,8 @@ static void test_invalid_transitions(void **state)
 		for (c = 0; c < 7; c++) {
 			for (n = 0; n < 7; n++) {
 				enum ibv_qp_state cur = all_states[c], next = all_states[n];
-				bool rc_sqe =
-				    types[t] == RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE);
+				bool rc_sqe = types[t] != UC && types[t] != UD &&
+					      (cur == IBV_QPS_SQE || next == IBV_QPS_SQE);
 				bool expect_ok =
 				    listed(types[t], cur, next) ||
 				    (!rc_sqe && (next == IBV_QPS_RESET || next == IBV_QPS_ERR));
@@ -205,8 +233,11 @@ static void test_unsupported_types(void **state)
 {
 	(void)state;
 	assert_int_equal(
-	    vfab_qp_modify_ok(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE),
+	    vfab_qp_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE),
 	    -EOPNOTSUPP);
+	/* XRC's QPs never see SQE, as RC's. */
+	assert_int_equal(
+	    vfab_qp_modify_ok(IBV_QPT_XRC_RECV, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), -EINVAL);
 }
 
 int main(void)

@@ -192,7 +192,8 @@ static void test_report_schema(void **state)
 	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
 	assert_string_equal(reply, "OK");
 	snprintf(line, sizeof(line),
-		 "SEAL qp %d ctx=1 hca=1 qpn=%u type=2 pd=%d scq=%d rcq=%d srq=-1 cookie=2 async=0",
+		 "SEAL qp %d ctx=1 hca=1 qpn=%u type=2 pd=%d scq=%d rcq=%d srq=-1 cookie=2 async=0 "
+		 "xrcd=0",
 		 qp, r->qps[qp].qpn, pd, cq, cq);
 	assert_true(vfab_ctl_request(fd, line, reply, sizeof(reply)) > 0);
 	assert_string_equal(reply, "OK");
