@@ -107,14 +107,16 @@ static uint64_t supported_send_ops(enum ibv_qp_type type)
 
 /*
  * An XRC_RECV QP: a domain and nothing else (no PD, CQ or queue: it delivers
- * to the domain's SRQs, completing into theirs).
+ * to the domain's SRQs, completing into theirs). A PD, CQs or an SRQ passed
+ * along are ignored, as uverbs ignores them (librdmacm passes its own).
  */
 static int check_xrc_recv(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
 {
-	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
+	if (a->comp_mask &
+	    ~(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
 		return EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd ||
-	    a->xrcd->context != &ctx->vctx.context || a->srq ||
+	    a->xrcd->context != &ctx->vctx.context ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags))
 		return EINVAL;
 	return 0;
@@ -301,10 +303,15 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	ib = &qp->vqp.qp;
 	ib->context = &ctx->vctx.context;
 	ib->qp_context = a->qp_context;
-	ib->pd = qp->pd ? a->pd : NULL;
-	ib->send_cq = qp->scq ? a->send_cq : NULL;
-	ib->recv_cq = qp->scq ? a->recv_cq : NULL;
-	ib->srq = a->srq;
+	/*
+	 * As libibverbs fills them for any type: an XRC_RECV QP keeps the PD
+	 * and CQs it was given (librdmacm takes its connection's PD from
+	 * there), though nothing of it uses them.
+	 */
+	ib->pd = (a->comp_mask & IBV_QP_INIT_ATTR_PD) ? a->pd : NULL;
+	ib->send_cq = a->send_cq;
+	ib->recv_cq = a->recv_cq;
+	ib->srq = qp->xrcd ? NULL : a->srq;
 	qp->vqp.xrcd = qp->xrcd ? (struct verbs_xrcd *)&qp->xrcd->vxrcd : NULL;
 	ib->handle = (uint32_t)slot;
 	ib->qp_num = qp->qpn;

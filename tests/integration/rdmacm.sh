@@ -111,6 +111,18 @@ rdma_server)
 	grep -q 'rdma_server: end 0' "$srv" || fail "rdma_server did not end 0"
 	note "rdma_server/rdma_client: end 0"
 	;;
+rdma_xserver)
+	# rdma_xserver/rdma_xclient -c x: XRC through rdma_create_ep (the CM
+	# makes the XRC_RECV QP, the XRC SRQ in librdmacm's domain, and the
+	# client sends naming that SRQ).
+	port=${1:-7189}
+	start_server node1 "$srv" rdma_xserver -c x -p "$port"
+	wait_cm_listen "$port" || { show "$srv"; fail "rdma_xserver did not listen"; }
+	client_then_server 60 rdma_xclient -c x -s "$NODE1_IP" -p "$port"
+	grep -q 'rdma_xclient: end 0' "$cli" || fail "rdma_xclient did not end 0"
+	grep -q 'rdma_xserver: end 0' "$srv" || fail "rdma_xserver did not end 0"
+	note "rdma_xserver/rdma_xclient -c x: end 0"
+	;;
 ib_*)
 	tool=$case_ port=$1
 	shift
