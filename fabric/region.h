@@ -90,6 +90,8 @@
  */
 #define VFAB_CX_MAX_PD (1u << 24)
 #define VFAB_CX_MAX_MR (1u << 24)
+/* Device memory (MEMIC) a ConnectX-6 reports as max_dm_size. */
+#define VFAB_CX_MAX_DM_BYTES (128u << 10)
 #define VFAB_CX_MAX_CQ (1u << 24)
 #define VFAB_CX_MAX_SRQ (1u << 23)
 #define VFAB_CX_MAX_QP (1u << 18)

@@ -110,6 +110,12 @@ struct vabi_mr {
 	int access;
 };
 
+/* rdma-core's struct verbs_dm. */
+struct vabi_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
+};
+
 /* rdma-core's struct verbs_xrcd. */
 struct vabi_xrcd {
 	struct ibv_xrcd xrcd;

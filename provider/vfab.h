@@ -92,6 +92,19 @@ struct vfab_mr {
 	struct vabi_mr vmr;
 	int slot;
 	struct vfab_pd *pd;
+	struct vfab_dm *dm; /* ibv_reg_dm_mr: the device memory it covers */
+};
+
+/*
+ * Device memory (ibv_alloc_dm): a ConnectX's on-chip memory, here memory of
+ * the allocating process that only ibv_memcpy_to_dm/from_dm and MRs
+ * registered on it reach (vfab_dm.c).
+ */
+struct vfab_dm {
+	struct vabi_dm vdm;
+	void *buf;
+	uint64_t length;
+	atomic_int users; /* MRs registered on it */
 };
 
 /* A memory window: a key of the MR table (fabric/region.h vfab_mr_slot, kind). */
@@ -450,6 +463,13 @@ int vfab_dealloc_pd(struct ibv_pd *pd);
 /* ---- vfab_mr.c ---- */
 struct ibv_mr *vfab_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			   int access);
+/*
+ * The registration of a range already known to be mapped as access needs
+ * (vfab_reg_mr checks it first; device memory is the provider's own). A
+ * zero length registers a key that no access passes.
+ */
+struct ibv_mr *vfab_mr_register(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+				int access);
 int vfab_rereg_mr(struct vabi_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		  int access);
 int vfab_dereg_mr(struct vabi_mr *vmr);
@@ -581,6 +601,11 @@ void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+/* ---- vfab_dm.c ---- */
+struct ibv_dm *vfab_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int vfab_free_dm(struct ibv_dm *dm);
+struct ibv_mr *vfab_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset, size_t length,
+			      unsigned int access);
 /* ---- vfab_xrcd.c ---- */
 struct ibv_xrcd *vfab_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
 int vfab_close_xrcd(struct ibv_xrcd *xrcd);

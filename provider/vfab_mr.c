@@ -103,15 +103,24 @@ static void publish(struct vfab_mr_slot *s, const struct vfab_pd *pd, void *addr
 struct ibv_mr *vfab_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 			   int access)
 {
+	int rc = check_range(addr, length, access);
+
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	return vfab_mr_register(ibpd, addr, length, hca_va, access);
+}
+
+struct ibv_mr *vfab_mr_register(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
+				int access)
+{
 	struct vfab_context *ctx = to_vctx(ibpd->context);
 	struct vfab_pd *pd = to_vpd(ibpd);
 	struct vfab_mr *mr;
 	uint32_t key;
 	int rc, slot;
 
-	rc = check_range(addr, length, access);
-	if (rc)
-		goto fail;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
 		rc = -ENOMEM;
@@ -222,6 +231,8 @@ int vfab_dereg_mr(struct vabi_mr *vmr)
 	vfab_ctl_unseal(ctx, VFAB_OBJ_MR, (uint32_t)mr->slot);
 	vfab_mr_free(ctx->r, mr->slot);
 	atomic_fetch_sub(&mr->pd->users, 1);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->users, 1);
 	free(mr);
 	return 0;
 }

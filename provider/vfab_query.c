@@ -84,8 +84,9 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	memset(&full, 0, sizeof(full));
 	fill_device_attr(ctx, &full.orig_attr);
 	/*
-	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); no TSO, RSS,
-	 * tag matching or device memory; the device clock of vfab_util.h.
+	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); its device
+	 * memory (vfab_dm.c); no TSO, RSS or tag matching; the device clock of
+	 * vfab_util.h.
 	 */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
@@ -97,6 +98,7 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	/* XRC receives through SRQs only. */
 	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
 			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	full.max_dm_size = VFAB_CX_MAX_DM_BYTES;
 	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
 	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;
 	full.phys_port_cnt_ex = ctx->hca->nports;
