@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "cm/cm_shim.h"
+#include "provider/vfab_preload.h"
 #include "rdmanl/nl_shim.h"
 
 #include <dlfcn.h>
@@ -68,19 +69,8 @@ __attribute__((constructor)) static void resolve_libc(void)
 
 static void load_cm(void)
 {
-	Dl_info info;
-	char path[4096];
-	const char *slash;
-	void *h;
+	void *h = vfab_preload_sibling(VFAB_CM_LIB);
 
-	if (!dladdr((void *)load_cm, &info) || !info.dli_fname)
-		return;
-	slash = strrchr(info.dli_fname, '/');
-	if (!slash)
-		return;
-	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
-		 VFAB_CM_LIB);
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return;
 	cm.open = (cm_open_fn)dlsym(h, "vfab_cm_file_open");

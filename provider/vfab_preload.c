@@ -7,11 +7,28 @@
  * links neither libibverbs nor the provider: a program that never uses verbs
  * never calls into it.
  */
+#include "provider/vfab_preload.h"
 #include "provider/vfab_device.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+void *vfab_preload_sibling(const char *lib)
+{
+	Dl_info info;
+	char path[4096];
+	const char *slash;
+
+	if (!dladdr((void *)vfab_preload_sibling, &info) || !info.dli_fname)
+		return NULL;
+	slash = strrchr(info.dli_fname, '/');
+	if (!slash)
+		return NULL;
+	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, lib);
+	return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
 
 typedef struct ibv_comp_channel *(*create_fn)(struct ibv_context *ctx);
 typedef int (*destroy_fn)(struct ibv_comp_channel *ch);

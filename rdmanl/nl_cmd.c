@@ -84,19 +84,20 @@ static void dev_info(struct req *q, const struct vfab_nl_dev *d)
 	finish(q);
 }
 
-static int cmd_get(struct req *q)
+/* A dump fills one message per device, a request the device DEV_INDEX names (-EINVAL: none). */
+static int each_or_named(struct req *q, void (*fill)(struct req *, const struct vfab_nl_dev *))
 {
 	const struct vfab_nl_dev *d;
 
 	if (q->dump) {
 		for (int i = 0; i < q->ndevs; i++)
-			dev_info(q, &q->devs[i]);
+			fill(q, &q->devs[i]);
 		return 0;
 	}
 	d = named_dev(q);
 	if (!d)
 		return -EINVAL;
-	dev_info(q, d);
+	fill(q, d);
 	return 0;
 }
 
@@ -160,8 +161,8 @@ static void chardev_reply(struct req *q, unsigned major, unsigned minor, uint64_
 			  const char *name)
 {
 	/* huge_encode_dev, which libibverbs and librdmacm decode. */
-	uint64_t huge = (uint64_t)(minor & 0xff) | (uint64_t)major << 8 |
-			(uint64_t)(minor & ~0xffu) << 12;
+	uint64_t huge =
+	    (uint64_t)(minor & 0xff) | (uint64_t)major << 8 | (uint64_t)(minor & ~0xffu) << 12;
 
 	start(q, RDMA_NLDEV_CMD_GET_CHARDEV);
 	vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_CHARDEV, huge);
@@ -228,22 +229,6 @@ static void res_info(struct req *q, const struct vfab_nl_dev *d)
 	summary_entry(q, "srq", n[VFAB_OBJ_SRQ]);
 	vfab_nl_nest_end(&q->m);
 	finish(q);
-}
-
-static int cmd_res_get(struct req *q)
-{
-	const struct vfab_nl_dev *d;
-
-	if (q->dump) {
-		for (int i = 0; i < q->ndevs; i++)
-			res_info(q, &q->devs[i]);
-		return 0;
-	}
-	d = named_dev(q);
-	if (!d)
-		return -EINVAL;
-	res_info(q, d);
-	return 0;
 }
 
 /* ---- resource lists: entries nested in a table, the table split over messages ---- */
@@ -456,7 +441,7 @@ static int dispatch(struct req *q, unsigned op, int class_fd)
 {
 	switch (op) {
 	case RDMA_NLDEV_CMD_GET:
-		return cmd_get(q);
+		return each_or_named(q, dev_info);
 	case RDMA_NLDEV_CMD_PORT_GET:
 		return cmd_port_get(q);
 	case RDMA_NLDEV_CMD_SYS_GET:
@@ -464,7 +449,7 @@ static int dispatch(struct req *q, unsigned op, int class_fd)
 	case RDMA_NLDEV_CMD_GET_CHARDEV:
 		return q->dump ? -EINVAL : cmd_get_chardev(q);
 	case RDMA_NLDEV_CMD_RES_GET:
-		return cmd_res_get(q);
+		return each_or_named(q, res_info);
 	case RDMA_NLDEV_CMD_RES_QP_GET:
 	case RDMA_NLDEV_CMD_RES_CQ_GET:
 	case RDMA_NLDEV_CMD_RES_MR_GET:

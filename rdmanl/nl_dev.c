@@ -43,6 +43,20 @@ static int read_all(int dir, const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* dir/path as a directory stream; NULL with errno set. */
+static DIR *open_dir(int dir, const char *path)
+{
+	int fd = openat(dir, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
 int vfab_nl_parse_lead_number(const char *s, uint32_t *v)
 {
 	char *end;
@@ -109,20 +123,14 @@ static void read_port(int devfd, uint32_t p, struct vfab_nl_port *port)
 /* device/infiniband_verbs/uverbsN: the name, the device numbers and the ABI. */
 static int read_uverbs(int devfd, struct vfab_nl_dev *d)
 {
-	int fd = openat(devfd, "device/infiniband_verbs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = open_dir(devfd, "device/infiniband_verbs");
 	char path[96], buf[64];
 	struct dirent *de;
-	DIR *dir;
 	int ret = -ENOENT;
 	uint32_t v;
 
-	if (fd < 0)
+	if (!dir)
 		return -errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -ENOMEM;
-	}
 	while ((de = readdir(dir))) {
 		if (strncmp(de->d_name, "uverbs", 6) || strlen(de->d_name) >= sizeof(d->uverbs) ||
 		    vfab_nl_parse_lead_number(de->d_name + 6, &d->index))
@@ -188,18 +196,12 @@ static int by_index(const void *a, const void *b)
 
 int vfab_nl_devs_read(int class_fd, struct vfab_nl_dev *out, int max)
 {
-	int fd = openat(class_fd, "infiniband", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = open_dir(class_fd, "infiniband");
 	struct dirent *de;
-	DIR *dir;
 	int n = 0;
 
-	if (fd < 0)
+	if (!dir)
 		return errno == ENOENT ? 0 : -errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -ENOMEM;
-	}
 	while (n < max && (de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -223,19 +225,14 @@ int vfab_nl_hw_counters_read(int class_fd, const char *dev, uint32_t port,
 	char path[160], buf[64];
 	struct dirent *de;
 	DIR *dir;
-	int fd, n = 0;
+	int n = 0;
 
 	if (snprintf(path, sizeof(path), "infiniband/%s/ports/%u/hw_counters", dev, port) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = openat(class_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	dir = open_dir(class_fd, path);
+	if (!dir)
 		return -errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -ENOMEM;
-	}
 	while (n < max && (de = readdir(dir))) {
 		char *end;
 

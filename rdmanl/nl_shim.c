@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "provider/vfab_preload.h"
 #include "rdmanl/nl_msg.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -70,19 +71,8 @@ static void *next_sym(void **slot, const char *name)
 
 static void load(void)
 {
-	Dl_info info;
-	char path[4096];
-	const char *slash;
-	void *h;
+	void *h = vfab_preload_sibling(VFAB_NL_LIB);
 
-	if (!dladdr((void *)load, &info) || !info.dli_fname)
-		return;
-	slash = strrchr(info.dli_fname, '/');
-	if (!slash)
-		return;
-	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
-		 VFAB_NL_LIB);
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h)
 		answer = (answer_fn)dlsym(h, VFAB_NL_LIB_ANSWER);
 }
