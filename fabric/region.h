@@ -252,6 +252,11 @@ struct vfab_hca {
 	 * table holds every pod's addresses (fabric/topology.c).
 	 */
 	uint32_t shared;
+	/*
+	 * A pod's HCA of a host in exclusive RDMA netns mode (config hosts[]
+	 * rdma_netns: exclusive): what `rdma system` shows in that pod.
+	 */
+	uint32_t netns_exclusive;
 	char name[VFAB_NAME_MAX];
 	uint32_t uverbs_idx; /* N of the node's /dev/infiniband/uverbsN */
 	uint32_t nports;

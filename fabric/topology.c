@@ -293,6 +293,7 @@ static int fill_hca(struct vfab_region *r, const struct vfab_config *cfg, uint32
 	}
 	hca->node = i;
 	hca->shared = shared;
+	hca->netns_exclusive = cn->k8s_host && !cfg->hosts[host].shared;
 	snprintf(hca->name, sizeof(hca->name), "%s", cn->hcas[h].name);
 	hca->uverbs_idx = h;
 	hca->nports = cn->hcas[h].nports;

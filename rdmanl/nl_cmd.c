@@ -2,6 +2,7 @@
 #include "rdmanl/nl_cmd.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/rdma_user_cm.h>
 #include <stdlib.h>
@@ -143,15 +144,30 @@ static int cmd_port_get(struct req *q)
 	return 0;
 }
 
+/* Whether the node is a pod of a host whose RDMA netns mode is exclusive (its HCA says). */
+static bool netns_exclusive(const struct req *q)
+{
+	struct vfab_nl_res res;
+	bool excl = false;
+
+	for (int i = 0; i < q->ndevs && !excl; i++)
+		if (!vfab_nl_res_open(q->devs[i].locator, &res)) {
+			excl = res.r->hcas[res.hca].netns_exclusive != 0;
+			vfab_nl_res_close(&res);
+		}
+	return excl;
+}
+
 /*
- * Shared: the kernel's default, under which a host's devices are seen from
- * every namespace. Copy on fork: pages registered for RDMA stay the
+ * Shared, the kernel's default (a host's devices seen from every
+ * namespace), unless the node is a pod of a host that the config puts in
+ * exclusive mode. Copy on fork: pages registered for RDMA stay the
  * parent's after fork (vfab pins nothing; the kernel has done so since 5.13).
  */
 static int cmd_sys_get(struct req *q)
 {
 	start(q, RDMA_NLDEV_CMD_SYS_GET);
-	vfab_nl_put_u8(&q->m, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1);
+	vfab_nl_put_u8(&q->m, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, !netns_exclusive(q));
 	vfab_nl_put_u8(&q->m, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1);
 	finish(q);
 	return 0;

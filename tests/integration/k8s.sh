@@ -142,6 +142,8 @@ for pod in pod-a:198.18.10.11 pod-b:198.18.10.12 pod-c:198.18.11.13 pod-d:198.18
 		{ show "$VFAB_TMP/sgx"; fail "${pod%%:*}: index 3 is not its own ${pod#*:}"; }
 done
 pingpong_ok excl pod-c 3 pod-a 3 18965
+vx pod-a rdma system >"$VFAB_TMP/sysx" 2>&1 || { show "$VFAB_TMP/sysx"; fail "rdma system in pod-a"; }
+grep -q '^netns exclusive ' "$VFAB_TMP/sysx" || { show "$VFAB_TMP/sysx"; fail "pod-a: rdma system does not say netns exclusive"; }
 "$VFAB" --fabric "$FX" down >/dev/null || fail "vfab down ($FX)"
 
 # --- (v) RoCE over a VLAN ----------------------------------------------------------

@@ -48,6 +48,7 @@ for e in 3:198.18.10.11 7:198.18.10.12 11:198.18.10.13; do
 		fail "pod-a: index ${e%%:*} is not ${e#*:} (v2, net1)"
 done
 cmp -s "$VFAB_TMP/sga" <(vx pod-c show_gids) || fail "pod-a and pod-c do not see one table"
+vx pod-a rdma system 2>&1 | grep -q '^netns shared ' || fail "pod-a: rdma system does not say netns shared"
 vx pod-d show_gids >"$VFAB_TMP/sgd"
 [ "$(tail -1 "$VFAB_TMP/sgd")" = n_gids_found=10 ] || { show "$VFAB_TMP/sgd"; fail "pod-d: not 10 GIDs (2 pods)"; }
 # pod-b's net1 link-local address (its macvlan's MAC) is the pair after its IPv4 one.
