@@ -435,6 +435,7 @@ int main(int argc, char **argv)
 	test_ud();
 	test_uc();
 	test_xrc();
+	test_dm();
 	test_cross_process("/proc/self/exe");
 	test_chains("/proc/self/exe");
 	test_port_down();

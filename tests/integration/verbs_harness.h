@@ -93,6 +93,8 @@ void test_parent_domain(void);
 void test_uc(void);
 /* XRC domains, SRQs and QPs (verbs_errors_xrc.c). */
 void test_xrc(void);
+/* Device memory (verbs_errors_dm.c). */
+void test_dm(void);
 void test_cq_overflow(void);
 void test_srq_limit(void);
 /* Starts `self --peer` and moves bytes to it, then kills it. */
