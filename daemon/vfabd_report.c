@@ -221,8 +221,7 @@ static const char *qp_waits(const struct vfabd *d, const struct vfab_qp_slot *q,
 		return "not connected yet";
 	if (!port_up(d, q->hca, q->port))
 		return "its port is down";
-	if (k->qp_type != IBV_QPT_RC && k->qp_type != IBV_QPT_UC &&
-	    k->qp_type != VFAB_QPT_XRC_SEND)
+	if (k->qp_type != IBV_QPT_RC && k->qp_type != IBV_QPT_UC && k->qp_type != VFAB_QPT_XRC_SEND)
 		return "";
 	if (st == IBV_QPS_RTR)
 		return "receives only (RTR)";

@@ -252,6 +252,8 @@ static void res_info(struct req *q, const struct vfab_nl_dev *d)
 struct table {
 	unsigned op;
 	uint16_t table, entry;
+	enum vfab_obj kind;
+	void (*put)(struct req *q, const union vfab_nl_entry *e);
 };
 
 static void table_open(struct req *q, const struct vfab_nl_dev *d, const struct table *t)
@@ -279,9 +281,10 @@ static void table_room(struct req *q, const struct vfab_nl_dev *d, const struct 
 	table_open(q, d, t);
 }
 
-static void qp_entry(struct req *q, const struct vfab_nl_qp *e)
+static void qp_entry(struct req *q, const union vfab_nl_entry *u)
 {
-	vfab_nl_nest_start(&q->m, RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+	const struct vfab_nl_qp *e = &u->qp;
+
 	if (e->port)
 		vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_PORT_INDEX, e->port);
 	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_LQPN, e->qpn);
@@ -296,119 +299,103 @@ static void qp_entry(struct req *q, const struct vfab_nl_qp *e)
 	vfab_nl_put_u8(&q->m, RDMA_NLDEV_ATTR_RES_STATE, (uint8_t)e->state);
 	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, e->pid);
 	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, e->pdn);
-	vfab_nl_nest_end(&q->m);
+}
+
+static void cq_entry(struct req *q, const union vfab_nl_entry *u)
+{
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_CQE, u->cq.cqe);
+	vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_USECNT, u->cq.users);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_CQN, u->cq.cqn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, u->cq.pid);
 }
 
 /* Keys and addresses go only to CAP_NET_ADMIN, as nldev.c gives them; root here. */
-static int net_admin(void)
+static void mr_entry(struct req *q, const union vfab_nl_entry *u)
 {
-	return geteuid() == 0;
+	if (geteuid() == 0) {
+		vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_RKEY, u->mr.key);
+		vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_LKEY, u->mr.key);
+		vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_IOVA, u->mr.iova);
+	}
+	vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_MRLEN, u->mr.length);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_MRN, u->mr.mrn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, u->mr.pdn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, u->mr.pid);
 }
 
-static void list_dev(struct req *q, const struct vfab_nl_dev *d, unsigned op, uint32_t port)
+static void pd_entry(struct req *q, const union vfab_nl_entry *u)
 {
-	static const struct table tables[] = {
-	    {RDMA_NLDEV_CMD_RES_QP_GET, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY},
-	    {RDMA_NLDEV_CMD_RES_CQ_GET, RDMA_NLDEV_ATTR_RES_CQ, RDMA_NLDEV_ATTR_RES_CQ_ENTRY},
-	    {RDMA_NLDEV_CMD_RES_MR_GET, RDMA_NLDEV_ATTR_RES_MR, RDMA_NLDEV_ATTR_RES_MR_ENTRY},
-	    {RDMA_NLDEV_CMD_RES_PD_GET, RDMA_NLDEV_ATTR_RES_PD, RDMA_NLDEV_ATTR_RES_PD_ENTRY},
-	    {RDMA_NLDEV_CMD_RES_SRQ_GET, RDMA_NLDEV_ATTR_RES_SRQ, RDMA_NLDEV_ATTR_RES_SRQ_ENTRY},
-	};
-	const struct table *t = NULL;
+	vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_USECNT, u->pd.users);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, u->pd.pdn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, u->pd.pid);
+}
+
+static void srq_entry(struct req *q, const union vfab_nl_entry *u)
+{
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_SRQN, u->srq.srqn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, u->srq.pdn);
+	vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, u->srq.pid);
+}
+
+/* Each list: its command, table and entry attributes, objects and entry's attributes. */
+static const struct table tables[] = {
+    {RDMA_NLDEV_CMD_RES_QP_GET, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, VFAB_OBJ_QP,
+     qp_entry},
+    {RDMA_NLDEV_CMD_RES_CQ_GET, RDMA_NLDEV_ATTR_RES_CQ, RDMA_NLDEV_ATTR_RES_CQ_ENTRY, VFAB_OBJ_CQ,
+     cq_entry},
+    {RDMA_NLDEV_CMD_RES_MR_GET, RDMA_NLDEV_ATTR_RES_MR, RDMA_NLDEV_ATTR_RES_MR_ENTRY, VFAB_OBJ_MR,
+     mr_entry},
+    {RDMA_NLDEV_CMD_RES_PD_GET, RDMA_NLDEV_ATTR_RES_PD, RDMA_NLDEV_ATTR_RES_PD_ENTRY, VFAB_OBJ_PD,
+     pd_entry},
+    {RDMA_NLDEV_CMD_RES_SRQ_GET, RDMA_NLDEV_ATTR_RES_SRQ, RDMA_NLDEV_ATTR_RES_SRQ_ENTRY,
+     VFAB_OBJ_SRQ, srq_entry},
+};
+
+/* Device d's objects of list t; a port given keeps only QPs on that port, as nldev.c does. */
+static void list_dev(struct req *q, const struct vfab_nl_dev *d, const struct table *t,
+		     uint32_t port)
+{
+	union vfab_nl_entry e;
 	struct vfab_nl_res res;
 	uint32_t cur = 0;
 
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
-		if (tables[i].op == op)
-			t = &tables[i];
 	table_open(q, d, t);
-	if (vfab_nl_res_open(d->locator, &res)) {
-		table_close(q);
-		return;
-	}
-	if (op == RDMA_NLDEV_CMD_RES_QP_GET) {
-		struct vfab_nl_qp e;
-
-		while (!vfab_nl_res_next_qp(&res, &cur, &e)) {
-			if (port && e.port != port)
+	if (!vfab_nl_res_open(d->locator, &res)) {
+		while (!vfab_nl_res_next(&res, t->kind, &cur, &e)) {
+			if (t->kind == VFAB_OBJ_QP && port && e.qp.port != port)
 				continue;
 			table_room(q, d, t);
-			qp_entry(q, &e);
-		}
-	} else if (op == RDMA_NLDEV_CMD_RES_CQ_GET) {
-		struct vfab_nl_cq e;
-
-		while (!vfab_nl_res_next_cq(&res, &cur, &e)) {
-			table_room(q, d, t);
 			vfab_nl_nest_start(&q->m, t->entry);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_CQE, e.cqe);
-			vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_USECNT, e.users);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_CQN, e.cqn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, e.pid);
+			t->put(q, &e);
 			vfab_nl_nest_end(&q->m);
 		}
-	} else if (op == RDMA_NLDEV_CMD_RES_MR_GET) {
-		struct vfab_nl_mr e;
-
-		while (!vfab_nl_res_next_mr(&res, &cur, &e)) {
-			table_room(q, d, t);
-			vfab_nl_nest_start(&q->m, t->entry);
-			if (net_admin()) {
-				vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_RKEY, e.key);
-				vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_LKEY, e.key);
-				vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_IOVA, e.iova);
-			}
-			vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_MRLEN, e.length);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_MRN, e.mrn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, e.pdn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, e.pid);
-			vfab_nl_nest_end(&q->m);
-		}
-	} else if (op == RDMA_NLDEV_CMD_RES_PD_GET) {
-		struct vfab_nl_pd e;
-
-		while (!vfab_nl_res_next_pd(&res, &cur, &e)) {
-			table_room(q, d, t);
-			vfab_nl_nest_start(&q->m, t->entry);
-			vfab_nl_put_u64(&q->m, RDMA_NLDEV_ATTR_RES_USECNT, e.users);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, e.pdn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, e.pid);
-			vfab_nl_nest_end(&q->m);
-		}
-	} else {
-		struct vfab_nl_srq e;
-
-		while (!vfab_nl_res_next_srq(&res, &cur, &e)) {
-			table_room(q, d, t);
-			vfab_nl_nest_start(&q->m, t->entry);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_SRQN, e.srqn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PDN, e.pdn);
-			vfab_nl_put_u32(&q->m, RDMA_NLDEV_ATTR_RES_PID, e.pid);
-			vfab_nl_nest_end(&q->m);
-		}
+		vfab_nl_res_close(&res);
 	}
-	vfab_nl_res_close(&res);
 	table_close(q);
 }
 
 /* The lists are dumps only; DEV_INDEX picks a device (else all), PORT_INDEX a port's QPs. */
 static int cmd_res_list(struct req *q, unsigned op)
 {
+	const struct table *t = NULL;
 	const struct vfab_nl_dev *d;
 	uint32_t port = 0;
 
-	if (!q->dump)
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (tables[i].op == op)
+			t = &tables[i];
+	if (!q->dump || !t)
 		return -EINVAL;
 	vfab_nl_get_u32(&q->a, RDMA_NLDEV_ATTR_PORT_INDEX, &port);
 	if (q->a.tb[RDMA_NLDEV_ATTR_DEV_INDEX]) {
 		d = named_dev(q);
 		if (!d)
 			return -EINVAL;
-		list_dev(q, d, op, port);
+		list_dev(q, d, t, port);
 		return 0;
 	}
 	for (int i = 0; i < q->ndevs; i++)
-		list_dev(q, &q->devs[i], op, port);
+		list_dev(q, &q->devs[i], t, port);
 	return 0;
 }
 
@@ -496,7 +483,12 @@ static void answer_one(struct req *q, int class_fd)
 	if (RDMA_NL_GET_CLIENT(type) != RDMA_NL_NLDEV || vfab_nl_parse(q->h, &q->a)) {
 		ret = -EINVAL;
 	} else {
-		q->ndevs = vfab_nl_devs_read(class_fd, q->devs, VFAB_NL_MAX_DEVS);
+		uint32_t only = VFAB_NL_ANY_DEV;
+
+		/* A request naming a device is answered from that device alone. */
+		if (!q->dump)
+			vfab_nl_get_u32(&q->a, RDMA_NLDEV_ATTR_DEV_INDEX, &only);
+		q->ndevs = vfab_nl_devs_read(class_fd, only, q->devs, VFAB_NL_MAX_DEVS);
 		if (q->ndevs < 0)
 			q->ndevs = 0;
 		ret = dispatch(q, RDMA_NL_GET_OP(type), class_fd);

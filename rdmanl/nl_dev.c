@@ -10,24 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* dir/path's first line (without its newline) into buf; 0 or -errno. */
-static int read_line(int dir, const char *path, char *buf, size_t len)
-{
-	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-/* Reads the whole file (the locator has several lines). */
+/* dir/path's text (at most len - 1 bytes) into buf; 0 or -errno. */
 static int read_all(int dir, const char *path, char *buf, size_t len)
 {
 	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
@@ -41,6 +24,16 @@ static int read_all(int dir, const char *path, char *buf, size_t len)
 	close(fd);
 	buf[got] = '\0';
 	return 0;
+}
+
+/* Its first line, without the newline. */
+static int read_line(int dir, const char *path, char *buf, size_t len)
+{
+	int ret = read_all(dir, path, buf, len);
+
+	if (!ret)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ret;
 }
 
 /* dir/path as a directory stream; NULL with errno set. */
@@ -149,7 +142,7 @@ static int read_uverbs(int devfd, struct vfab_nl_dev *d)
 	return ret;
 }
 
-static int read_dev(int classfd, const char *name, struct vfab_nl_dev *d)
+static int read_dev(int classfd, const char *name, uint32_t only, struct vfab_nl_dev *d)
 {
 	char path[128], buf[64];
 	int devfd, ret;
@@ -164,6 +157,9 @@ static int read_dev(int classfd, const char *name, struct vfab_nl_dev *d)
 		return -errno;
 	memcpy(d->name, name, strlen(name) + 1);
 	ret = read_uverbs(devfd, d);
+	/* Not the device asked for: its uverbs entry says so, the rest is not read. */
+	if (!ret && only != VFAB_NL_ANY_DEV && d->index != only)
+		ret = -ENOENT;
 	if (!ret)
 		ret = read_line(devfd, "node_guid", buf, sizeof(buf));
 	if (!ret)
@@ -194,7 +190,7 @@ static int by_index(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int vfab_nl_devs_read(int class_fd, struct vfab_nl_dev *out, int max)
+int vfab_nl_devs_read(int class_fd, uint32_t only, struct vfab_nl_dev *out, int max)
 {
 	DIR *dir = open_dir(class_fd, "infiniband");
 	struct dirent *de;
@@ -205,7 +201,7 @@ int vfab_nl_devs_read(int class_fd, struct vfab_nl_dev *out, int max)
 	while (n < max && (de = readdir(dir))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (!read_dev(class_fd, de->d_name, &out[n]))
+		if (!read_dev(class_fd, de->d_name, only, &out[n]))
 			n++;
 	}
 	closedir(dir);

@@ -42,10 +42,13 @@ struct vfab_nl_dev {
 
 /*
  * Reads the devices below class_fd (a descriptor of .../class), sorted by
- * index. Returns how many (at most max), or -errno when the directory
- * cannot be read. A device whose files do not parse is left out.
+ * index; only the one of index `only` unless it is VFAB_NL_ANY_DEV (a
+ * request about one device reads no other). Returns how many (at most
+ * max), or -errno when the directory cannot be read. A device whose files
+ * do not parse is left out.
  */
-int vfab_nl_devs_read(int class_fd, struct vfab_nl_dev *out, int max);
+#define VFAB_NL_ANY_DEV UINT32_MAX
+int vfab_nl_devs_read(int class_fd, uint32_t only, struct vfab_nl_dev *out, int max);
 
 /* A port's hardware counter (ports/N/hw_counters/NAME), as `rdma statistic` shows it. */
 struct vfab_nl_counter {

@@ -69,22 +69,32 @@ void vfab_nl_res_close(struct vfab_nl_res *res)
 /* A sealed slot of this HCA (the records' common head: state, then hca further on). */
 #define SEALED_HERE(res, s) (vfab_ktab_used(&(s)->state) && (s)->hca == (res)->hca)
 
-void vfab_nl_res_count(const struct vfab_nl_res *res, uint64_t count[VFAB_OBJ_KINDS])
+/* Whether slot i of kind is one of this HCA's objects (an MR: a registration, not a window). */
+static bool here(const struct vfab_nl_res *res, enum vfab_obj kind, uint32_t i)
 {
 	const struct vfab_ktab *k = res->k;
 
-	memset(count, 0, sizeof(uint64_t) * VFAB_OBJ_KINDS);
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_PD); i++)
-		count[VFAB_OBJ_PD] += SEALED_HERE(res, &k->pds[i]);
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_MR); i++)
-		count[VFAB_OBJ_MR] +=
-		    SEALED_HERE(res, &k->mrs[i]) && k->mrs[i].kind == VFAB_MKEY_MR;
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_CQ); i++)
-		count[VFAB_OBJ_CQ] += SEALED_HERE(res, &k->cqs[i]);
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_SRQ); i++)
-		count[VFAB_OBJ_SRQ] += SEALED_HERE(res, &k->srqs[i]);
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_QP); i++)
-		count[VFAB_OBJ_QP] += SEALED_HERE(res, &k->qps[i]);
+	switch (kind) {
+	case VFAB_OBJ_PD:
+		return SEALED_HERE(res, &k->pds[i]);
+	case VFAB_OBJ_MR:
+		return SEALED_HERE(res, &k->mrs[i]) && k->mrs[i].kind == VFAB_MKEY_MR;
+	case VFAB_OBJ_CQ:
+		return SEALED_HERE(res, &k->cqs[i]);
+	case VFAB_OBJ_SRQ:
+		return SEALED_HERE(res, &k->srqs[i]);
+	default:
+		return SEALED_HERE(res, &k->qps[i]);
+	}
+}
+
+void vfab_nl_res_count(const struct vfab_nl_res *res, uint64_t count[VFAB_OBJ_KINDS])
+{
+	for (int kind = 0; kind < VFAB_OBJ_KINDS; kind++) {
+		count[kind] = 0;
+		for (uint32_t i = 0; i < vfab_ktab_top(res->k, (enum vfab_obj)kind); i++)
+			count[kind] += here(res, (enum vfab_obj)kind, i);
+	}
 }
 
 /*
@@ -102,34 +112,24 @@ static uint32_t peer_epsn(const struct vfab_nl_res *res, uint32_t dest_qpn)
 	return atomic_load_explicit(&res->r->qps[i].epsn, memory_order_relaxed) & 0xffffff;
 }
 
-int vfab_nl_res_next_qp(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_qp *one)
+static void fill_qp(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_qp *one)
 {
-	const struct vfab_ktab *k = res->k;
+	const struct vfab_qp_slot *s = &res->k->qps[i], *live = &res->r->qps[i];
 
-	for (uint32_t i = *cursor; i < vfab_ktab_top(k, VFAB_OBJ_QP); i++) {
-		const struct vfab_qp_slot *s = &k->qps[i], *live = &res->r->qps[i];
-
-		if (!SEALED_HERE(res, s) || live->qpn != s->qpn)
-			continue;
-		memset(one, 0, sizeof(*one));
-		one->qpn = s->qpn;
-		one->pdn = s->pd;
-		one->type = s->qp_type;
-		one->pid = (uint32_t)s->owner.pid;
-		one->state = atomic_load_explicit(&live->qp_state, memory_order_relaxed);
-		/* The port is the QP's from INIT on; a forged one names none. */
-		one->port = one->state && live->port <= VFAB_MAX_PORTS ? live->port : 0;
-		one->connected = s->qp_type == 2 /* RC */ || s->qp_type == 3 /* UC */;
-		if (one->connected && one->state >= 2 /* RTR */) {
-			one->rqpn = live->dest_qpn & 0xffffff;
-			one->rq_psn =
-			    atomic_load_explicit(&live->epsn, memory_order_relaxed) & 0xffffff;
-			one->sq_psn = peer_epsn(res, one->rqpn);
-		}
-		*cursor = i + 1;
-		return 0;
+	memset(one, 0, sizeof(*one));
+	one->qpn = s->qpn;
+	one->pdn = s->pd;
+	one->type = s->qp_type;
+	one->pid = (uint32_t)s->owner.pid;
+	one->state = atomic_load_explicit(&live->qp_state, memory_order_relaxed);
+	/* The port is the QP's from INIT on; a forged one names none. */
+	one->port = one->state && live->port <= VFAB_MAX_PORTS ? live->port : 0;
+	one->connected = s->qp_type == 2 /* RC */ || s->qp_type == 3 /* UC */;
+	if (one->connected && one->state >= 2 /* RTR */) {
+		one->rqpn = live->dest_qpn & 0xffffff;
+		one->rq_psn = atomic_load_explicit(&live->epsn, memory_order_relaxed) & 0xffffff;
+		one->sq_psn = peer_epsn(res, one->rqpn);
 	}
-	return -ENOENT;
 }
 
 /* QPs of this HCA that complete into CQ slot cq (either queue), or were made with PD slot pd. */
@@ -151,88 +151,81 @@ static uint64_t qp_users(const struct vfab_nl_res *res, int cq, int pd)
 	return n;
 }
 
-int vfab_nl_res_next_cq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_cq *one)
+static void fill_cq(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_cq *one)
 {
-	const struct vfab_ktab *k = res->k;
+	/*
+	 * Its size is the region's (resizes move it; vfabd does not record
+	 * it): what ibv_create_cq reported, one short of the ring.
+	 */
+	uint32_t cap = res->r->cqs[i].cap;
 
-	for (uint32_t i = *cursor; i < vfab_ktab_top(k, VFAB_OBJ_CQ); i++) {
-		const struct vfab_cq_slot *s = &k->cqs[i];
-		uint32_t cap;
-
-		if (!SEALED_HERE(res, s))
-			continue;
-		one->cqn = i;
-		/*
-		 * Its size is the region's (resizes move it; vfabd does not
-		 * record it): what ibv_create_cq reported, one short of the ring.
-		 */
-		cap = res->r->cqs[i].cap;
-		one->cqe = cap && !(cap & (cap - 1)) ? cap - 1 : 0;
-		one->pid = (uint32_t)s->owner.pid;
-		one->users = qp_users(res, (int)i, -1);
-		*cursor = i + 1;
-		return 0;
-	}
-	return -ENOENT;
+	one->cqn = i;
+	one->cqe = cap && !(cap & (cap - 1)) ? cap - 1 : 0;
+	one->pid = (uint32_t)res->k->cqs[i].owner.pid;
+	one->users = qp_users(res, (int)i, -1);
 }
 
-int vfab_nl_res_next_mr(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_mr *one)
+static void fill_mr(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_mr *one)
 {
-	const struct vfab_ktab *k = res->k;
+	const struct vfab_mr_slot *s = &res->k->mrs[i];
 
-	for (uint32_t i = *cursor; i < vfab_ktab_top(k, VFAB_OBJ_MR); i++) {
-		const struct vfab_mr_slot *s = &k->mrs[i];
-
-		if (!SEALED_HERE(res, s) || s->kind != VFAB_MKEY_MR)
-			continue;
-		one->mrn = i;
-		one->key = s->key;
-		one->pdn = s->pd;
-		one->pid = (uint32_t)s->owner.pid;
-		one->length = s->length;
-		one->iova = s->iova;
-		*cursor = i + 1;
-		return 0;
-	}
-	return -ENOENT;
+	one->mrn = i;
+	one->key = s->key;
+	one->pdn = s->pd;
+	one->pid = (uint32_t)s->owner.pid;
+	one->length = s->length;
+	one->iova = s->iova;
 }
 
-int vfab_nl_res_next_pd(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_pd *one)
+/* A PD's users: the QPs, MRs and SRQs made with it. */
+static void fill_pd(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_pd *one)
 {
 	const struct vfab_ktab *k = res->k;
+	uint64_t users = qp_users(res, -1, (int)i);
 
-	for (uint32_t i = *cursor; i < vfab_ktab_top(k, VFAB_OBJ_PD); i++) {
-		const struct vfab_pd_slot *s = &k->pds[i];
-		uint64_t users;
-
-		if (!SEALED_HERE(res, s))
-			continue;
-		users = qp_users(res, -1, (int)i);
-		for (uint32_t m = 0; m < vfab_ktab_top(k, VFAB_OBJ_MR); m++)
-			users += vfab_ktab_used(&k->mrs[m].state) && k->mrs[m].pd == i;
-		for (uint32_t q = 0; q < vfab_ktab_top(k, VFAB_OBJ_SRQ); q++)
-			users += vfab_ktab_used(&k->srqs[q].state) && k->srqs[q].pd == i;
-		one->pdn = i;
-		one->pid = (uint32_t)s->owner.pid;
-		one->users = users;
-		*cursor = i + 1;
-		return 0;
-	}
-	return -ENOENT;
+	for (uint32_t m = 0; m < vfab_ktab_top(k, VFAB_OBJ_MR); m++)
+		users += vfab_ktab_used(&k->mrs[m].state) && k->mrs[m].pd == i;
+	for (uint32_t q = 0; q < vfab_ktab_top(k, VFAB_OBJ_SRQ); q++)
+		users += vfab_ktab_used(&k->srqs[q].state) && k->srqs[q].pd == i;
+	one->pdn = i;
+	one->pid = (uint32_t)k->pds[i].owner.pid;
+	one->users = users;
 }
 
-int vfab_nl_res_next_srq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_srq *one)
+static void fill_srq(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_srq *one)
 {
-	const struct vfab_ktab *k = res->k;
+	const struct vfab_srq_slot *s = &res->k->srqs[i];
 
-	for (uint32_t i = *cursor; i < vfab_ktab_top(k, VFAB_OBJ_SRQ); i++) {
-		const struct vfab_srq_slot *s = &k->srqs[i];
+	one->srqn = i;
+	one->pdn = s->pd;
+	one->pid = (uint32_t)s->owner.pid;
+}
 
-		if (!SEALED_HERE(res, s))
+int vfab_nl_res_next(const struct vfab_nl_res *res, enum vfab_obj kind, uint32_t *cursor,
+		     union vfab_nl_entry *one)
+{
+	for (uint32_t i = *cursor; i < vfab_ktab_top(res->k, kind); i++) {
+		/* A QP's live slot must still be the sealed one (a new QP changes the QPN). */
+		if (!here(res, kind, i) ||
+		    (kind == VFAB_OBJ_QP && res->r->qps[i].qpn != res->k->qps[i].qpn))
 			continue;
-		one->srqn = i;
-		one->pdn = s->pd;
-		one->pid = (uint32_t)s->owner.pid;
+		switch (kind) {
+		case VFAB_OBJ_PD:
+			fill_pd(res, i, &one->pd);
+			break;
+		case VFAB_OBJ_MR:
+			fill_mr(res, i, &one->mr);
+			break;
+		case VFAB_OBJ_CQ:
+			fill_cq(res, i, &one->cq);
+			break;
+		case VFAB_OBJ_SRQ:
+			fill_srq(res, i, &one->srq);
+			break;
+		default:
+			fill_qp(res, i, &one->qp);
+			break;
+		}
 		*cursor = i + 1;
 		return 0;
 	}

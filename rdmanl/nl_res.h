@@ -52,14 +52,21 @@ struct vfab_nl_srq {
 	uint32_t srqn, pdn, pid, cqn;
 };
 
+/* One object of any kind (the kind says which member). */
+union vfab_nl_entry {
+	struct vfab_nl_qp qp;
+	struct vfab_nl_cq cq;
+	struct vfab_nl_mr mr;
+	struct vfab_nl_pd pd;
+	struct vfab_nl_srq srq;
+};
+
 /*
- * The HCA's objects of one kind, from slot `*cursor` on: fills `one` and
- * advances *cursor past it; 0, or -ENOENT when there are no more.
+ * The HCA's next object of `kind` (MRs: registrations, not windows) from
+ * slot *cursor on: fills the kind's member of `one` and advances *cursor
+ * past it; 0, or -ENOENT when there are no more.
  */
-int vfab_nl_res_next_qp(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_qp *one);
-int vfab_nl_res_next_cq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_cq *one);
-int vfab_nl_res_next_mr(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_mr *one);
-int vfab_nl_res_next_pd(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_pd *one);
-int vfab_nl_res_next_srq(const struct vfab_nl_res *res, uint32_t *cursor, struct vfab_nl_srq *one);
+int vfab_nl_res_next(const struct vfab_nl_res *res, enum vfab_obj kind, uint32_t *cursor,
+		     union vfab_nl_entry *one);
 
 #endif /* VFAB_NL_RES_H */

@@ -209,7 +209,7 @@ static void test_devs_sorted_by_index(void **state)
 	int fd = class_fd(), n;
 
 	(void)state;
-	n = vfab_nl_devs_read(fd, d, 4);
+	n = vfab_nl_devs_read(fd, VFAB_NL_ANY_DEV, d, 4);
 	close(fd);
 	assert_int_equal(n, 2);
 	assert_string_equal(d[0].name, "mlx5_0");
