@@ -21,6 +21,24 @@ fmt()
 	calc "$1" "${2:-2}"
 }
 
+# duration_gbps CLIENT_LOG SECS: the rate of an ib_write_bw -D SECS run from
+# the messages it counted complete in its timed window: #iterations x #bytes
+# x 8 / window. The window is SECS less perftest's default margin (SECS / 4
+# whole seconds) at each end, timed by its alarm. perftest's own figure
+# converts cycles to time with a CPU frequency it calibrates after the run,
+# when its loop has stopped with up to tx_depth WRs still in flight; on a
+# node of one CPU vfab's progress thread is then still copying those, and
+# the calibration comes out wrong (2-33 % high here) or fails ("Correlation
+# coefficient r^2 < 0.9", every rate printed as 0.00).
+duration_gbps()
+{
+	local n bytes window=$(($2 - 2 * ($2 / 4)))
+	n=$(perftest_value "$1" '#iterations' 2)
+	bytes=$(perftest_value "$1" '#iterations' 1)
+	is_num "${n:-x}" && is_num "${bytes:-x}" || return 0
+	calc "$n * $bytes * 8 / ($window * 1e9)" 2
+}
+
 # row CHECK CONFIGURED MEASURED RATIO MARGIN VERDICT: one line of the table.
 row()
 {
