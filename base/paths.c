@@ -99,6 +99,16 @@ int vfab_fifo_dir(char *buf, size_t len, const char *rundir)
 	return vfab_pathf(buf, len, "%s/fifo", rundir);
 }
 
+int vfab_capture_dir(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/capture", rundir);
+}
+
+int vfab_capture_sock(char *buf, size_t len, const char *rundir, unsigned int slot)
+{
+	return vfab_pathf(buf, len, "%s/capture/%u.sock", rundir, slot);
+}
+
 int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, const char *node)
 {
 	if (node)

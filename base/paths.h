@@ -95,6 +95,13 @@ int vfab_cgroup_dir(char *buf, size_t len, const char *top, const char *fabric, 
 /* The completion-channel and async-event FIFOs: <rundir>/fifo. */
 int vfab_fifo_dir(char *buf, size_t len, const char *rundir);
 
+/*
+ * Packet capture sockets (fabric/capture.h): <rundir>/capture, and in it
+ * <slot>.sock, bound by the capturing tool (root) for captures[slot].
+ */
+int vfab_capture_dir(char *buf, size_t len, const char *rundir);
+int vfab_capture_sock(char *buf, size_t len, const char *rundir, unsigned int slot);
+
 /* The RDMA CM's listener directory (service -> CM QP of its process): <rundir>/cm. */
 int vfab_cm_dir(char *buf, size_t len, const char *rundir);
 

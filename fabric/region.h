@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "base/paths.h"
+#include "fabric/capture.h"
 #include "fabric/cpuset.h"
 
 #define VFAB_REGION_MAGIC 0x7666616272656731ull /* "vfabreg1" */
@@ -34,8 +35,9 @@
  * 11 completion timestamps; 12 multicast attachments (mcast[], fabric/mcast.h);
  * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
  * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn);
- * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h). */
-#define VFAB_REGION_VERSION 16
+ * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h);
+ * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h). */
+#define VFAB_REGION_VERSION 17
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -607,6 +609,12 @@ struct vfab_region {
 	 * on every post, written only by vfabd.
 	 */
 	_Alignas(64) _Atomic uint32_t link_gen;
+	/*
+	 * Captures running (vfab capture): requesters look at captures[]
+	 * only when this is not 0. Beside link_gen: no line of its own to miss.
+	 */
+	_Atomic uint32_t captures_on;
+	struct vfab_capture captures[VFAB_CAPTURES];
 
 	/*
 	 * The object tables: everything above is reserved when the region is

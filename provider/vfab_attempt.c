@@ -8,6 +8,7 @@
  * queue (vfab_sq.c). Nothing here completes a WR: the stage it leaves the WR
  * in (and returns) says what the send queue and the completer do with it.
  */
+#include "provider/vfab_capture.h"
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_mr_check.h"
@@ -153,16 +154,22 @@ static __attribute__((cold)) enum vfab_stage no_answer(struct vfab_qp *qp, struc
  * timer runs, unless a WR posted later draws the NAK (vfab_sq_nak_lost).
  */
 static __attribute__((cold)) enum vfab_stage lost(struct vfab_qp *qp, struct vfab_swqe *w,
-						  uint64_t now, const struct fabric_booking *b)
+						  uint64_t now, const struct fabric_booking *b,
+						  const struct iovec *iov, unsigned int n,
+						  uint64_t len)
 {
 	struct vfab_region *r = qp->ctx->r;
 	uint32_t k;
 
 	if (is_uc(qp)) {
+		if (vfab_cap_on(r))
+			vfab_cap_rc(qp, w, len, VFAB_CAP_LOST, 0, 0, 0, iov, n);
 		w->ack_ns = 0;
 		return uc_sent(qp, w, now);
 	}
 	k = fabric_lost_packet(&qp->req.rng, w->npkts);
+	if (vfab_cap_on(r))
+		vfab_cap_rc(qp, w, len, VFAB_CAP_LOST, 0, 0, k, iov, n);
 	qp->req.psn = w->psn;
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	if (k + 1 < w->npkts) {
@@ -222,6 +229,15 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);
+	if (vfab_cap_on(ctx->r)) {
+		uint8_t result, syndrome;
+
+		vfab_cap_answer(&res, &result, &syndrome);
+		/* UC never answers: its message was on the wire whatever became of it. */
+		if (is_uc(qp))
+			result = VFAB_CAP_UNANSWERED;
+		vfab_cap_rc(qp, w, len, result, syndrome, res.atomic_orig, 0, iov, n);
+	}
 	if (is_uc(qp)) {
 		if (res.kind == VFAB_RESP_ACK)
 			vfab_count_ports(m.r, m.src_hca, m.src_port, m.dst_hca, m.dst_port, len,
@@ -306,7 +322,7 @@ rc_attempt_modeled(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now, struct
 		if (!now)
 			now = vfab_mono_ns();
 		fabric_path_book(r, &qp->req.dest.fwd, now, len, true, &b);
-		return lost(qp, w, now, &b);
+		return lost(qp, w, now, &b, iov, n, len);
 	}
 	qp->req.psn = (w->psn + w->npkts) & VFAB_PSN_MASK;
 	/* Only a shaped path needs the time: an unshaped one delivers at once. */
@@ -394,6 +410,11 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	w->byte_len = (uint32_t)len;
 	w->stage = VFAB_ST_ACKED;
 	w->due_ns = now;
+	/* A datagram takes one PSN of the QP's send queue, as on the wire. */
+	if (!booked) {
+		w->psn = qp->req.psn;
+		qp->req.psn = (qp->req.psn + 1) & VFAB_PSN_MASK;
+	}
 	if (w->remote_qpn == VFAB_MCAST_QPN && vfab_mcast_gid_is_mc(w->ah->dgid))
 		return vfab_mcast_attempt(qp, w, now, booked, behind_undelivered(qp, w), iov, n,
 					  len);

@@ -9,6 +9,7 @@
  * order, SENDs into their receive buffers; the completions are those of the
  * WRs sent one by one, each after the bytes.
  */
+#include "provider/vfab_capture.h"
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_dma.h"
@@ -80,6 +81,10 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 		bytes += m[i].len;
 		npkts += m[i].npkts;
 	}
+	if (k && vfab_cap_on(ctx->r))
+		for (i = 0; i < k; i++)
+			vfab_cap_rc(qp, w[i], m[i].len, VFAB_CAP_ACKED, 0, 0, 0, m[i].liov,
+				    m[i].nliov);
 	if (k) {
 		qp->req.psn = (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK;
 		vfab_count_links(ctx->r, &qp->req.dest.fwd, bytes, k);

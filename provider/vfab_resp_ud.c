@@ -5,6 +5,7 @@
  * vfab_resp_ud_send sends one to a QP (unicast, or one copy of a multicast).
  */
 #include "provider/vfab_resp.h"
+#include "provider/vfab_capture.h"
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_resp_check.h"
@@ -140,6 +141,8 @@ void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iov
 		m.traffic_class = w->ah->traffic_class;
 		m.hop_limit = w->ah->hop_limit;
 		m.flow_label = w->ah->flow_label;
+		if (vfab_cap_on(ctx->r))
+			vfab_cap_ud(qp, &m, qpn);
 		vfab_resp_ud(&m);
 	}
 	vfab_count_ports(ctx->r, ctx->hca_idx, w->ah->port, h, p, len, 1);

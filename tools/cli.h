@@ -71,6 +71,7 @@ int vfab_cmd_fault(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_stats(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv);
 int vfab_cmd_trace(struct vfab_cli *cli, int argc, char **argv);
+int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv);
 /*
  * cmd_report.c: vfabd's REPORT document into *out (malloc'd, *out_len
  * bytes), 0; or -errno, said on stderr as `vfab VERB: ...` (vfabd's

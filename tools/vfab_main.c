@@ -31,6 +31,7 @@ static const struct {
     {"report", vfab_cmd_report, "report [--json]       links, ports, QPs and faults so far"},
     {"trace", vfab_cmd_trace,
      "trace [--json]        every QP: owner, state, peer, what it waits for"},
+    {"capture", vfab_cmd_capture, "capture N/HCA -w F   a pcap of a port's traffic as RoCE frames"},
     {"doctor", vfab_cmd_doctor,
      "doctor [--json]       can this host run vfab? (probes what it needs)"},
 };

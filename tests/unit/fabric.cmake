@@ -30,3 +30,10 @@ target_compile_definitions(test_rehearsal PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SO
 
 # Node CPU sets (fabric/cpuset.c) and nodes[].cpus.
 vfab_unit_test(test_cpuset SOURCES unit/test_cpuset.c LIBS vfab_config)
+
+# The RoCE packet encoder (fabric/roce_pkt.c): header layouts, ICRC, opcode table.
+vfab_unit_test(test_roce_pkt SOURCES unit/test_roce_pkt.c LIBS vfab_fabric)
+
+# Packet capture: the records' checks (fabric/capture.c) and the CM's messages
+# as CM MADs (tools/capture_cm.c).
+vfab_unit_test(test_capture SOURCES unit/test_capture.c LIBS vfab_fabric vfab_capture_cm)
