@@ -5,7 +5,8 @@
 
 bool vfab_cap_rec_sound(const struct vfab_cap_rec *r, size_t got, uint32_t max_hca)
 {
-	uint32_t mtu = vfab_cap_mtu_bytes(r->pmtu);
+	uint32_t mtu = vfab_cap_mtu_bytes(r->pmtu), i;
+	uint64_t sum = 0;
 
 	if (got < sizeof(*r) || r->magic != VFAB_CAP_MAGIC || got - sizeof(*r) != r->cap_len)
 		return false;
@@ -14,9 +15,11 @@ bool vfab_cap_rec_sound(const struct vfab_cap_rec *r, size_t got, uint32_t max_h
 	    r->l3 > VFAB_CAP_V2_IPV6)
 		return false;
 	if (r->msg_len > (1u << 31) || r->npkts != vfab_cap_npkts(r->msg_len, mtu) ||
-	    r->pkt >= r->npkts)
+	    !r->pkt_count || r->pkt_count > VFAB_CAP_DGRAM_PKTS || r->pkt >= r->npkts ||
+	    r->pkt_count > r->npkts - r->pkt || r->cap_len > VFAB_CAP_DGRAM_PAYLOAD)
 		return false;
-	/* The payload lies in its packet's share of the message. */
-	return r->pay_off == (uint64_t)r->pkt * mtu && r->cap_len <= mtu &&
-	       (uint64_t)r->pay_off + r->cap_len <= r->msg_len;
+	/* The payload is its packets' shares, whole. */
+	for (i = 0; i < r->pkt_count && sum <= r->cap_len; i++)
+		sum += vfab_cap_pkt_kept(r->msg_len, mtu, r->pkt + i, r->pkt_bytes);
+	return sum == r->cap_len;
 }

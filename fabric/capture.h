@@ -7,11 +7,11 @@
  * A capture is a slot of the region's captures[] table and a Unix datagram
  * socket, <rundir>/capture/<slot>.sock (base/paths.h), that the tool (root)
  * binds before it marks the slot active. Every requester whose message
- * leaves or enters the slot's port sends the tool one datagram per packet
- * that carries payload (one for a message without any): a record of the
- * message and that packet's bytes, gathered straight from the message's
- * buffers. Sends never block: what the socket cannot take is dropped and
- * counted in the slot.
+ * leaves or enters the slot's port sends the tool a record of the message
+ * with the first pkt_bytes of each of its packets, gathered straight from
+ * the message's buffers: one datagram for as many packets as fit
+ * VFAB_CAP_DGRAM_PAYLOAD. A send waits a bounded time for room; what the
+ * socket cannot take then is dropped and counted in the slot.
  *
  * The payload never passes through the region, which every local user can
  * read: only the tool reads the socket. The slot can be rewritten by any
@@ -33,7 +33,8 @@
 
 #define VFAB_CAPTURES 8
 
-enum vfab_cap_state { VFAB_CAP_FREE = 0, VFAB_CAP_ACTIVE = 1 };
+/* SETUP: a tool took the slot and is filling it; requesters act on ACTIVE only. */
+enum vfab_cap_state { VFAB_CAP_FREE = 0, VFAB_CAP_ACTIVE = 1, VFAB_CAP_SETUP = 2 };
 
 struct vfab_capture {
 	_Alignas(64) _Atomic uint32_t state; /* enum vfab_cap_state */
@@ -61,10 +62,15 @@ enum vfab_cap_l3 { VFAB_CAP_V1 = 0, VFAB_CAP_V2_IPV4 = 1, VFAB_CAP_V2_IPV6 = 2 }
 
 #define VFAB_CAP_MAGIC 0x70616376u /* "vcap" */
 
+/* Payload bytes (packets' shares, whole) and packets one datagram carries at most. */
+#define VFAB_CAP_DGRAM_PAYLOAD (60u << 10)
+#define VFAB_CAP_DGRAM_PKTS 4096u
+
 /*
- * One datagram: this header, then cap_len bytes of packet pkt's payload
- * (from byte pay_off of the message, which is the READ response's data
- * for a READ). Integers in host order.
+ * One datagram: this header, then, for each of its packets pkt ..
+ * pkt + pkt_count - 1 in order, the first min(packet's payload, pkt_bytes)
+ * bytes of that packet's payload (a READ's: its responses' data); cap_len
+ * bytes in all. Integers in host order.
  */
 struct vfab_cap_rec {
 	uint32_t magic;
@@ -80,13 +86,15 @@ struct vfab_cap_rec {
 	uint8_t solicited;
 	uint8_t pad0;
 	uint32_t sqpn, dqpn;
-	uint32_t psn;	   /* the message's first packet's */
-	uint32_t npkts;	   /* packets of the message's data (the READ's response) */
-	uint32_t pkt;	   /* this datagram's packet */
-	uint32_t lost_pkt; /* VFAB_CAP_LOST: the packet the link lost */
-	uint32_t msg_len;  /* the message's payload (a READ's length; 0 for atomics) */
-	uint32_t pay_off;  /* where this packet's payload starts in the message */
-	uint32_t cap_len;  /* payload bytes that follow (at most pkt_bytes) */
+	uint32_t psn;	    /* the message's first packet's */
+	uint32_t npkts;	    /* packets of the message's data (the READ's response) */
+	uint32_t pkt;	    /* the datagram's first packet */
+	uint32_t pkt_count; /* and how many */
+	uint32_t pkt_bytes; /* payload bytes kept of each packet, at most */
+	uint32_t lost_pkt;  /* VFAB_CAP_LOST: the packet the link lost */
+	uint32_t msg_len;   /* the message's payload (a READ's length; 0 for atomics) */
+	uint32_t pay_off;   /* where this packet's payload starts in the message */
+	uint32_t cap_len;   /* payload bytes that follow (at most pkt_bytes) */
 	uint32_t rkey;
 	uint64_t va;
 	uint32_t imm;	   /* immediate (big-endian, as verbs holds it) or the invalidated rkey */
@@ -95,13 +103,22 @@ struct vfab_cap_rec {
 	uint64_t compare;
 	uint64_t orig;
 	uint32_t xrc_srqn;
-	uint32_t pad1;
 };
 
 /* Bytes of an MTU (enum ibv_mtu 1..5), 0 for anything else. */
 static inline uint32_t vfab_cap_mtu_bytes(uint32_t pmtu)
 {
 	return pmtu >= 1 && pmtu <= 5 ? 128u << pmtu : 0;
+}
+
+/* Payload bytes a record keeps of packet pkt of a len-byte message. */
+static inline uint32_t vfab_cap_pkt_kept(uint64_t len, uint32_t mtu, uint32_t pkt,
+					 uint32_t pkt_bytes)
+{
+	uint64_t off = (uint64_t)pkt * mtu, chunk = off < len ? len - off : 0;
+
+	chunk = chunk < mtu ? chunk : mtu;
+	return (uint32_t)(chunk < pkt_bytes ? chunk : pkt_bytes);
 }
 
 /* Packets of a message of len bytes with mtu-byte packets: at least one. */
@@ -112,8 +129,8 @@ static inline uint32_t vfab_cap_npkts(uint64_t len, uint32_t mtu)
 
 /*
  * Whether a datagram of got bytes is a sound record (*r copied from it):
- * magic, sizes, packet within the message, indices below max_hca and
- * VFAB_MAX_PORTS, a known MTU, payload within its packet.
+ * magic, sizes, packets within the message, indices below max_hca and
+ * VFAB_MAX_PORTS, a known MTU, cap_len the sum of its packets' shares.
  */
 bool vfab_cap_rec_sound(const struct vfab_cap_rec *r, size_t got, uint32_t max_hca);
 

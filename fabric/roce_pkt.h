@@ -151,6 +151,18 @@ int roce_pkt_build(uint8_t *buf, size_t cap, const struct roce_addr *a, const st
 		   const struct roce_ext *x, const void *payload, uint32_t paylen);
 
 /*
+ * A frame cut after `known` of its paylen payload bytes, as a capture with
+ * a snap length keeps it: the headers describe the whole frame (lengths,
+ * IPv4 checksum), payload holds the first known bytes, and buf receives
+ * the headers and those bytes only (no ICRC, and a 0 IPv6 UDP checksum:
+ * both cover bytes that are not known). Returns the whole frame's length;
+ * errors as roce_pkt_build, -EINVAL also for known > paylen.
+ */
+int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
+		       const struct roce_bth *b, const struct roce_ext *x, const void *payload,
+		       uint32_t paylen, uint32_t known);
+
+/*
  * The length of the headers for this opcode and l3: Ethernet through the
  * last extension header (the payload starts there), or -EINVAL for an
  * unknown l3 or opcode. Frame length = this + paylen + pad + ROCE_ICRC_LEN.

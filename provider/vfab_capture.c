@@ -52,61 +52,86 @@ static int cap_socket(void)
 	return mine;
 }
 
-#define CAP_BATCH 32 /* datagrams per sendmmsg */
-#define CAP_SLICES 4 /* buffers one packet's payload is gathered from */
+#define CAP_BATCH 8 /* datagrams per sendmmsg */
+#define CAP_IOV 64  /* buffers one datagram's payload is gathered from */
 
-/* Points v at the (at most want) bytes from byte off of iov[0..n); returns how many. */
-static uint32_t slices(const struct iovec *iov, unsigned int n, uint64_t off, uint32_t want,
+/*
+ * Adds to v (*nv entries, at most CAP_IOV) the want bytes from byte off of
+ * iov[0..n); false when they do not fit v.
+ */
+static bool add_slices(const struct iovec *iov, unsigned int n, uint64_t off, uint32_t want,
 		       struct iovec *v, unsigned int *nv)
 {
-	uint32_t got = 0;
 	unsigned int i;
 
-	*nv = 0;
-	for (i = 0; i < n && got < want && *nv < CAP_SLICES; i++) {
+	for (i = 0; i < n && want; i++) {
 		uint64_t k;
 
 		if (off >= iov[i].iov_len) {
 			off -= iov[i].iov_len;
 			continue;
 		}
+		if (*nv == CAP_IOV)
+			return false;
 		k = iov[i].iov_len - off;
-		if (k > want - got)
-			k = want - got;
+		if (k > want)
+			k = want;
 		v[*nv].iov_base = (uint8_t *)iov[i].iov_base + off;
 		v[*nv].iov_len = k;
 		(*nv)++;
-		got += (uint32_t)k;
+		want -= (uint32_t)k;
 		off = 0;
 	}
-	return got;
+	return !want;
 }
 
-/* The message's datagrams to one capture: a packet each, pkt_bytes of payload at most. */
+/*
+ * The message's datagrams to one capture: each packet's first pkt_bytes of
+ * payload, as many packets a datagram as fit it.
+ */
 static void send_all(int fd, const struct sockaddr_un *to, struct vfab_capture *c,
 		     const struct vfab_cap_rec *h, const struct iovec *iov, unsigned int n,
 		     uint32_t pkt_bytes)
 {
 	struct vfab_cap_rec hdr[CAP_BATCH];
-	struct iovec v[CAP_BATCH][CAP_SLICES + 1];
+	struct iovec v[CAP_BATCH][CAP_IOV + 1];
 	struct mmsghdr mm[CAP_BATCH];
 	uint32_t mtu = vfab_cap_mtu_bytes(h->pmtu), pkt = 0;
 
 	while (pkt < h->npkts) {
-		unsigned int k = 0, nv;
+		unsigned int k;
 		int sent;
 
-		for (; k < CAP_BATCH && pkt < h->npkts; k++, pkt++) {
-			uint64_t off = (uint64_t)pkt * mtu;
-			uint32_t want =
-			    h->msg_len - off < pkt_bytes ? (uint32_t)(h->msg_len - off) : pkt_bytes;
+		for (k = 0; k < CAP_BATCH && pkt < h->npkts; k++) {
+			unsigned int nv = 0;
 
 			hdr[k] = *h;
 			hdr[k].pkt = pkt;
-			hdr[k].pay_off = (uint32_t)off;
-			hdr[k].cap_len = h->msg_len ? slices(iov, n, off, want, v[k] + 1, &nv) : 0;
-			if (!h->msg_len)
-				nv = 0;
+			hdr[k].pkt_bytes = pkt_bytes;
+			hdr[k].cap_len = 0;
+			for (; pkt < h->npkts && pkt - hdr[k].pkt < VFAB_CAP_DGRAM_PKTS; pkt++) {
+				uint32_t kept = vfab_cap_pkt_kept(h->msg_len, mtu, pkt, pkt_bytes);
+				unsigned int before = nv;
+
+				if (pkt > hdr[k].pkt &&
+				    hdr[k].cap_len + kept > VFAB_CAP_DGRAM_PAYLOAD)
+					break;
+				if (!add_slices(iov, n, (uint64_t)pkt * mtu, kept, v[k] + 1, &nv)) {
+					/*
+					 * Scattered past CAP_IOV: the packet starts the next
+					 * datagram, or, when it is the first, goes alone
+					 * without payload.
+					 */
+					nv = before;
+					if (pkt == hdr[k].pkt) {
+						hdr[k].pkt_bytes = 0;
+						pkt++;
+					}
+					break;
+				}
+				hdr[k].cap_len += kept;
+			}
+			hdr[k].pkt_count = pkt - hdr[k].pkt;
 			v[k][0].iov_base = &hdr[k];
 			v[k][0].iov_len = sizeof(hdr[k]);
 			memset(&mm[k], 0, sizeof(mm[k]));
@@ -118,9 +143,9 @@ static void send_all(int fd, const struct sockaddr_un *to, struct vfab_capture *
 		sent = sendmmsg(fd, mm, k, MSG_NOSIGNAL);
 		if (sent < (int)k) {
 			/* Still full, or gone: the rest of this message is lost to the capture. */
-			atomic_fetch_add_explicit(
-			    &c->drops, h->npkts - pkt + k - (sent > 0 ? (unsigned)sent : 0),
-			    memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->drops,
+						  k - (sent > 0 ? (unsigned int)sent : 0u),
+						  memory_order_relaxed);
 			return;
 		}
 	}

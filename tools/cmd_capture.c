@@ -23,17 +23,15 @@
 #include <unistd.h>
 
 #include "base/paths.h"
-#include "cm/cm_path.h"
 #include "fabric/capture.h"
 #include "fabric/region.h"
 #include "fabric/roce_pkt.h"
 #include "fabric/topology.h"
-#include "tools/capture_cm.h"
+#include "tools/capture_frames.h"
 #include "tools/cli.h"
 
 #define SNAPLEN_DEFAULT 65535u
 #define RCV_BUF_BYTES (64 << 20)
-#define FRAME_MAX (ROCE_MAX_HDR_LEN + 4096 + 8)
 
 static void usage(FILE *f)
 {
@@ -65,13 +63,11 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* The capture being written. */
+/* The capture being written: its frames into the pcap. */
 struct cap_out {
 	FILE *f;
-	uint32_t snaplen;
-	const struct vfab_region *t; /* the CLI's own topology: MACs, indices */
-	uint64_t frames, records, mads, foreign, bad;
-	uint32_t msn[1024]; /* responder message counts for AETH, by a hash of the QP */
+	struct vfab_capture_frames fr;
+	uint64_t foreign, bad, write_errors;
 };
 
 static int pcap_header(FILE *f, uint32_t snaplen)
@@ -82,211 +78,14 @@ static int pcap_header(FILE *f, uint32_t snaplen)
 	return fwrite(h, sizeof(h), 1, f) == 1 ? 0 : -EIO;
 }
 
-static void put_frame(struct cap_out *o, uint64_t ts_ns, const uint8_t *frame, uint32_t len,
-		      uint32_t known)
+static void put_frame(void *arg, uint64_t ts_ns, const uint8_t *frame, uint32_t len, uint32_t incl)
 {
-	uint32_t incl = known < len ? known : len, rec[4];
+	struct cap_out *o = arg;
+	uint32_t rec[4] = {(uint32_t)(ts_ns / 1000000000ull), (uint32_t)(ts_ns % 1000000000ull),
+			   incl, len};
 
-	if (incl > o->snaplen)
-		incl = o->snaplen;
-	rec[0] = (uint32_t)(ts_ns / 1000000000ull);
-	rec[1] = (uint32_t)(ts_ns % 1000000000ull);
-	rec[2] = incl;
-	rec[3] = len;
-	if (fwrite(rec, sizeof(rec), 1, o->f) == 1 && fwrite(frame, incl, 1, o->f) == 1)
-		o->frames++;
-}
-
-/* Addresses of one direction: from (hca, port, gid) to (hca, port, gid). */
-static void addr_of(const struct cap_out *o, const struct vfab_cap_rec *r, bool reverse,
-		    struct roce_addr *a)
-{
-	const struct vfab_port *sp = &o->t->hcas[r->src_hca].ports[r->src_port - 1];
-	const struct vfab_port *dp = &o->t->hcas[r->dst_hca].ports[r->dst_port - 1];
-
-	memset(a, 0, sizeof(*a));
-	memcpy(a->smac, reverse ? dp->mac : sp->mac, 6);
-	memcpy(a->dmac, reverse ? sp->mac : dp->mac, 6);
-	memcpy(a->sgid, reverse ? r->dgid : r->sgid, 16);
-	memcpy(a->dgid, reverse ? r->sgid : r->dgid, 16);
-	a->l3 = (enum roce_l3)r->l3;
-	/* RoCE v2 spreads flows by source port: one per QP pair, as mlx5 does. */
-	a->udp_sport = (uint16_t)(0xC000 | ((r->sqpn ^ r->dqpn) & 0x3fff));
-}
-
-/*
- * One frame: headers, then paylen bytes of which the first `known` are in
- * pay (the rest unknown: the frame is cut there in the file).
- */
-static void frame(struct cap_out *o, uint64_t ts, const struct roce_addr *a,
-		  const struct roce_bth *b, const struct roce_ext *x, const uint8_t *pay,
-		  uint32_t paylen, uint32_t known)
-{
-	uint8_t buf[FRAME_MAX], data[4096];
-	int len, hdr;
-
-	if (paylen > sizeof(data))
-		return;
-	memset(data, 0, paylen);
-	memcpy(data, pay, known < paylen ? known : paylen);
-	hdr = roce_hdr_len(a->l3, b->opcode);
-	len = roce_pkt_build(buf, sizeof(buf), a, b, x, data, paylen);
-	if (len < 0 || hdr < 0)
-		return;
-	put_frame(o, ts, buf, (uint32_t)len,
-		  known >= paylen ? (uint32_t)len : (uint32_t)hdr + known);
-}
-
-static enum roce_pos pos_of(uint32_t pkt, uint32_t npkts)
-{
-	if (npkts == 1)
-		return ROCE_POS_ONLY;
-	return pkt == 0 ? ROCE_POS_FIRST : pkt + 1 == npkts ? ROCE_POS_LAST : ROCE_POS_MIDDLE;
-}
-
-static uint32_t *msn_of(struct cap_out *o, const struct vfab_cap_rec *r)
-{
-	uint32_t key = r->dst_hca * 2654435761u ^ r->dqpn * 40503u;
-
-	return &o->msn[key % (sizeof(o->msn) / sizeof(o->msn[0]))];
-}
-
-/* The responder's answer to the message's last request packet (or its NAK). */
-static void answer(struct cap_out *o, const struct vfab_cap_rec *r, uint32_t last_psn)
-{
-	struct roce_bth b = {.opcode = ROCE_OP_ACK, .pkey = ROCE_DEFAULT_PKEY, .dqpn = r->sqpn};
-	struct roce_ext x = {0};
-	struct roce_addr a;
-
-	addr_of(o, r, true, &a);
-	switch (r->result) {
-	case VFAB_CAP_ACKED:
-		/* 0x1f: an ACK without credits to count (no end-to-end flow control). */
-		x.aeth_syndrome = 0x1f;
-		b.psn = last_psn;
-		x.msn = ++*msn_of(o, r);
-		break;
-	case VFAB_CAP_RNR:
-	case VFAB_CAP_NAK:
-		x.aeth_syndrome = r->syndrome;
-		b.psn = r->psn;
-		x.msn = *msn_of(o, r);
-		break;
-	case VFAB_CAP_LOST:
-		/* The packets after the lost one draw a PSN sequence error NAK. */
-		if (r->lost_pkt + 1 >= r->npkts)
-			return;
-		x.aeth_syndrome = 0x60;
-		b.psn = (r->psn + r->lost_pkt) & 0xffffff;
-		x.msn = *msn_of(o, r);
-		break;
-	default:
-		return;
-	}
-	frame(o, r->ts_ns, &a, &b, &x, NULL, 0, 0);
-}
-
-static bool is_atomic(uint32_t op)
-{
-	return op == 5 || op == 6; /* IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD */
-}
-
-/* The frames of one record: its request packet, and what answered it. */
-static void record(struct cap_out *o, const struct vfab_cap_rec *r, const uint8_t *pay)
-{
-	uint32_t mtu = vfab_cap_mtu_bytes(r->pmtu), psn = (r->psn + r->pkt) & 0xffffff;
-	uint32_t chunk =
-	    r->msg_len ? (r->msg_len - r->pay_off < mtu ? r->msg_len - r->pay_off : mtu) : 0;
-	enum roce_pos pos = pos_of(r->pkt, r->npkts);
-	struct roce_bth b = {.pkey = ROCE_DEFAULT_PKEY, .dqpn = r->dqpn, .psn = psn};
-	struct roce_ext x = {.va = r->va, .rkey = r->rkey, .xrc_srqn = r->xrc_srqn};
-	struct roce_addr a;
-	int op;
-
-	addr_of(o, r, false, &a);
-	o->records++;
-	if (r->qp_type == 4) { /* UD: one datagram */
-		struct vfab_cm_msg cm;
-		uint8_t mad[VFAB_MAD_BYTES];
-
-		/* vfab's CM between its UD QPs: a CM MAD between QP1s on the wire. */
-		if (r->cap_len == r->msg_len &&
-		    vfab_capture_cm_decode(r->qkey, pay, r->cap_len, &cm) &&
-		    vfab_capture_cm_mad(&cm, o->t->hcas[r->src_hca].node_guid, r->dgid, mad)) {
-			b.opcode = ROCE_OP_UD_SEND_ONLY;
-			b.dqpn = 1;
-			x.qkey = VFAB_CM_QP1_QKEY;
-			x.src_qpn = 1;
-			frame(o, r->ts_ns, &a, &b, &x, mad, sizeof(mad), sizeof(mad));
-			o->mads++;
-			return;
-		}
-		op = r->wr_opcode == 3 ? ROCE_OP_UD_SEND_ONLY_IMM : ROCE_OP_UD_SEND_ONLY;
-		b.opcode = (uint8_t)op;
-		b.se = r->solicited;
-		b.psn = r->psn;
-		x.qkey = r->qkey;
-		x.src_qpn = r->sqpn;
-		x.imm = r->imm;
-		frame(o, r->ts_ns, &a, &b, &x, pay, chunk, r->cap_len);
-		return;
-	}
-	if (r->wr_opcode == 4 || is_atomic(r->wr_opcode)) {
-		/* One request packet; the data or the result comes back. */
-		if (r->pkt == 0) {
-			op = roce_req_opcode(r->qp_type, r->wr_opcode, ROCE_POS_ONLY);
-			if (op < 0)
-				return;
-			b.opcode = (uint8_t)op;
-			b.psn = r->psn;
-			b.ackreq = true;
-			x.dma_len = r->msg_len;
-			x.swap_add = r->swap_add;
-			x.compare = r->compare;
-			frame(o, r->ts_ns, &a, &b, &x, NULL, 0, 0);
-		}
-		if (r->result != VFAB_CAP_ACKED) {
-			if (r->pkt == 0)
-				answer(o, r, r->psn);
-			return;
-		}
-		addr_of(o, r, true, &a);
-		b.dqpn = r->sqpn;
-		b.ackreq = false;
-		x.aeth_syndrome = 0x1f;
-		if (is_atomic(r->wr_opcode)) {
-			b.opcode = ROCE_OP_ATOMIC_ACK;
-			x.orig = r->orig;
-			x.msn = ++*msn_of(o, r);
-			frame(o, r->ts_ns, &a, &b, &x, NULL, 0, 0);
-			return;
-		}
-		b.opcode = pos == ROCE_POS_ONLY	   ? ROCE_OP_READ_RESP_ONLY
-			   : pos == ROCE_POS_FIRST ? ROCE_OP_READ_RESP_FIRST
-			   : pos == ROCE_POS_LAST  ? ROCE_OP_READ_RESP_LAST
-						   : ROCE_OP_READ_RESP_MIDDLE;
-		if (pos == ROCE_POS_ONLY || pos == ROCE_POS_LAST)
-			++*msn_of(o, r);
-		x.msn = *msn_of(o, r);
-		frame(o, r->ts_ns, &a, &b, &x, pay, chunk, r->cap_len);
-		return;
-	}
-	op = roce_req_opcode(r->qp_type, r->wr_opcode, pos);
-	if (op < 0)
-		return;
-	b.opcode = (uint8_t)op;
-	b.ackreq = pos == ROCE_POS_ONLY || pos == ROCE_POS_LAST;
-	b.se = b.ackreq && r->solicited;
-	x.dma_len = r->msg_len;
-	x.imm = r->imm;
-	x.inv_rkey = r->imm;
-	/* The link lost this packet before the responder's port. */
-	if (!(r->result == VFAB_CAP_LOST && r->pkt == r->lost_pkt))
-		frame(o, r->ts_ns, &a, &b, &x, pay, chunk, r->cap_len);
-	if (r->pkt + 1 == r->npkts && r->qp_type != 3) /* UC is never answered */
-		answer(o, r, psn);
-	else if (r->result == VFAB_CAP_LOST && r->pkt == r->npkts - 1)
-		answer(o, r, psn);
+	if (fwrite(rec, sizeof(rec), 1, o->f) != 1 || fwrite(frame, incl, 1, o->f) != 1)
+		o->write_errors++;
 }
 
 /* NODE/HCA of the CLI's topology: the HCA's index, or -1. */
@@ -308,18 +107,25 @@ static int find_hca(const struct vfab_region *t, const char *spec)
 	return -1;
 }
 
-/* A free slot, or one whose tool is gone; -1 when all are taken. */
+/*
+ * A free slot, or one whose tool is gone, taken (SETUP) for this process;
+ * -1 when all are taken. Two tools starting at once never get one slot.
+ */
 static int take_slot(struct vfab_region *r)
 {
 	for (int i = 0; i < VFAB_CAPTURES; i++) {
 		struct vfab_capture *c = &r->captures[i];
+		uint32_t seen = atomic_load(&c->state);
 
-		if (atomic_load(&c->state) == VFAB_CAP_FREE ||
-		    (c->tool_pid > 0 && kill(c->tool_pid, 0) && errno == ESRCH)) {
-			if (atomic_exchange(&c->state, VFAB_CAP_FREE) == VFAB_CAP_ACTIVE)
-				atomic_fetch_sub(&r->captures_on, 1);
-			return i;
-		}
+		if (seen != VFAB_CAP_FREE &&
+		    !(c->tool_pid > 0 && kill(c->tool_pid, 0) && errno == ESRCH))
+			continue;
+		if (!atomic_compare_exchange_strong(&c->state, &seen, VFAB_CAP_SETUP))
+			continue;
+		c->tool_pid = getpid();
+		if (seen == VFAB_CAP_ACTIVE)
+			atomic_fetch_sub(&r->captures_on, 1);
+		return i;
 	}
 	return -1;
 }
@@ -377,7 +183,7 @@ static int bind_socket(const struct vfab_cli *cli, int slot, char *path, size_t 
 /* Reads what waits on fd into the pcap; gives up after wait_ms without any. */
 static void drain(struct cap_out *o, int fd, uint32_t hca, uint32_t port, int wait_ms)
 {
-	static uint8_t dgram[sizeof(struct vfab_cap_rec) + 4096 + 64];
+	static uint8_t dgram[sizeof(struct vfab_cap_rec) + VFAB_CAP_DGRAM_PAYLOAD];
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	while (poll(&p, 1, wait_ms) > 0) {
@@ -391,7 +197,7 @@ static void drain(struct cap_out *o, int fd, uint32_t hca, uint32_t port, int wa
 			continue;
 		}
 		memcpy(&r, dgram, sizeof(r));
-		if (!vfab_cap_rec_sound(&r, (size_t)n, o->t->nhcas)) {
+		if (!vfab_cap_rec_sound(&r, (size_t)n, o->fr.nhcas)) {
 			o->bad++;
 			continue;
 		}
@@ -401,7 +207,7 @@ static void drain(struct cap_out *o, int fd, uint32_t hca, uint32_t port, int wa
 			o->foreign++;
 			continue;
 		}
-		record(o, &r, dgram + sizeof(r));
+		vfab_capture_frames(&o->fr, &r, dgram + sizeof(r));
 		if (stop)
 			wait_ms = 0;
 	}
@@ -499,25 +305,28 @@ int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 		fprintf(stderr, "vfab capture: %s: %s\n", file, strerror(errno));
 		goto out;
 	}
-	o.snaplen = (uint32_t)snaplen;
-	o.t = t;
-	if (pcap_header(o.f, o.snaplen))
+	o.fr.hcas = t->hcas;
+	o.fr.nhcas = t->nhcas;
+	o.fr.snaplen = (uint32_t)snaplen;
+	o.fr.put = put_frame;
+	o.fr.arg = &o;
+	if (pcap_header(o.f, o.fr.snaplen))
 		goto out;
 	slot = take_slot(r);
 	if (slot < 0) {
 		fprintf(stderr, "vfab capture: %d captures run already\n", VFAB_CAPTURES);
 		goto out;
 	}
+	c = &r->captures[slot];
 	fd = bind_socket(cli, slot, sock, sizeof(sock));
 	if (fd < 0) {
 		fprintf(stderr, "vfab capture: socket %s: %s\n", sock, strerror(-fd));
+		atomic_store(&c->state, VFAB_CAP_FREE);
 		goto out;
 	}
-	c = &r->captures[slot];
 	c->hca = (uint32_t)hca;
 	c->port = (uint32_t)port;
 	c->pkt_bytes = snaplen > ROCE_MAX_HDR_LEN ? (uint32_t)(snaplen - ROCE_MAX_HDR_LEN) : 0;
-	c->tool_pid = getpid();
 	atomic_store(&c->drops, 0);
 	atomic_store_explicit(&c->state, VFAB_CAP_ACTIVE, memory_order_release);
 	atomic_fetch_add(&r->captures_on, 1);
@@ -541,10 +350,15 @@ int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 	fprintf(stderr,
 		"vfab capture: %llu frames from %llu records (%llu CM MADs); %llu dropped (socket "
 		"full), %llu malformed, %llu of other ports\n",
-		(unsigned long long)o.frames, (unsigned long long)o.records,
-		(unsigned long long)o.mads, (unsigned long long)atomic_load(&c->drops),
+		(unsigned long long)o.fr.frames, (unsigned long long)o.fr.records,
+		(unsigned long long)o.fr.mads, (unsigned long long)atomic_load(&c->drops),
 		(unsigned long long)o.bad, (unsigned long long)o.foreign);
 	ret = VFAB_EXIT_OK;
+	if (o.write_errors) {
+		fprintf(stderr, "vfab capture: %s: %llu frames could not be written\n", file,
+			(unsigned long long)o.write_errors);
+		ret = VFAB_EXIT_FAIL;
+	}
 out:
 	if (fd >= 0) {
 		close(fd);

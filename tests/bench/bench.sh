@@ -16,7 +16,9 @@
 # (VFAB_COPY_ENGINES) next to the raw copy on one thread and split the same
 # way over as many threads (pvm_ceiling --threads). Registration: ibv_reg_mr
 # and ibv_dereg_mr of 4 KiB and 1 GiB next to mlock/munlock of the same pages
-# (reg_cost; reported, no floor). Prints one table; with
+# (reg_cost; reported, no floor). Capture: ib_write_bw 64 KiB and ib_write_lat
+# 8 B while vfab capture records node1's port, next to the same without
+# (reported, no floor). Prints one table; with
 # --json also writes the numbers.
 #
 # Exits 1 when a measurement fails or a floor is missed. Floors (environment):
@@ -117,6 +119,33 @@ for v in "$ud_bw" "$ud_rate" "$rc4k_bw" "$rc4k_rate"; do
 	num_between "${v:-x}" 0 inf || fail "a 4 KiB send rate is missing ('$v')"
 done
 
+# What a running capture costs the port it records (vfab capture on node1,
+# frames cut at 128 bytes: headers only, as a tcpdump -s 128 would keep),
+# next to the same runs without one; nothing is captured anywhere else.
+note "capture: ib_write_bw 64 KiB and ib_write_lat 8 B with and without vfab capture on node1"
+pair_same cap_off 18570 ib_write_bw -d mlx5_0 -x 3 -s 65536 -D 2 --report_gbits -F -p 18570
+cap_off_bw=$(perftest_value "$VFAB_TMP/cap_off.cli" 'BW average[Gb/sec]' 4)
+"$VFAB" --fabric "$VFAB_FABRIC" capture node1/mlx5_0 --snaplen 128 -w "$VFAB_TMP/bench.pcap" \
+	>"$VFAB_TMP/capture.log" 2>&1 &
+cap_pid=$!
+VFAB_SERVER_PIDS+=("$cap_pid")
+for _ in $(seq 50); do
+	grep -q -- '->' "$VFAB_TMP/capture.log" && break
+	sleep 0.1
+done
+grep -q -- '->' "$VFAB_TMP/capture.log" || { show "$VFAB_TMP/capture.log"; fail "vfab capture did not start"; }
+pair_same cap_on 18571 ib_write_bw -d mlx5_0 -x 3 -s 65536 -D 2 --report_gbits -F -p 18571
+cap_on_bw=$(perftest_value "$VFAB_TMP/cap_on.cli" 'BW average[Gb/sec]' 4)
+pair_same cap_lat 18572 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18572
+cap_lat=$(perftest_value "$VFAB_TMP/cap_lat.cli" 't_typical[usec]' 5)
+kill -TERM "$cap_pid"
+wait_pid "$cap_pid" 20 || { show "$VFAB_TMP/capture.log"; fail "vfab capture failed"; }
+cap_frames=$(sed -n 's/^vfab capture: \([0-9]*\) frames.*/\1/p' "$VFAB_TMP/capture.log")
+cap_drops=$(sed -n 's/.*; \([0-9]*\) dropped.*/\1/p' "$VFAB_TMP/capture.log")
+for v in "$cap_off_bw" "$cap_on_bw" "$cap_lat" "$cap_frames"; do
+	num_between "${v:-x}" 0 inf || { show "$VFAB_TMP/capture.log"; fail "a capture measurement is missing ('$v')"; }
+done
+
 # ibv_reg_mr/ibv_dereg_mr next to the kernel pinning the same pages (mlock).
 note "memory registration: 4 KiB and 1 GiB (reg_cost)"
 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$VFAB_BIN/reg_cost" -d mlx5_0 >"$VFAB_TMP/reg.out" 2>&1 ||
@@ -214,6 +243,13 @@ rrow()
 {
 	printf '%-34s %10.2f %10.2f %10.2f\n' "$1" "$2" "$3" "$(calc "$2 / $3")"
 }
+printf '%-34s %10s %10s %10s\n' "capture on node1 (snaplen 128)" "off" "on" "on/off"
+printf '%-34s %10.2f %10.2f %10.2f\n' "ib_write_bw 64 KiB [GB/s]" "$(calc "$cap_off_bw / 8")" \
+	"$(calc "$cap_on_bw / 8")" "$(calc "$cap_on_bw / $cap_off_bw")"
+printf '%-34s %10.2f %10.2f %10.2f\n' "ib_write_lat 8 B [us]" "$vfab_lat" "$cap_lat" \
+	"$(calc "$cap_lat / $vfab_lat")"
+printf '%-34s %10s\n' "frames captured (dropped datagrams)" "$cap_frames ($cap_drops)"
+echo
 printf '%-34s %10s %10s %10s\n' "registration [us]" vfab "pin (mlock)" "x pin"
 rrow "ibv_reg_mr 4 KiB" "$reg_4k" "$mlock_4k"
 rrow "ibv_dereg_mr 4 KiB" "$dereg_4k" "$munlock_4k"
@@ -254,6 +290,8 @@ if [ -n "$json" ]; then
                           "write_bw_post_list_32": $pl_rate, "send_bw": $s8_rate},
   "send_4KiB": {"rc_mbyte_per_s": $rc4k_bw, "rc_mmsg_per_s": $rc4k_rate,
                 "ud_mbyte_per_s": $ud_bw, "ud_mmsg_per_s": $ud_rate},
+  "capture": {"write_bw_64KiB_gbit_per_s_off": $cap_off_bw, "write_bw_64KiB_gbit_per_s_on": $cap_on_bw,
+              "write_lat_8B_us_on": $cap_lat, "frames": $cap_frames, "dropped": ${cap_drops:-0}},
   "registration_us": {"reg_4KiB": $reg_4k, "dereg_4KiB": $dereg_4k, "reg_1GiB": $reg_1g,
                       "dereg_1GiB": $dereg_1g, "mlock_4KiB": $mlock_4k, "munlock_4KiB": $munlock_4k,
                       "mlock_1GiB": $mlock_1g, "munlock_1GiB": $munlock_1g},

@@ -36,4 +36,4 @@ vfab_unit_test(test_roce_pkt SOURCES unit/test_roce_pkt.c LIBS vfab_fabric)
 
 # Packet capture: the records' checks (fabric/capture.c) and the CM's messages
 # as CM MADs (tools/capture_cm.c).
-vfab_unit_test(test_capture SOURCES unit/test_capture.c LIBS vfab_fabric vfab_capture_cm)
+vfab_unit_test(test_capture SOURCES unit/test_capture.c LIBS vfab_fabric vfab_capture)

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+/* Packets 1 and 2 of a 2500-byte message at MTU 1024, 600 bytes kept of each. */
 static struct vfab_cap_rec good(void)
 {
 	struct vfab_cap_rec r;
@@ -29,16 +30,17 @@ static struct vfab_cap_rec good(void)
 	r.pmtu = 3; /* 1024 */
 	r.msg_len = 2500;
 	r.npkts = 3;
-	r.pkt = 2;
-	r.pay_off = 2048;
-	r.cap_len = 452;
+	r.pkt = 1;
+	r.pkt_count = 2;
+	r.pkt_bytes = 600;
+	r.cap_len = 600 + 452;
 	return r;
 }
 
 static void rec_checks(void **state)
 {
 	struct vfab_cap_rec r = good();
-	size_t n = sizeof(r) + 452;
+	size_t n = sizeof(r) + 1052;
 
 	(void)state;
 	assert_true(vfab_cap_rec_sound(&r, n, 2));
@@ -53,17 +55,19 @@ static void rec_checks(void **state)
 	r.pmtu = 6;
 	assert_false(vfab_cap_rec_sound(&r, n, 2));
 	r = good();
-	r.pkt = 3; /* past the message */
+	r.pkt_count = 3; /* past the message */
+	assert_false(vfab_cap_rec_sound(&r, n, 2));
+	r = good();
+	r.pkt_count = 0;
 	assert_false(vfab_cap_rec_sound(&r, n, 2));
 	r = good();
 	r.npkts = 4; /* not what msg_len and the MTU give */
 	assert_false(vfab_cap_rec_sound(&r, n, 2));
 	r = good();
-	r.pay_off = 1024; /* not the packet's */
+	r.pkt_bytes = 700; /* the shares would be 700 + 452 */
 	assert_false(vfab_cap_rec_sound(&r, n, 2));
-	r = good();
-	r.cap_len = 453; /* past the message's end */
-	assert_false(vfab_cap_rec_sound(&r, sizeof(r) + 453, 2));
+	r.cap_len = 1152;
+	assert_true(vfab_cap_rec_sound(&r, sizeof(r) + 1152, 2));
 	r = good();
 	r.result = VFAB_CAP_LOST + 1;
 	assert_false(vfab_cap_rec_sound(&r, n, 2));
@@ -72,12 +76,15 @@ static void rec_checks(void **state)
 	r.msg_len = 0;
 	r.npkts = 1;
 	r.pkt = 0;
-	r.pay_off = 0;
+	r.pkt_count = 1;
 	r.cap_len = 0;
 	assert_true(vfab_cap_rec_sound(&r, sizeof(r), 2));
 	assert_int_equal(vfab_cap_npkts(0, 1024), 1);
 	assert_int_equal(vfab_cap_npkts(1024, 1024), 1);
 	assert_int_equal(vfab_cap_npkts(1025, 1024), 2);
+	assert_int_equal(vfab_cap_pkt_kept(2500, 1024, 2, 600), 452);
+	assert_int_equal(vfab_cap_pkt_kept(2500, 1024, 0, 4096), 1024);
+	assert_int_equal(vfab_cap_pkt_kept(2500, 1024, 3, 600), 0);
 	assert_int_equal(vfab_cap_mtu_bytes(5), 4096);
 	assert_int_equal(vfab_cap_mtu_bytes(0), 0);
 }

@@ -669,6 +669,47 @@ static void test_req_opcode(void **state)
 	assert_int_equal(roce_req_opcode(RC, WR_S, (enum roce_pos)4), -EINVAL);
 }
 
+/* A cut frame: the whole frame's headers and length, the known bytes, nothing after. */
+static void test_cut(void **state)
+{
+	static uint8_t pay[1000], cut[2048];
+	struct roce_bth b = bth(ROCE_OP_RC | ROCE_OP_WRITE_ONLY);
+	struct roce_ext x = {.va = 0x1000, .rkey = 7, .dma_len = sizeof(pay)};
+	int full, n, hdr;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)(i * 7);
+	for (int l3 = ROCE_L3_V1; l3 <= ROCE_L3_V2_IPV6; l3++) {
+		struct roce_addr a = addr((enum roce_l3)l3);
+
+		full = build(&a, &b, &x, pay, sizeof(pay));
+		hdr = roce_hdr_len(a.l3, b.opcode);
+		memset(cut, 0xaa, sizeof(cut));
+		n = roce_pkt_build_cut(cut, sizeof(cut), &a, &b, &x, pay, sizeof(pay), 22);
+		assert_int_equal(n, full);
+		/* Headers alike but the IPv6 UDP checksum (it covers the unknown bytes). */
+		if (l3 == ROCE_L3_V2_IPV6) {
+			assert_memory_equal(cut, frame, 14 + 40 + 6);
+			assert_int_equal(be16(cut + 14 + 40 + 6), 0);
+			assert_memory_equal(cut + 14 + 48, frame + 14 + 48, (size_t)hdr - 14 - 48);
+		} else {
+			assert_memory_equal(cut, frame, (size_t)hdr);
+		}
+		assert_memory_equal(cut + hdr, pay, 22);
+		assert_int_equal(cut[hdr + 22], 0xaa); /* nothing written past the known bytes */
+		/* Room for what is written is enough; known beyond paylen is refused. */
+		assert_int_equal(
+		    roce_pkt_build_cut(cut, (size_t)hdr + 22, &a, &b, &x, pay, sizeof(pay), 22),
+		    full);
+		assert_int_equal(
+		    roce_pkt_build_cut(cut, (size_t)hdr + 21, &a, &b, &x, pay, sizeof(pay), 22),
+		    -ENOSPC);
+		assert_int_equal(roce_pkt_build_cut(cut, sizeof(cut), &a, &b, &x, pay, 10, 11),
+				 -EINVAL);
+	}
+}
+
 static void test_errors(void **state)
 {
 	static uint8_t big[70000], src[0x10000];
@@ -734,7 +775,7 @@ int main(void)
 	    cmocka_unit_test(test_xrc),		  cmocka_unit_test(test_send_inv),
 	    cmocka_unit_test(test_ipv6),	  cmocka_unit_test(test_v1_grh),
 	    cmocka_unit_test(test_all_opcodes),	  cmocka_unit_test(test_req_opcode),
-	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
