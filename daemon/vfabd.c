@@ -3,9 +3,10 @@
  * vfabd: creates a fabric's shared region from a config, serves the control
  * socket, reaps the objects of processes that died, applies runtime control
  * (link state, shaping, faults), keeps the nodes' sysfs counters live,
- * follows address changes in the nodes into the GID tables and answers
- * REPORT. Runs in the foreground; `vfab up` starts it with setsid and
- * stderr to vfabd.log.
+ * follows address changes in the nodes into the GID tables, keeps the
+ * links' counters of the last 15 minutes and answers REPORT and HISTORY.
+ * Runs in the foreground; `vfab up` starts it with setsid and stderr to
+ * vfabd.log.
  *
  * Exit codes: 0 clean shutdown, 1 runtime failure, 2 usage or config error.
  */
@@ -36,6 +37,7 @@
 #include "vfabd_countersfs.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
+#include "vfabd_history.h"
 #include "vfabd_log.h"
 #include "vfabd_server.h"
 
@@ -259,6 +261,8 @@ static int setup(const struct opts *o, struct vfabd *d)
 	if (rc >= 0)
 		rc = vfabd_counters_init(d);
 	if (rc >= 0)
+		rc = vfabd_history_init(d); /* the ring, for d->t's links, once */
+	if (rc >= 0)
 		rc = d->srv.signal_fd = signal_fd();
 	if (rc >= 0) {
 		d->srv.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -300,6 +304,7 @@ static int setup(const struct opts *o, struct vfabd *d)
 		close(d->rundir_fd);
 	vfabd_countersfs_free(d);
 	vfabd_counters_free(d);
+	vfabd_history_free(d);
 	remove_run_files(o->rundir);
 	return rc;
 }
@@ -320,6 +325,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	vfabd_close_all(d);
 	vfabd_countersfs_free(d);
 	vfabd_counters_free(d);
+	vfabd_history_free(d);
 	vfabd_addrwatch_free(d);
 	vfabd_ipwire_free(d);
 	remove_run_files(o->rundir);

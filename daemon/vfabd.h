@@ -14,6 +14,7 @@
 #include "vfabd_countersfs.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
+#include "vfabd_history.h"
 #include "vfabd_ipwire.h"
 #include "vfabd_link.h"
 #include "vfabd_server.h"
@@ -46,6 +47,7 @@ struct vfabd {
 	struct vfabd_link link;		    /* vfabd_link.c: link_downed counts */
 	struct vfabd_counters counters;	    /* vfabd_counters.c: last values written */
 	struct vfabd_countersfs countersfs; /* vfabd_countersfs.c: counters on every read */
+	struct vfabd_history hist;	    /* vfabd_history.c: the links' counters over time */
 	struct vfabd_addrwatch *aw;	    /* vfabd_addrwatch.c; NULL: not followed */
 	struct vfabd_ipwire *ipw;	    /* vfabd_ipwire.c: the IP side of the wires */
 };

@@ -414,6 +414,20 @@ const struct vjson *vjson_get(const struct vjson *v, const char *key)
 	return NULL;
 }
 
+const char *vjson_get_str(const struct vjson *o, const char *key, const char *dflt)
+{
+	const struct vjson *v = vjson_get(o, key);
+
+	return v && v->type == VJSON_STR ? v->str : dflt;
+}
+
+uint64_t vjson_get_u64(const struct vjson *o, const char *key)
+{
+	const struct vjson *v = vjson_get(o, key);
+
+	return v && v->type == VJSON_NUM && v->is_uint ? v->u : 0;
+}
+
 const char *vjson_type_name(enum vjson_type t)
 {
 	static const char *const names[] = {"null", "bool", "number", "string", "array", "object"};

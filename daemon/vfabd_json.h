@@ -48,5 +48,9 @@ void vjson_free(struct vjson *v);
 /* Member of an object by name; NULL when absent or v is not an object. */
 const struct vjson *vjson_get(const struct vjson *v, const char *key);
 const char *vjson_type_name(enum vjson_type t);
+/* Member key of object o as a string (dflt when absent or not a string). */
+const char *vjson_get_str(const struct vjson *o, const char *key, const char *dflt);
+/* Member key of object o as an unsigned integer (0 when absent or not one). */
+uint64_t vjson_get_u64(const struct vjson *o, const char *key);
 
 #endif /* VFAB_VFABD_JSON_H */

@@ -15,6 +15,7 @@
 #include "vfabd_cmfree.h"
 #include "vfabd_conn.h"
 #include "vfabd_faults.h"
+#include "vfabd_history.h"
 #include "vfabd_link.h"
 #include "vfabd_log.h"
 #include "vfabd_report.h"
@@ -45,6 +46,8 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 		vfabd_req_status(d, c);
 	} else if (!strcmp(line, "REPORT")) {
 		vfabd_req_report(d, c);
+	} else if (!strcmp(line, "HISTORY")) {
+		vfabd_req_history(d, c);
 	} else if (!strncmp(line, "LINK ", 5)) {
 		if (allowed(c, "LINK"))
 			vfabd_req_link(d, c, line + 5);
@@ -68,8 +71,8 @@ static void handle_line(struct vfabd *d, struct vfabd_conn *c, char *line)
 		d->srv.stop = true;
 	} else {
 		vfabd_reply_err(c, -EINVAL,
-				"unknown request (HELLO, BYE, STATUS, REPORT, SEAL, UNSEAL, LINK, "
-				"SHAPE, FAULT, CMFREE, SHUTDOWN)");
+				"unknown request (HELLO, BYE, STATUS, REPORT, HISTORY, SEAL, "
+				"UNSEAL, LINK, SHAPE, FAULT, CMFREE, SHUTDOWN)");
 	}
 }
 

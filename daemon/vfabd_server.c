@@ -37,6 +37,7 @@
 #include "vfabd_counters.h"
 #include "vfabd_countersfs.h"
 #include "vfabd_faults.h"
+#include "vfabd_history.h"
 #include "vfabd_log.h"
 #include "vfabd_proto.h"
 #include "vfabd_reaper.h"
@@ -235,6 +236,7 @@ static void on_tick(struct vfabd *d)
 	if (!vfabd_countersfs_on(d))
 		vfabd_counters_tick(d);
 	vfabd_addrwatch_tick(d);
+	vfabd_history_tick(d); /* a sample on every 4th tick (once a second) */
 	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
 		vfabd_reap_dead(d->r, d->k);
 }

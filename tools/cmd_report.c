@@ -17,19 +17,25 @@
 #include "base/fsutil.h"
 #include "daemon/vfabd_json.h"
 #include "fabric/ctl.h"
+#include "fabric/topology.h"
 #include "tools/cli.h"
+#include "tools/report_html.h"
 
 #define REPORT_ANSWER_MS 10000
 #define REPORT_MAX_BYTES (256u << 20)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfab [--fabric NAME] report [--json] [-o FILE]\n"
+	fprintf(f, "usage: vfab [--fabric NAME] report [--json] [-o FILE] [--html FILE]\n"
 		   "Asks vfabd for the fabric report: per link its configuration, bytes,\n"
 		   "messages, queueing delay and drops; per HCA port its state and counters;\n"
 		   "the live QPs; every fault, link and shape change so far. Without --json a\n"
 		   "summary; --json the whole document (schema: docs/REPORT_SCHEMA.md).\n"
-		   "-o FILE writes it to FILE instead of standard output.\n"
+		   "-o FILE writes it to FILE instead of standard output. --html FILE writes\n"
+		   "one self-contained page instead: the topology with its rates and\n"
+		   "oversubscription, per-link throughput and queueing delay over the last\n"
+		   "15 minutes (vfabd's HISTORY) with the faults marked, the fault log, the\n"
+		   "ports' counters and the links.\n"
 		   "Exit: 0 ok, 1 vfabd failed or is not running, 2 usage error.\n");
 }
 
@@ -65,8 +71,12 @@ static int read_until(int fd, char **buf, size_t *len, size_t want, long long de
 	}
 }
 
-/* The report body (malloc'd, NUL-terminated) or -errno; err gets vfabd's refusal. */
-static int fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *err, size_t errlen)
+/*
+ * The body of vfabd's answer to request (REPORT, HISTORY: "OK <n>" and n
+ * bytes; malloc'd, NUL-terminated) or -errno; err gets vfabd's refusal.
+ */
+static int fetch(const struct vfab_cli *cli, const char *request, char **out, size_t *out_len,
+		 char *err, size_t errlen)
 {
 	long long deadline = vfab_now_ms() + REPORT_ANSWER_MS;
 	char *buf = NULL, *nl, *end;
@@ -77,7 +87,12 @@ static int fetch(const struct vfab_cli *cli, char **out, size_t *out_len, char *
 	fd = vfab_ctl_connect(cli->rundir);
 	if (fd < 0)
 		return fd;
-	rc = send(fd, "REPORT\n", 7, MSG_NOSIGNAL) == 7 ? 0 : -errno;
+	{
+		char line[32];
+		int k = snprintf(line, sizeof(line), "%s\n", request);
+
+		rc = send(fd, line, (size_t)k, MSG_NOSIGNAL) == k ? 0 : -errno;
+	}
 	if (!rc)
 		rc = read_until(fd, &buf, &len, 0, deadline);
 	if (rc)
@@ -108,10 +123,12 @@ out:
 	return rc;
 }
 
-int vfab_report_fetch(const struct vfab_cli *cli, const char *verb, char **out, size_t *out_len)
+/* fetch, saying why not on stderr. */
+static int fetch_said(const struct vfab_cli *cli, const char *verb, const char *request, char **out,
+		      size_t *out_len)
 {
 	char err[512] = "";
-	int rc = fetch(cli, out, out_len, err, sizeof(err));
+	int rc = fetch(cli, request, out, out_len, err, sizeof(err));
 
 	if (rc && err[0])
 		fprintf(stderr, "vfab %s: vfabd refused: %s\n", verb, err);
@@ -121,18 +138,19 @@ int vfab_report_fetch(const struct vfab_cli *cli, const char *verb, char **out, 
 	return rc;
 }
 
+int vfab_report_fetch(const struct vfab_cli *cli, const char *verb, char **out, size_t *out_len)
+{
+	return fetch_said(cli, verb, "REPORT", out, out_len);
+}
+
 static const char *str(const struct vjson *o, const char *k)
 {
-	const struct vjson *v = vjson_get(o, k);
-
-	return v && v->type == VJSON_STR ? v->str : "?";
+	return vjson_get_str(o, k, "?");
 }
 
 static unsigned long long num(const struct vjson *o, const char *k)
 {
-	const struct vjson *v = vjson_get(o, k);
-
-	return v && v->type == VJSON_NUM && v->is_uint ? v->u : 0;
+	return vjson_get_u64(o, k);
 }
 
 static void summary_ports(FILE *f, const struct vjson *ports)
@@ -224,14 +242,55 @@ static int print_summary(FILE *f, const char *body, size_t len)
 	return VFAB_EXIT_OK;
 }
 
+/* --html FILE: the report, vfabd's link history and the topology as one page. */
+static int write_html(const struct vfab_cli *cli, const char *path, const char *body, size_t len)
+{
+	char err[128], *hbody = NULL;
+	struct vjson *root = vjson_parse(body, len, err, sizeof(err)), *hist = NULL;
+	struct vfab_region *t = NULL;
+	size_t hlen = 0;
+	int rc = VFAB_EXIT_FAIL;
+	FILE *f = NULL;
+
+	if (!root) {
+		fprintf(stderr, "vfab report: vfabd's report is not valid JSON: %s\n", err);
+		return VFAB_EXIT_FAIL;
+	}
+	if (fetch_said(cli, "report", "HISTORY", &hbody, &hlen))
+		goto out;
+	hist = vjson_parse(hbody, hlen, err, sizeof(err));
+	if (!hist) {
+		fprintf(stderr, "vfab report: vfabd's history is not valid JSON: %s\n", err);
+		goto out;
+	}
+	if (vfab_cli_topology(cli, "report", &t))
+		goto out;
+	f = fopen(path, "we");
+	if (!f) {
+		fprintf(stderr, "vfab report: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	rc = vfab_report_html(f, root, hist, t) ? VFAB_EXIT_FAIL : VFAB_EXIT_OK;
+	if (fclose(f) || rc) {
+		fprintf(stderr, "vfab report: %s: %s\n", path, strerror(errno ? errno : EIO));
+		rc = VFAB_EXIT_FAIL;
+	}
+out:
+	if (t)
+		vfab_topology_private_free(t);
+	vjson_free(hist);
+	vjson_free(root);
+	free(hbody);
+	return rc;
+}
+
 int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-					     {"fabric", required_argument, NULL, 'f'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"output", required_argument, NULL, 'o'},
-					     {NULL, 0, NULL, 0}};
-	const char *outfile = NULL;
+	static const struct option opts[] = {
+	    {"help", no_argument, NULL, 'h'},	    {"fabric", required_argument, NULL, 'f'},
+	    {"json", no_argument, NULL, 'j'},	    {"output", required_argument, NULL, 'o'},
+	    {"html", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0}};
+	const char *outfile = NULL, *html = NULL;
 	char *body = NULL;
 	int ch, json = 0, rc;
 	size_t len = 0;
@@ -246,6 +305,9 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 		case 'o':
 			outfile = optarg;
 			break;
+		case 'H':
+			html = optarg;
+			break;
 		default:
 			rc = vfab_cli_common_opt(cli, ch, usage);
 			if (rc != VFAB_CLI_GO_ON)
@@ -257,6 +319,11 @@ int vfab_cmd_report(struct vfab_cli *cli, int argc, char **argv)
 		return rc;
 	if (vfab_report_fetch(cli, "report", &body, &len))
 		return VFAB_EXIT_FAIL;
+	if (html) {
+		rc = write_html(cli, html, body, len);
+		free(body);
+		return rc;
+	}
 	if (outfile && !(f = fopen(outfile, "we"))) {
 		fprintf(stderr, "vfab report: %s: %s\n", outfile, strerror(errno));
 		free(body);

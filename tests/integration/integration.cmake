@@ -46,6 +46,7 @@ vfab_integration_test(int_xsrq_pingpong_events 120 ${_vfab_it}/xsrq.sh 18537 -n 
 # UD completions as middleware reads them (wc.sl = RoCE L3 type, the GRH area).
 vfab_integration_test(int_ud_grh 180 ${_vfab_it}/ud_grh.sh)
 vfab_integration_test(int_trace 180 ${_vfab_it}/trace.sh)
+vfab_integration_test(int_report_html 120 ${_vfab_it}/report_html.sh)
 
 # perftest, short runs (-n iterations).
 set(_vfab_port 18521)

@@ -11,6 +11,15 @@ target_compile_definitions(test_vfabd_report PRIVATE
 add_dependencies(test_vfabd_report vfabd)
 set_tests_properties(test_vfabd_report PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
 
+# HISTORY: the ring of the links' counters (daemon/vfabd_history.c driven
+# directly: no samples, wrap-around) and a live vfabd's answer, each against
+# the history tables of docs/REPORT_SCHEMA.md.
+vfab_unit_test(test_vfabd_history SOURCES unit/test_vfabd_history.c LIBS vfabd_core)
+target_compile_definitions(test_vfabd_history PRIVATE
+  VFAB_REPORT_SCHEMA="${PROJECT_SOURCE_DIR}/docs/REPORT_SCHEMA.md")
+add_dependencies(test_vfabd_history vfabd)
+set_tests_properties(test_vfabd_history PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfabd>")
+
 # vfabd against a region a hostile user rewrote (names, run dir, pids) and
 # links planted below the run dir: issue 27 High #1.
 vfab_unit_test(test_vfabd_hostile SOURCES unit/test_vfabd_hostile.c LIBS vfab_fabric)

@@ -23,7 +23,7 @@
 #include "tests/unit/vfabd_fixture.h"
 
 #define MAX_FIELDS 32
-#define MAX_SECTIONS 8
+#define MAX_SECTIONS 16
 
 struct section {
 	char name[64]; /* report, links[], ports[], ports[].counters, qps[], faults[] */
