@@ -25,86 +25,12 @@
 #include "daemon/vfabd_history.h"
 #include "daemon/vfabd_json.h"
 #include "fabric/topology.h"
+#include "tests/unit/report_schema.h"
 #include "tests/unit/vfabd_fixture.h"
 
-#define MAX_FIELDS 32
 #define T0_MS 1700000000000ull
 
 static const char *const series[] = {"bytes", "msgs", "queue_ns", "drops"};
-
-struct section {
-	int n;
-	char field[MAX_FIELDS][64];
-	char type[MAX_FIELDS][32];
-};
-
-/* The rows of the table under "### `name`" (until the next "### "). */
-static void load_section(const char *name, struct section *s)
-{
-	FILE *f = fopen(VFAB_REPORT_SCHEMA, "r");
-	char line[1024], want[96];
-	bool in = false;
-
-	assert_non_null(f);
-	snprintf(want, sizeof(want), "### `%s`", name);
-	memset(s, 0, sizeof(*s));
-	while (fgets(line, sizeof(line), f)) {
-		char field[64], type[32];
-
-		if (!strncmp(line, "### ", 4))
-			in = !strncmp(line, want, strlen(want)) && line[strlen(want)] == '\n';
-		else if (in && sscanf(line, "| `%63[^`]` | %31[a-z] |", field, type) == 2) {
-			assert_true(s->n < MAX_FIELDS);
-			snprintf(s->field[s->n], sizeof(s->field[0]), "%s", field);
-			snprintf(s->type[s->n], sizeof(s->type[0]), "%s", type);
-			s->n++;
-		}
-	}
-	fclose(f);
-	if (!s->n)
-		fail_msg("docs/REPORT_SCHEMA.md has no table `%s`", name);
-}
-
-static bool type_ok(const struct vjson *v, const char *type)
-{
-	if (!strcmp(type, "string"))
-		return v->type == VJSON_STR;
-	if (!strcmp(type, "integer"))
-		return v->type == VJSON_NUM && v->is_uint;
-	if (!strcmp(type, "array"))
-		return v->type == VJSON_ARR;
-	if (!strcmp(type, "object"))
-		return v->type == VJSON_OBJ;
-	fail_msg("unknown type '%s' in the schema", type);
-	return false;
-}
-
-/* Exactly the documented members, each of its documented type. */
-static void check_object(const struct vjson *o, const char *name)
-{
-	struct section s;
-
-	load_section(name, &s);
-	assert_non_null(o);
-	assert_int_equal(o->type, VJSON_OBJ);
-	for (int i = 0; i < s.n; i++) {
-		const struct vjson *v = vjson_get(o, s.field[i]);
-
-		if (!v)
-			fail_msg("%s: field `%s` is missing", name, s.field[i]);
-		if (!type_ok(v, s.type[i]))
-			fail_msg("%s: field `%s` is a %s, documented as %s", name, s.field[i],
-				 vjson_type_name(v->type), s.type[i]);
-	}
-	for (const struct vjson *m = o->child; m; m = m->next) {
-		bool documented = false;
-
-		for (int i = 0; i < s.n && !documented; i++)
-			documented = !strcmp(m->key, s.field[i]);
-		if (!documented)
-			fail_msg("%s: field `%s` is not in docs/REPORT_SCHEMA.md", name, m->key);
-	}
-}
 
 static uint64_t u(const struct vjson *o, const char *key)
 {
@@ -143,7 +69,7 @@ static struct vjson *parse_checked(const char *text, size_t len, const struct vf
 	root = vjson_parse(text, len, err, sizeof(err));
 	if (!root)
 		fail_msg("HISTORY is not JSON: %s", err);
-	check_object(root, "history");
+	schema_check_object(root, "history");
 	assert_string_equal(vjson_get(root, "schema")->str, "vfab-history/1");
 	assert_int_equal(u(root, "interval_ms"), 1000);
 	n = u(root, "samples");
@@ -159,7 +85,7 @@ static struct vjson *parse_checked(const char *text, size_t len, const struct vf
 	for (l = links->child; l; l = l->next) {
 		uint64_t idx;
 
-		check_object(l, "history.links[]");
+		schema_check_object(l, "history.links[]");
 		idx = u(l, "index");
 		assert_true(idx < t->nlinks && t->links[idx].in_use);
 		/* The name of vfabd's own topology, as REPORT gives it. */
@@ -330,44 +256,6 @@ static void test_wrap(void **state)
 	free_daemon(d);
 }
 
-/* HISTORY\n to the live daemon: "OK <n>\n" then n bytes; the body or NULL. */
-static char *history_request(size_t *len)
-{
-	int fd = vfab_ctl_connect(fx_rundir);
-	char head[64], *body = NULL, *end;
-	size_t got = 0, n;
-	ssize_t k;
-
-	if (fd < 0 || send(fd, "HISTORY\n", 8, MSG_NOSIGNAL) != 8)
-		goto fail;
-	for (size_t i = 0; i < sizeof(head) - 1; i++) {
-		if (recv(fd, head + i, 1, 0) != 1)
-			goto fail;
-		head[i + 1] = '\0';
-		if (head[i] == '\n')
-			break;
-	}
-	if (strncmp(head, "OK ", 3))
-		fail_msg("HISTORY answered %s", head);
-	n = strtoul(head + 3, &end, 10);
-	if (*end != '\n' || !n)
-		goto fail;
-	body = malloc(n + 1);
-	while (body && got < n && (k = recv(fd, body + got, n - got, 0)) > 0)
-		got += (size_t)k;
-	if (!body || got != n)
-		goto fail;
-	body[n] = '\0';
-	close(fd);
-	*len = n;
-	return body;
-fail:
-	free(body);
-	if (fd >= 0)
-		close(fd);
-	return NULL;
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -394,7 +282,7 @@ static void test_live(void **state)
 	assert_non_null(r);
 	/* Samples come once a second: wait for the first two, traffic booked between them. */
 	for (int i = 0; i < 100 && n < 3; i++) {
-		body = history_request(&len);
+		body = fx_fetch("HISTORY", &len);
 		assert_non_null(body);
 		vjson_free(root);
 		root = parse_checked(body, len, r); /* r's topology is vfabd's, copied once */

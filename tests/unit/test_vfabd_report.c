@@ -20,94 +20,8 @@
 
 #include "base/proc.h"
 #include "daemon/vfabd_json.h"
+#include "tests/unit/report_schema.h"
 #include "tests/unit/vfabd_fixture.h"
-
-#define MAX_FIELDS 32
-#define MAX_SECTIONS 16
-
-struct section {
-	char name[64]; /* report, links[], ports[], ports[].counters, qps[], faults[] */
-	int n;
-	char field[MAX_FIELDS][64];
-	char type[MAX_FIELDS][32];
-};
-
-static struct section schema[MAX_SECTIONS];
-static int nsections;
-
-/* "### `name`" starts a section; "| `field` | type | ..." rows belong to it. */
-static void load_schema(void)
-{
-	FILE *f = fopen(VFAB_REPORT_SCHEMA, "r");
-	char line[1024];
-	struct section *cur = NULL;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char name[64], type[32];
-
-		if (sscanf(line, "### `%63[^`]`", name) == 1) {
-			assert_true(nsections < MAX_SECTIONS);
-			cur = &schema[nsections++];
-			snprintf(cur->name, sizeof(cur->name), "%s", name);
-		} else if (cur && sscanf(line, "| `%63[^`]` | %31[a-z] |", name, type) == 2) {
-			assert_true(cur->n < MAX_FIELDS);
-			snprintf(cur->field[cur->n], sizeof(cur->field[0]), "%s", name);
-			snprintf(cur->type[cur->n], sizeof(cur->type[0]), "%s", type);
-			cur->n++;
-		}
-	}
-	fclose(f);
-}
-
-static const struct section *section(const char *name)
-{
-	for (int i = 0; i < nsections; i++)
-		if (!strcmp(schema[i].name, name))
-			return &schema[i];
-	fail_msg("docs/REPORT_SCHEMA.md has no section `%s`", name);
-	return NULL;
-}
-
-static bool type_ok(const struct vjson *v, const char *type)
-{
-	if (!strcmp(type, "string"))
-		return v->type == VJSON_STR;
-	if (!strcmp(type, "integer"))
-		return v->type == VJSON_NUM && v->is_uint;
-	if (!strcmp(type, "array"))
-		return v->type == VJSON_ARR;
-	if (!strcmp(type, "object"))
-		return v->type == VJSON_OBJ;
-	fail_msg("unknown type '%s' in the schema", type);
-	return false;
-}
-
-/* Exactly the documented members, each of its documented type. */
-static void check_object(const struct vjson *o, const char *sect)
-{
-	const struct section *s = section(sect);
-
-	assert_non_null(o);
-	assert_int_equal(o->type, VJSON_OBJ);
-	for (int i = 0; i < s->n; i++) {
-		const struct vjson *v = vjson_get(o, s->field[i]);
-
-		if (!v)
-			fail_msg("%s: field `%s` is missing", sect, s->field[i]);
-		if (!type_ok(v, s->type[i]))
-			fail_msg("%s: field `%s` is a %s, documented as %s", sect, s->field[i],
-				 vjson_type_name(v->type), s->type[i]);
-	}
-	for (const struct vjson *m = o->child; m; m = m->next) {
-		bool documented = false;
-
-		for (int i = 0; i < s->n && !documented; i++)
-			documented = !strcmp(m->key, s->field[i]);
-		if (!documented)
-			fail_msg("%s: field `%s` is not in docs/REPORT_SCHEMA.md", sect, m->key);
-	}
-}
 
 static void check_array(const struct vjson *root, const char *key, const char *sect)
 {
@@ -116,7 +30,7 @@ static void check_array(const struct vjson *root, const char *key, const char *s
 	assert_non_null(a);
 	assert_int_equal(a->type, VJSON_ARR);
 	for (const struct vjson *e = a->child; e; e = e->next)
-		check_object(e, sect);
+		schema_check_object(e, sect);
 }
 
 static int setup(void **state)
@@ -165,7 +79,6 @@ static void test_report_schema(void **state)
 
 	(void)state;
 	assert_non_null(r);
-	load_schema();
 	assert_true(fx_request("LINK node1/mlx5_0 down", reply, sizeof(reply)) > 0);
 	assert_true(fx_request("SHAPE node0/mlx5_0 bw=50 lat=2", reply, sizeof(reply)) > 0);
 	assert_true(fx_request("FAULT spike node0/loopback lat=10 for=60", reply, sizeof(reply)) >
@@ -206,14 +119,14 @@ static void test_report_schema(void **state)
 		fail_msg("REPORT is not JSON: %s", err);
 
 	/* Structure: every object against its table. */
-	check_object(root, "report");
+	schema_check_object(root, "report");
 	check_array(root, "links", "links[]");
 	check_array(root, "ports", "ports[]");
 	check_array(root, "qps", "qps[]");
 	check_array(root, "faults", "faults[]");
 	ports = vjson_get(root, "ports");
 	for (p = ports->child; p; p = p->next)
-		check_object(vjson_get(p, "counters"), "ports[].counters");
+		schema_check_object(vjson_get(p, "counters"), "ports[].counters");
 
 	/* Values the requests above imply. */
 	assert_string_equal(vjson_get(root, "schema")->str, "vfab-report/1");

@@ -120,17 +120,18 @@ static inline struct vfab_region *fx_region(void)
 }
 
 /*
- * REPORT: "OK <n>\n" then n bytes. Returns the body (malloc'd,
- * NUL-terminated) or NULL; *len its length.
+ * A request answered with "OK <n>\n" then n bytes (REPORT, HISTORY).
+ * Returns the body (malloc'd, NUL-terminated) or NULL; *len its length.
  */
-static inline char *fx_report(size_t *len)
+static inline char *fx_fetch(const char *request, size_t *len)
 {
 	int fd = vfab_ctl_connect(fx_rundir);
-	char head[64], *body = NULL, *end;
+	char head[64], *body = NULL, *end, line[32];
+	int q = snprintf(line, sizeof(line), "%s\n", request);
 	size_t got = 0, n;
 	ssize_t k;
 
-	if (fd < 0 || send(fd, "REPORT\n", 7, MSG_NOSIGNAL) != 7)
+	if (fd < 0 || send(fd, line, (size_t)q, MSG_NOSIGNAL) != q)
 		goto fail;
 	/* The header, byte by byte: nothing of the body may be consumed with it. */
 	for (size_t i = 0; i < sizeof(head) - 1; i++) {
@@ -159,6 +160,11 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	return NULL;
+}
+
+static inline char *fx_report(size_t *len)
+{
+	return fx_fetch("REPORT", len);
 }
 
 #endif /* VFAB_TEST_VFABD_FIXTURE_H */
