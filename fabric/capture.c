@@ -2,6 +2,7 @@
 /* The checks of a capture record (fabric/capture.h). */
 #include "fabric/capture.h"
 #include "fabric/region.h"
+#include "fabric/roce_pkt.h"
 
 bool vfab_cap_rec_sound(const struct vfab_cap_rec *r, size_t got, uint32_t max_hca)
 {
@@ -12,7 +13,7 @@ bool vfab_cap_rec_sound(const struct vfab_cap_rec *r, size_t got, uint32_t max_h
 		return false;
 	if (r->src_hca >= max_hca || r->dst_hca >= max_hca || r->src_port - 1 >= VFAB_MAX_PORTS ||
 	    r->dst_port - 1 >= VFAB_MAX_PORTS || !mtu || r->result > VFAB_CAP_LOST ||
-	    r->l3 > VFAB_CAP_V2_IPV6)
+	    r->l3 > ROCE_L3_V2_IPV6)
 		return false;
 	if (r->msg_len > (1u << 31) || r->npkts != vfab_cap_npkts(r->msg_len, mtu) ||
 	    !r->pkt_count || r->pkt_count > VFAB_CAP_DGRAM_PKTS || r->pkt >= r->npkts ||

@@ -57,9 +57,6 @@ enum vfab_cap_result {
 	VFAB_CAP_LOST,	     /* the link lost packet lost_pkt of it */
 };
 
-/* The RoCE encapsulation of the sender's GID (enum roce_l3's values). */
-enum vfab_cap_l3 { VFAB_CAP_V1 = 0, VFAB_CAP_V2_IPV4 = 1, VFAB_CAP_V2_IPV6 = 2 };
-
 #define VFAB_CAP_MAGIC 0x70616376u /* "vcap" */
 
 /* Payload bytes (packets' shares, whole) and packets one datagram carries at most. */
@@ -76,7 +73,7 @@ struct vfab_cap_rec {
 	uint32_t magic;
 	uint8_t result;	  /* enum vfab_cap_result */
 	uint8_t syndrome; /* AETH syndrome of a NAK or RNR NAK */
-	uint8_t l3;	  /* enum vfab_cap_l3 */
+	uint8_t l3;	  /* enum roce_l3 of the sender's GID (fabric/roce_pkt.h) */
 	uint8_t qp_type;  /* enum ibv_qp_type of the sender */
 	uint64_t ts_ns;	  /* CLOCK_REALTIME of the attempt */
 	uint32_t src_hca, src_port, dst_hca, dst_port;

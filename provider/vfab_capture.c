@@ -2,6 +2,7 @@
 /* Capture records of the messages a requester moves (provider/vfab_capture.h). */
 #include "provider/vfab_capture.h"
 #include "provider/vfab_resp_check.h"
+#include "fabric/roce_pkt.h"
 
 #include "base/paths.h"
 
@@ -12,14 +13,26 @@
 #include <time.h>
 #include <unistd.h>
 
-static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
+/* The encapsulation (enum roce_l3) by the provider's one rule (vfab_roce_l3_of). */
 static uint8_t cap_l3(uint8_t gid_type, const uint8_t *sgid, const uint8_t *dgid)
 {
-	if (gid_type != VFAB_GID_ROCE_V2)
-		return VFAB_CAP_V1;
-	return !memcmp(sgid, v4prefix, 12) && !memcmp(dgid, v4prefix, 12) ? VFAB_CAP_V2_IPV4
-									  : VFAB_CAP_V2_IPV6;
+	switch (vfab_roce_l3_of(gid_type, sgid, dgid)) {
+	case VFAB_ROCE_L3_IPV4:
+		return ROCE_L3_V2_IPV4;
+	case VFAB_ROCE_L3_IPV6:
+		return ROCE_L3_V2_IPV6;
+	default:
+		return ROCE_L3_V1;
+	}
+}
+
+/* enum ibv_mtu of the packets the requester splits messages into (qp->req.mtu_bytes). */
+static uint8_t cap_pmtu(const struct vfab_qp *qp)
+{
+	uint32_t b = qp->req.mtu_bytes;
+
+	return b >= 256 && b <= 4096 && !(b & (b - 1)) ? (uint8_t)(__builtin_ctz(b) - 7)
+						       : IBV_MTU_4096;
 }
 
 /*
@@ -237,9 +250,7 @@ void vfab_cap_rc(const struct vfab_qp *qp, const struct vfab_swqe *w, uint64_t l
 	h.l3 = cap_l3(sg ? sg->type : VFAB_GID_ROCE_V2, h.sgid, h.dgid);
 	h.qp_type = (uint8_t)qp->vqp.qp.qp_type;
 	h.wr_opcode = (uint8_t)w->opcode;
-	h.pmtu = (uint8_t)(qp->attr.path_mtu >= IBV_MTU_256 && qp->attr.path_mtu <= IBV_MTU_4096
-			       ? qp->attr.path_mtu
-			       : IBV_MTU_1024);
+	h.pmtu = cap_pmtu(qp);
 	h.solicited = (w->flags & IBV_SEND_SOLICITED) != 0;
 	h.sqpn = qp->vqp.qp.qp_num;
 	h.dqpn = qp->attr.dest_qp_num;
@@ -273,8 +284,7 @@ void vfab_cap_ud(const struct vfab_qp *qp, const struct vfab_msg *m, uint32_t qp
 	h.l3 = cap_l3(m->sgid_type, m->sgid, m->dgid);
 	h.qp_type = IBV_QPT_UD;
 	h.wr_opcode = (uint8_t)w->opcode;
-	/* One packet: the datagram is at most the MTU. */
-	h.pmtu = IBV_MTU_4096;
+	h.pmtu = cap_pmtu(qp);
 	h.solicited = (w->flags & IBV_SEND_SOLICITED) != 0;
 	h.sqpn = qp->vqp.qp.qp_num;
 	h.dqpn = qpn;

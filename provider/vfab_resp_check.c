@@ -247,14 +247,19 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 	return IBV_WC_SUCCESS;
 }
 
-enum vfab_roce_l3 vfab_resp_roce_l3(const struct vfab_msg *m)
+enum vfab_roce_l3 vfab_roce_l3_of(uint8_t sgid_type, const uint8_t *sgid, const uint8_t *dgid)
 {
 	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-	if (m->sgid_type != VFAB_GID_ROCE_V2)
+	if (sgid_type != VFAB_GID_ROCE_V2)
 		return VFAB_ROCE_L3_GRH;
-	return !memcmp(m->sgid, v4prefix, 12) && !memcmp(m->dgid, v4prefix, 12) ? VFAB_ROCE_L3_IPV4
-										: VFAB_ROCE_L3_IPV6;
+	return !memcmp(sgid, v4prefix, 12) && !memcmp(dgid, v4prefix, 12) ? VFAB_ROCE_L3_IPV4
+									  : VFAB_ROCE_L3_IPV6;
+}
+
+enum vfab_roce_l3 vfab_resp_roce_l3(const struct vfab_msg *m)
+{
+	return vfab_roce_l3_of(m->sgid_type, m->sgid, m->dgid);
 }
 
 /* The receive CQE of message m into rw; true when the sender asked for a solicited event. */

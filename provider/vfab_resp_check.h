@@ -91,6 +91,8 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 					  unsigned int *n, uint64_t *cap);
 void vfab_resp_unpin_list(struct vfab_mr_slot **pins, unsigned int n);
 /* The L3 header a RoCE datagram arrived with (UD). */
+/* The encapsulation of a message from a GID of sgid_type at sgid to dgid. */
+enum vfab_roce_l3 vfab_roce_l3_of(uint8_t sgid_type, const uint8_t *sgid, const uint8_t *dgid);
 enum vfab_roce_l3 vfab_resp_roce_l3(const struct vfab_msg *m);
 /* The receive CQE of m into out; true when the sender asked for a solicited event. */
 bool vfab_resp_recv_cqe(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,

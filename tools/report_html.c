@@ -49,16 +49,6 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
-/* Element i of an array of numbers (0 when absent). */
-static double at(const struct vjson *arr, size_t i)
-{
-	const struct vjson *e = arr ? arr->child : NULL;
-
-	while (e && i--)
-		e = e->next;
-	return e && e->type == VJSON_NUM ? e->num : 0;
-}
-
 /* The numbers of an array, at most cap of them, into out; their count. */
 static size_t numbers(const struct vjson *arr, double *out, size_t cap)
 {
@@ -182,7 +172,7 @@ static void charts(FILE *f, const struct vjson *history, const struct vjson *fau
 	const struct vjson *links = vjson_get(history, "links");
 	size_t n = (size_t)vjson_get_u64(history, "samples"), ns = 0;
 	struct series rate[MAX_SERIES], queue[MAX_SERIES];
-	double *t, *buf;
+	double *t, *by, *ms, *qn, *buf;
 
 	fprintf(f, "<h2>Links over time</h2>\n");
 	if (!links || n < 3) {
@@ -192,23 +182,30 @@ static void charts(FILE *f, const struct vjson *history, const struct vjson *fau
 			n);
 		return;
 	}
-	t = calloc(n * (2 * MAX_SERIES + 1), sizeof(double));
+	/* Times, three arrays of one link as numbers, then two series per link. */
+	t = calloc(n * (4 + 2 * MAX_SERIES), sizeof(double));
 	if (!t)
 		return;
 	numbers(vjson_get(history, "unix_ms"), t, n);
-	buf = t + n;
+	by = t + n;
+	ms = by + n;
+	qn = ms + n;
+	buf = qn + n;
 	for (const struct vjson *l = links->child; l && ns < MAX_SERIES; l = l->next) {
-		const struct vjson *bytes = vjson_get(l, "bytes"), *msgs = vjson_get(l, "msgs"),
-				   *qns = vjson_get(l, "queue_ns");
 		double *r = buf + 2 * ns * n, *q = r + n;
 
-		if (at(bytes, n - 1) <= at(bytes, 0))
+		/* Short or missing arrays read as zeros (calloc'd, refilled per link). */
+		memset(by, 0, 3 * n * sizeof(double));
+		numbers(vjson_get(l, "bytes"), by, n);
+		if (by[n - 1] <= by[0])
 			continue;
+		numbers(vjson_get(l, "msgs"), ms, n);
+		numbers(vjson_get(l, "queue_ns"), qn, n);
 		for (size_t i = 1; i < n; i++) {
-			double dt = t[i] - t[i - 1], dm = at(msgs, i) - at(msgs, i - 1);
+			double dt = t[i] - t[i - 1], dm = ms[i] - ms[i - 1];
 
-			r[i] = dt > 0 ? (at(bytes, i) - at(bytes, i - 1)) * 8 / (dt * 1e6) : 0;
-			q[i] = dm > 0 ? (at(qns, i) - at(qns, i - 1)) / dm / 1000 : 0;
+			r[i] = dt > 0 ? (by[i] - by[i - 1]) * 8 / (dt * 1e6) : 0;
+			q[i] = dm > 0 ? (qn[i] - qn[i - 1]) / dm / 1000 : 0;
 		}
 		rate[ns] = (struct series){vjson_get_str(l, "name", "?"), r};
 		queue[ns] = (struct series){vjson_get_str(l, "name", "?"), q};
@@ -261,7 +258,7 @@ static void topology(FILE *f, const struct vfab_region *t, const struct vjson *l
 {
 	uint32_t nl = t->nleaves ? t->nleaves : 1, nn = t->nnodes;
 	int width = (int)(nn * 140 > CHART_W ? nn * 140 : CHART_W), spine_y = 20, leaf_y = 110;
-	int node_y = 230, height = node_y + 30 + 16 * (int)VFAB_MAX_PORTS * 8;
+	int node_y = 230, height;
 	double lx[VFAB_MAX_LEAVES];
 	char rb[32];
 	uint32_t order[VFAB_MAX_NODES], k = 0, maxh = 1;
