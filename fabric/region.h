@@ -59,12 +59,13 @@
  * device_cap_flags (ibv_query_device, netlink's CAP_FLAGS; the kernel's
  * bits are libibverbs' here): BAD_PKEY_CNTR, BAD_QKEY_CNTR, CHANGE_PHY_PORT,
  * PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, RC_RNR_NAK_GEN, MEM_WINDOW, XRC,
- * MEM_WINDOW_TYPE_2B: what mlx5 sets on a ConnectX-6's RoCE port (never
- * CURR_QP_STATE_MOD), less what vfab does not do (provider/vfab_query.c).
+ * MEM_WINDOW_TYPE_2B, RAW_IP_CSUM, MANAGED_FLOW_STEERING: what mlx5 sets on a
+ * ConnectX-6's RoCE port (never CURR_QP_STATE_MOD), less what vfab does not
+ * do (provider/vfab_query.c).
  */
 #define VFAB_DEVICE_CAP_FLAGS                                                                      \
 	((1u << 1) | (1u << 2) | (1u << 5) | (1u << 10) | (1u << 11) | (1u << 12) | (1u << 17) |   \
-	 (1u << 20) | (1u << 24))
+	 (1u << 20) | (1u << 24) | (1u << 26) | (1u << 29))
 #define VFAB_MAX_LINKS 2048
 #define VFAB_MAX_LEAVES 128
 #define VFAB_NODE_NETDEVS 8

@@ -123,6 +123,7 @@ struct vfab_cq {
 	uint32_t mask;
 	pthread_spinlock_t poll_lock; /* consumers of this process */
 	atomic_int users;	      /* QPs that complete into it */
+	atomic_int raw_feeds;	      /* raw packet QPs with flows receiving into it */
 	/* Extended polling (ibv_cq_ex): the entry being looked at. */
 	struct vfab_cqe cur;
 	uint64_t wc_flags;
@@ -275,6 +276,8 @@ struct vfab_dest {
  * A QP of this process, grouped as Linux rxe groups its QP: what is fixed at
  * creation, then one part per subsystem that owns it.
  */
+struct vfab_raw;
+
 struct vfab_qp {
 	struct vabi_qp vqp;
 	struct vfab_context *ctx;
@@ -291,6 +294,7 @@ struct vfab_qp {
 	bool sq_sig_all;
 	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy of its own multicast sends. */
 	bool block_self_mcast;
+	struct vfab_raw *raw; /* a raw packet QP's wire and flows (vfab_raw.c); else NULL */
 	uint64_t send_ops_flags;
 
 	/* Under sq.lock: this side's view of the state (the slot is authoritative). */

@@ -12,6 +12,7 @@
 #include "provider/vfab_counters.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_mr_check.h"
+#include "provider/vfab_raw.h"
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
 #include "fabric/mcast.h"
@@ -456,10 +457,32 @@ static __attribute__((cold)) enum vfab_stage local_op(struct vfab_qp *qp, struct
 	return VFAB_ST_ACKED;
 }
 
+/* A raw packet QP's frame: on the wire at once, complete once sent. */
+static __attribute__((cold)) enum vfab_stage raw_attempt(struct vfab_qp *qp, struct vfab_swqe *w,
+							 uint64_t now)
+{
+	struct iovec iov[VFAB_MAX_SGE + 1];
+	enum ibv_wc_status st;
+	unsigned int n;
+	uint64_t len;
+
+	st = vfab_gather(qp, w, iov, &n, &len);
+	if (st == IBV_WC_SUCCESS)
+		st = vfab_raw_send(qp, w, iov, n, len);
+	if (st != IBV_WC_SUCCESS)
+		return failed(w, st);
+	w->byte_len = (uint32_t)len;
+	w->stage = VFAB_ST_ACKED;
+	w->due_ns = now;
+	return VFAB_ST_ACKED;
+}
+
 enum vfab_stage vfab_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now)
 {
 	if (__builtin_expect(vfab_local_op(w->opcode), 0))
 		return local_op(qp, w);
+	if (__builtin_expect(qp->raw != NULL, 0))
+		return raw_attempt(qp, w, now);
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, false);
 	return rc_attempt(qp, w, now);
@@ -475,6 +498,8 @@ enum vfab_stage vfab_deliver(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t n
 
 	if (__builtin_expect(vfab_local_op(w->opcode), 0))
 		return local_op(qp, w);
+	if (qp->raw)
+		return raw_attempt(qp, w, now);
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_attempt(qp, w, now, true);
 	/* The buffers are read (or written) now, as the HCA's DMA would. */

@@ -6,6 +6,7 @@
  */
 #include "provider/vfab_dest.h"
 #include "provider/vfab_dma.h"
+#include "provider/vfab_raw.h"
 #include "base/fsutil.h"
 #include "base/proc.h"
 #include "fabric/ctl.h"
@@ -45,6 +46,8 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .query_qp = vfab_query_qp,
     .destroy_qp = vfab_destroy_qp,
     .attach_mcast = vfab_attach_mcast,
+    .create_flow = vfab_create_flow,
+    .destroy_flow = vfab_destroy_flow,
     .detach_mcast = vfab_detach_mcast,
     .post_send = vfab_post_send,
     .post_recv = vfab_post_recv,

@@ -5,6 +5,7 @@
  * them; both ibv_poll_cq and the extended ibv_start_poll API read it.
  */
 #include "provider/vfab.h"
+#include "provider/vfab_raw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -50,6 +51,8 @@ int vfab_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	/* A polling thread is the promptest place to deliver what is due. */
 	vfab_engine_poll(&cq->s->armed);
+	if (__builtin_expect(atomic_load_explicit(&cq->raw_feeds, memory_order_relaxed), 0))
+		vfab_raw_poll(cq);
 	pthread_spin_lock(&cq->poll_lock);
 	for (i = 0; i < n && take_entry(cq, &e); i++) {
 		struct ibv_wc *w = &wc[i];
@@ -105,6 +108,8 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 	if (attr->comp_mask)
 		return EINVAL;
 	vfab_engine_poll(&cq->s->armed);
+	if (__builtin_expect(atomic_load_explicit(&cq->raw_feeds, memory_order_relaxed), 0))
+		vfab_raw_poll(cq);
 	pthread_spin_lock(&cq->poll_lock);
 	rc = ex_load(cq);
 	/* On ENOENT the caller does not call end_poll. */

@@ -7,6 +7,7 @@
  */
 #include "provider/vfab_comp.h"
 #include "provider/vfab_dest.h"
+#include "provider/vfab_raw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +42,7 @@ static uint32_t round_pow2(uint32_t v)
 #define WQE_ATOMIC_BYTES (WQE_CTRL_BYTES + 32)
 #define WQE_UMR_BYTES (WQE_CTRL_BYTES + 48 + 64 + 64)
 #define WQE_DATAGRAM_BYTES 48
+#define WQE_ETH_BYTES 32
 
 static uint32_t wqe_overhead(enum ibv_qp_type type, bool ops_given, uint64_t ops)
 {
@@ -48,6 +50,8 @@ static uint32_t wqe_overhead(enum ibv_qp_type type, bool ops_given, uint64_t ops
 
 	if (type == IBV_QPT_UD)
 		return size + WQE_DATAGRAM_BYTES;
+	if (type == IBV_QPT_RAW_PACKET)
+		return size + WQE_ETH_BYTES;
 	if (!ops_given)
 		return WQE_UMR_BYTES; /* libmlx5's default RC ops include BIND_MW */
 	if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
@@ -99,6 +103,8 @@ static uint64_t supported_send_ops(enum ibv_qp_type type)
 
 	if (type == IBV_QPT_UD)
 		return ud;
+	if (type == IBV_QPT_RAW_PACKET)
+		return IBV_QP_EX_WITH_SEND;
 	if (type == IBV_QPT_UC)
 		return uc;
 	return uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
@@ -144,11 +150,16 @@ static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_at
 			return EOPNOTSUPP;
 		return check_caps(&a->cap, true);
 	}
-	/* UD only: multicast loopback to the sending QP itself (vfab_mcast.c). */
+	/*
+	 * UD and raw packet QPs: no multicast loopback to the sending QP itself
+	 * (vfab_mcast.c; a raw packet QP never receives its own frames).
+	 */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
-	    (a->qp_type != IBV_QPT_UD || a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
+	    ((a->qp_type != IBV_QPT_UD && a->qp_type != IBV_QPT_RAW_PACKET) ||
+	     a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB))
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    a->qp_type != IBV_QPT_RAW_PACKET)
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~supported_send_ops(a->qp_type)))
@@ -253,8 +264,17 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		qp->send_ops_flags = a->send_ops_flags;
 
+	if (a->qp_type == IBV_QPT_RAW_PACKET) {
+		rc = vfab_raw_open(qp);
+		if (rc) {
+			qp_free_scratch(qp);
+			free(qp);
+			goto fail;
+		}
+	}
 	slot = vfab_qp_alloc(ctx->r, &ctx->owner, qp->cap.max_recv_wr, qp->cap.max_recv_sge);
 	if (slot < 0) {
+		vfab_raw_close(qp);
 		qp_free_scratch(qp);
 		free(qp);
 		rc = -slot;
@@ -292,6 +312,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 			    (uint64_t)(uintptr_t)&qp->vqp.qp, ctx->async_id, qp->s->xrcd);
 	if (rc) {
 		vfab_qp_free(ctx->r, slot);
+		vfab_raw_close(qp);
 		pthread_mutex_destroy(&qp->sq.lock);
 		pthread_mutex_destroy(&qp->rq.lock);
 		qp_free_scratch(qp);
@@ -395,6 +416,10 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	struct vfab_qp *qp = to_vqp(ibqp);
 	struct vfab_context *ctx = qp->ctx;
 
+	/* A flow holds its QP, as uverbs counts it (usecnt). */
+	if (qp->raw && vfab_raw_busy(qp))
+		return EBUSY;
+	vfab_raw_close(qp);
 	vfab_engine_cancel(qp);
 	pthread_mutex_lock(&qp->sq.lock);
 	/* Destroying is not an error: queued WRs vanish without completions. */

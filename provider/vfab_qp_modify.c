@@ -6,6 +6,7 @@
  * of another process sees a consistent QP.
  */
 #include "provider/vfab_comp.h"
+#include "provider/vfab_raw.h"
 #include "provider/vfab_qp_state.h"
 
 #include <errno.h>
@@ -201,6 +202,9 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	rc = -vfab_qp_modify_ok(ibqp->qp_type, cur, next, (uint32_t)mask);
 	if (!rc)
 		rc = check_attrs(qp, attr, mask);
+	/* A raw packet QP's frames go to its port's netdev (vfab_raw.c). */
+	if (!rc && qp->raw && (mask & IBV_QP_PORT))
+		rc = vfab_raw_bind(qp, attr->port_num);
 	if (rc)
 		goto out;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The QP state transition table for RC, UC, UD and XRC (see vfab_qp_state.h). */
+/* The QP state transition table for RC, UC, UD, XRC and raw packet QPs (see vfab_qp_state.h). */
 #include "provider/vfab_qp_state.h"
 
 #include <errno.h>
@@ -57,7 +57,20 @@ static const struct rule rules[] = {
 static bool known_type(enum ibv_qp_type type)
 {
 	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD ||
-	       type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+	       type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV || type == IBV_QPT_RAW_PACKET;
+}
+
+/*
+ * A raw packet QP has UD's transitions with none of its attributes but the
+ * port, which RESET->INIT requires and INIT->INIT allows (the kernel's
+ * qp_state_table; its rate limit is not offered).
+ */
+static void raw_adjust(enum ibv_qp_type type, uint32_t *req, uint32_t *opt)
+{
+	if (type != IBV_QPT_RAW_PACKET)
+		return;
+	*req &= IBV_QP_PORT;
+	*opt &= IBV_QP_PORT;
 }
 
 /*
@@ -106,13 +119,16 @@ static bool lookup(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_sta
 
 		if (r->cur != cur || r->next != next)
 			continue;
-		*req = type == IBV_QPT_UC ? r->uc_req : type == IBV_QPT_UD ? r->ud_req : r->rc_req;
-		*opt = type == IBV_QPT_UC ? r->uc_opt : type == IBV_QPT_UD ? r->ud_opt : r->rc_opt;
+		bool ud = type == IBV_QPT_UD || type == IBV_QPT_RAW_PACKET;
+
+		*req = type == IBV_QPT_UC ? r->uc_req : ud ? r->ud_req : r->rc_req;
+		*opt = type == IBV_QPT_UC ? r->uc_opt : ud ? r->ud_opt : r->rc_opt;
 		if (*req == NONE) {
 			*req = *opt = 0;
 			return false;
 		}
 		xrc_adjust(type, cur, next, req, opt);
+		raw_adjust(type, req, opt);
 		return true;
 	}
 	return false;

@@ -35,16 +35,16 @@ static void fill_device_attr(struct vfab_context *ctx, struct ibv_device_attr *a
 	/*
 	 * What mlx5_ib_query_device sets on a ConnectX-6's RoCE port (never
 	 * CURR_QP_STATE_MOD), less what vfab does not do: AUTO_PATH_MIG (no
-	 * alternate paths), MEM_MGT_EXTENSIONS (no fast registration
-	 * WRs), RAW_IP_CSUM and MANAGED_FLOW_STEERING (no raw packet QPs). A
-	 * program checks these before it uses the feature. Netlink reports the
-	 * same word (rdmanl/nl_cmd.c).
+	 * alternate paths) and MEM_MGT_EXTENSIONS (no fast registration
+	 * WRs). A program checks these before it uses the feature. Netlink
+	 * reports the same word (rdmanl/nl_cmd.c).
 	 */
 	_Static_assert(VFAB_DEVICE_CAP_FLAGS ==
 			   (IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			    IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			    IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-			    IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+			    IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			    IBV_DEVICE_RAW_IP_CSUM | IBV_DEVICE_MANAGED_FLOW_STEERING),
 		       "device_cap_flags");
 	a->device_cap_flags = VFAB_DEVICE_CAP_FLAGS;
 	a->max_sge = VFAB_MAX_SGE;
@@ -85,7 +85,8 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	fill_device_attr(ctx, &full.orig_attr);
 	/*
 	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); its device
-	 * memory (vfab_dm.c); no TSO, RSS or tag matching; the device clock of
+	 * memory (vfab_dm.c); checksums of raw packet QPs' frames
+	 * (vfab_raw.c), but no TSO, RSS or tag matching; the device clock of
 	 * vfab_util.h.
 	 */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
@@ -98,6 +99,7 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	/* XRC receives through SRQs only. */
 	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
 			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	full.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
 	full.max_dm_size = VFAB_CX_MAX_DM_BYTES;
 	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
 	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;

@@ -10,6 +10,7 @@
 #include "provider/vfab_comp.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_lead.h"
+#include "provider/vfab_raw.h"
 
 #include <errno.h>
 #include <string.h>
@@ -27,6 +28,8 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 	/* An XRC_RECV QP has no send queue. */
 	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) ||
 	    qp->vqp.qp.qp_type == IBV_QPT_XRC_RECV)
+		return EINVAL;
+	if (qp->raw && vfab_raw_check_post(qp, w))
 		return EINVAL;
 	switch (w->opcode) {
 	case IBV_WR_SEND:

@@ -27,6 +27,7 @@ struct valid {
 #define UD IBV_QPT_UD
 #define XI IBV_QPT_XRC_SEND
 #define XT IBV_QPT_XRC_RECV
+#define RAW IBV_QPT_RAW_PACKET
 #define UC_PATH (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE)
 #define RC_PATH                                                                                    \
 	(IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE)
@@ -96,6 +97,16 @@ static const struct valid valid_transitions[] = {
     {XT, IBV_QPS_SQD, IBV_QPS_SQD, 0,
      IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PKEY_INDEX |
 	 RC_PATH},
+    /* The kernel's qp_state_table: a raw packet QP takes only its port. */
+    {RAW, IBV_QPS_RESET, IBV_QPS_RESET, 0, 0},
+    {RAW, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PORT, 0},
+    {RAW, IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PORT},
+    {RAW, IBV_QPS_INIT, IBV_QPS_RTR, 0, 0},
+    {RAW, IBV_QPS_RTR, IBV_QPS_RTS, 0, 0},
+    {RAW, IBV_QPS_RTS, IBV_QPS_RTS, 0, 0},
+    {RAW, IBV_QPS_RTS, IBV_QPS_SQD, 0, 0},
+    {RAW, IBV_QPS_SQD, IBV_QPS_RTS, 0, 0},
+    {RAW, IBV_QPS_SQD, IBV_QPS_SQD, 0, 0},
 };
 
 static const enum ibv_qp_state all_states[] = {
@@ -198,7 +209,7 @@ static bool listed(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_qp_state 
 /* Everything else but "to RESET" and "to ERR" must be refused. */
 static void test_invalid_transitions(void **state)
 {
-	static const enum ibv_qp_type types[] = {RC, UC, UD, XI, XT};
+	static const enum ibv_qp_type types[] = {RC, UC, UD, XI, XT, RAW};
 	size_t t, c, n;
 
 	(void)state;
@@ -233,8 +244,16 @@ static void test_unsupported_types(void **state)
 {
 	(void)state;
 	assert_int_equal(
-	    vfab_qp_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE),
+	    vfab_qp_modify_ok(IBV_QPT_DRIVER, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE),
 	    -EOPNOTSUPP);
+	/* Nor do raw packet QPs, which have no Q_Key or PSN either. */
+	assert_int_equal(vfab_qp_modify_ok(RAW, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), -EINVAL);
+	assert_int_equal(vfab_qp_modify_ok(RAW, IBV_QPS_RESET, IBV_QPS_INIT,
+					   IBV_QP_STATE | IBV_QP_PORT | IBV_QP_QKEY),
+			 -EINVAL);
+	assert_int_equal(
+	    vfab_qp_modify_ok(RAW, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_SQ_PSN),
+	    -EINVAL);
 	/* XRC's QPs never see SQE, as RC's. */
 	assert_int_equal(
 	    vfab_qp_modify_ok(IBV_QPT_XRC_RECV, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), -EINVAL);

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw packet QPs (see vfab_raw.h). The wire is the port's netdev, reached
+ * through an AF_PACKET socket in the caller's (the node's) network
+ * namespace: a send is one frame written to it, as the HCA puts a WQE's
+ * frame on the port; a thread per QP with flows reads the frames the
+ * netdev receives and those the node itself sends to its own or a
+ * multicast address (the NIC's loopback), and delivers each that a flow
+ * takes into the next posted receive, as the UD responder delivers a
+ * datagram. A frame nobody steers is the node's stack's alone.
+ */
+#include "provider/vfab_raw.h"
+#include "provider/vfab_counters.h"
+#include "provider/vfab_flow.h"
+#include "provider/vfab_resp.h"
+#include "provider/vfab_resp_check.h"
+#include "provider/vfab_xfer.h"
+#include "base/fsutil.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A frame as large as a netdev may take (GSO-sized on a veth) plus a VLAN tag. */
+#define FRAME_MAX (65536 + 4)
+#define ETH_ALEN_ 6
+#define ETH_HLEN_ 14
+#define VLAN_HLEN_ 4
+#define RCVBUF_BYTES (16 << 20)
+
+struct vfab_flow {
+	struct ibv_flow ib;
+	struct vfab_qp *qp;
+	struct vfab_flow_rule rule;
+	struct vfab_flow *next;
+};
+
+struct vfab_raw {
+	struct vfab_qp *qp;
+	int sock;
+	int wake; /* eventfd: the receiver stops */
+	int ifindex;
+	uint8_t mac[ETH_ALEN_];
+	pthread_t rx_thread;
+	bool rx_running;
+	pthread_mutex_t lock; /* the flows, the binding, the receiver */
+	struct vfab_flow *flows;
+	uint8_t *tx; /* a send's frame, gathered (sq.lock) */
+	/* Whoever delivers (the receiver thread or a poller, vfab_raw_poll). */
+	pthread_mutex_t rx_lock;
+	uint8_t *rx; /* a received frame, under rx_lock */
+	struct vfab_raw *next_feed;
+};
+
+/* This process's raw packet QPs that have flows, for their CQs' pollers. */
+static pthread_mutex_t feeds_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vfab_raw *feeds;
+
+int vfab_raw_open(struct vfab_qp *qp)
+{
+	struct vfab_raw *raw = calloc(1, sizeof(*raw));
+
+	if (!raw)
+		return ENOMEM;
+	raw->qp = qp;
+	raw->tx = malloc(FRAME_MAX);
+	raw->rx = malloc(FRAME_MAX);
+	/* Protocol 0: nothing is received until a flow asks for frames. */
+	raw->sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	raw->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!raw->tx || !raw->rx || raw->sock < 0 || raw->wake < 0) {
+		int rc = raw->sock < 0 && (errno == EPERM || errno == EACCES) ? EPERM : errno;
+
+		if (!raw->tx || !raw->rx)
+			rc = ENOMEM;
+		if (raw->sock >= 0)
+			close(raw->sock);
+		if (raw->wake >= 0)
+			close(raw->wake);
+		free(raw->tx);
+		free(raw->rx);
+		free(raw);
+		return rc;
+	}
+	int one = 1, rcvbuf = RCVBUF_BYTES;
+
+	/* VLAN tags the netdev strips come back as auxiliary data (put back in rx). */
+	setsockopt(raw->sock, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
+	/*
+	 * Bursts wait in the socket as in a NIC's receive buffer; beyond it
+	 * frames drop. Past rmem_max where allowed (CAP_NET_ADMIN).
+	 */
+	if (setsockopt(raw->sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(raw->sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	pthread_mutex_init(&raw->lock, NULL);
+	pthread_mutex_init(&raw->rx_lock, NULL);
+	qp->raw = raw;
+	return 0;
+}
+
+/* Binds the socket to the netdev for this protocol (0: receive nothing). Under raw->lock. */
+static int bind_proto(struct vfab_raw *raw, uint16_t proto)
+{
+	struct sockaddr_ll a = {
+	    .sll_family = AF_PACKET, .sll_protocol = htons(proto), .sll_ifindex = raw->ifindex};
+
+	return bind(raw->sock, (struct sockaddr *)&a, sizeof(a)) ? errno : 0;
+}
+
+int vfab_raw_bind(struct vfab_qp *qp, uint8_t port)
+{
+	struct vfab_raw *raw = qp->raw;
+	struct ibv_context *ib = &qp->ctx->vctx.context;
+	char path[IBV_SYSFS_PATH_MAX + 64], name[IF_NAMESIZE + 1];
+	struct ifreq ifr;
+	ssize_t n;
+	int rc;
+
+	/* The port's netdev as the node's sysfs view names it (written by vfab up). */
+	snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/ndevs/0", ib->device->ibdev_path, port);
+	n = vfab_read_file(path, name, sizeof(name));
+	if (n <= 0)
+		return ENODEV;
+	name[strcspn(name, "\n")] = '\0';
+	if (strlen(name) >= sizeof(ifr.ifr_name))
+		return ENODEV;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, name, strlen(name));
+	if (ioctl(raw->sock, SIOCGIFINDEX, &ifr))
+		return ENODEV;
+	pthread_mutex_lock(&raw->lock);
+	raw->ifindex = ifr.ifr_ifindex;
+	rc = ioctl(raw->sock, SIOCGIFHWADDR, &ifr) ? errno : 0;
+	if (!rc) {
+		memcpy(raw->mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN_);
+		rc = bind_proto(raw, raw->flows ? ETH_P_ALL : 0);
+	}
+	pthread_mutex_unlock(&raw->lock);
+	return rc;
+}
+
+bool vfab_raw_busy(struct vfab_qp *qp)
+{
+	bool busy;
+
+	pthread_mutex_lock(&qp->raw->lock);
+	busy = qp->raw->flows != NULL;
+	pthread_mutex_unlock(&qp->raw->lock);
+	return busy;
+}
+
+void vfab_raw_close(struct vfab_qp *qp)
+{
+	struct vfab_raw *raw = qp->raw;
+	uint64_t one = 1;
+
+	if (!raw)
+		return;
+	if (raw->rx_running) {
+		if (write(raw->wake, &one, sizeof(one)) < 0)
+			vfab_dbg("raw QP %u: waking its receiver: %s", qp->qpn, strerror(errno));
+		pthread_join(raw->rx_thread, NULL);
+	}
+	close(raw->sock);
+	close(raw->wake);
+	pthread_mutex_destroy(&raw->lock);
+	pthread_mutex_destroy(&raw->rx_lock);
+	free(raw->tx);
+	free(raw->rx);
+	free(raw);
+	qp->raw = NULL;
+}
+
+int vfab_raw_check_post(const struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	(void)qp;
+	/* A frame is a SEND; TSO is not offered (tso_caps are 0). */
+	if (w->opcode != IBV_WR_SEND)
+		return EINVAL;
+	/* libmlx5 takes the Ethernet header from the first segments: one at least. */
+	if (!w->is_inline && !w->num_sge)
+		return EINVAL;
+	return 0;
+}
+
+enum ibv_wc_status vfab_raw_send(struct vfab_qp *qp, const struct vfab_swqe *w,
+				 const struct iovec *iov, unsigned int n, uint64_t len)
+{
+	struct vfab_raw *raw = qp->raw;
+	struct sockaddr_ll to = {.sll_family = AF_PACKET};
+	uint64_t at = 0;
+
+	if (len < ETH_HLEN_ || len > FRAME_MAX)
+		return IBV_WC_LOC_LEN_ERR;
+	for (unsigned int i = 0; i < n; i++) {
+		memcpy(raw->tx + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	if (w->flags & IBV_SEND_IP_CSUM)
+		vfab_frame_fill_csum(raw->tx, len);
+	to.sll_ifindex = raw->ifindex;
+	memcpy(&to.sll_protocol, raw->tx + 12, 2);
+	/*
+	 * Once on the wire a frame is the wire's: one the netdev refuses (too
+	 * long for its MTU, a full queue) is lost there, and the WR succeeds.
+	 */
+	if (sendto(raw->sock, raw->tx, len, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+		vfab_dbg("raw QP %u: frame of %" PRIu64 " bytes dropped: %s", qp->qpn, len,
+			 strerror(errno));
+	return IBV_WC_SUCCESS;
+}
+
+/* Which of the QP's flows take the frame: a drop rule wins over the others. */
+static bool steered(struct vfab_raw *raw, const struct vfab_frame *f, bool outgoing)
+{
+	bool take = false, drop = false;
+
+	pthread_mutex_lock(&raw->lock);
+	for (struct vfab_flow *fl = raw->flows; fl; fl = fl->next) {
+		/* What the node sends to others is on its wire only: sniffers see it. */
+		if (outgoing && fl->rule.attr_type != IBV_FLOW_ATTR_SNIFFER)
+			continue;
+		if (vfab_flow_match(&fl->rule, f, raw->mac)) {
+			take = true;
+			drop |= fl->rule.drop;
+		}
+	}
+	pthread_mutex_unlock(&raw->lock);
+	return take && !drop;
+}
+
+/* The frame into the QP's next receive, as the UD responder delivers a datagram. */
+static void deliver(struct vfab_qp *qp, const struct vfab_frame *f)
+{
+	/* What the receive CQE is built from: a SEND without immediate or flags. */
+	static const struct vfab_swqe recv_as = {.opcode = IBV_WR_SEND};
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_qp_slot *d = qp->s, kq;
+	struct iovec src = {.iov_base = (void *)f->buf, .iov_len = f->len}, dst[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
+	struct vfab_resp_rwqe rw;
+	enum ibv_wc_status st;
+	struct vfab_peer p;
+	struct vfab_msg m;
+	unsigned int n;
+	uint64_t cap;
+
+	if (!vfab_kqp_copy(ctx->k, ctx->hca_idx, qp->qpn, &kq))
+		return;
+	vfab_msg_build(&m, qp, &recv_as, &src, 1, f->len, d, &kq, ctx->hca_idx, d->port, -1);
+	m.src_qpn = 0;
+	if (vfab_lock(&d->lock))
+		return;
+	if (!vfab_resp_receiving(atomic_load(&d->qp_state)))
+		goto out;
+	if (vfab_resp_check_rq(&m, &rw) != VFAB_RESP_PASS) {
+		/* No receive posted: the NIC drops the frame and counts it. */
+		vfab_count_event(&vfab_resp_dst_port(&m)->cnt.out_of_buffer, 1);
+		goto out;
+	}
+	st = vfab_resp_scatter_list(&m, &rw, dst, pins, &n, &cap);
+	if (st == IBV_WC_SUCCESS && cap < f->len) {
+		vfab_resp_unpin_list(pins, n);
+		st = IBV_WC_LOC_LEN_ERR;
+	}
+	if (st != IBV_WC_SUCCESS) {
+		vfab_resp_push_recv(&m, &rw, st, IBV_WC_RECV, 0, 0);
+		goto out;
+	}
+	p = vfab_resp_peer_of(&m);
+	if (!vfab_xfer_write(&p, &src, 1, dst, n))
+		vfab_resp_push_recv(&m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)f->len,
+				    vfab_frame_csum_ok(f) ? IBV_WC_IP_CSUM_OK : 0);
+	vfab_resp_unpin_list(pins, n);
+out:
+	vfab_unlock(&d->lock);
+}
+
+/*
+ * One frame from the socket into buf (room for a VLAN tag in front);
+ * returns its length, 0 when it is not for the QP, -1 when none is left.
+ */
+static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+	} ctl;
+	struct tpacket_auxdata aux = {0};
+	struct sockaddr_ll from;
+	struct iovec iov = {.iov_base = buf + VLAN_HLEN_, .iov_len = FRAME_MAX - VLAN_HLEN_};
+	struct msghdr msg = {.msg_name = &from,
+			     .msg_namelen = sizeof(from),
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = &ctl,
+			     .msg_controllen = sizeof(ctl)};
+	ssize_t n = recvmsg(raw->sock, &msg, MSG_DONTWAIT | MSG_TRUNC);
+
+	if (n < 0)
+		return -1;
+	if ((size_t)n > iov.iov_len || n < ETH_HLEN_)
+		return 0; /* longer than any frame: not a frame of this wire */
+	/*
+	 * The node's own frames loop back to its receivers when they go to its
+	 * own or a multicast address; to others they only pass the port.
+	 */
+	*outgoing = from.sll_pkttype == PACKET_OUTGOING && !(buf[VLAN_HLEN_] & 1) &&
+		    memcmp(buf + VLAN_HLEN_, raw->mac, ETH_ALEN_);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA)
+			memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+	if (aux.tp_status & TP_STATUS_VLAN_VALID) {
+		/* The tag the netdev took off goes back where it was on the wire. */
+		uint16_t tpid = htons((aux.tp_status & TP_STATUS_VLAN_TPID_VALID) ? aux.tp_vlan_tpid
+										  : ETH_P_8021Q),
+			 tci = htons(aux.tp_vlan_tci);
+
+		memmove(buf, buf + VLAN_HLEN_, 2 * ETH_ALEN_);
+		memcpy(buf + 2 * ETH_ALEN_, &tpid, 2);
+		memcpy(buf + 2 * ETH_ALEN_ + 2, &tci, 2);
+		n += VLAN_HLEN_;
+	} else {
+		memmove(buf, buf + VLAN_HLEN_, (size_t)n);
+	}
+	/*
+	 * The node's stack leaves checksums to the NIC (a veth passes them on
+	 * unfinished): on the wire they are complete.
+	 */
+	if (aux.tp_status & TP_STATUS_CSUMNOTREADY)
+		vfab_frame_fill_csum(buf, (size_t)n);
+	return n;
+}
+
+/* Delivers up to budget waiting frames (rx_lock held); how many were read. */
+static unsigned int drain(struct vfab_raw *raw, unsigned int budget)
+{
+	unsigned int got = 0;
+	struct vfab_frame f;
+	bool outgoing;
+	ssize_t n;
+
+	while (got < budget && (n = recv_frame(raw, raw->rx, &outgoing)) >= 0) {
+		got++;
+		if (n && vfab_frame_parse(raw->rx, (size_t)n, &f) && steered(raw, &f, outgoing))
+			deliver(raw->qp, &f);
+	}
+	return got;
+}
+
+static void *rx_main(void *arg)
+{
+	struct vfab_raw *raw = arg;
+	struct pollfd pf[2] = {{.fd = raw->sock, .events = POLLIN},
+			       {.fd = raw->wake, .events = POLLIN}};
+
+	for (;;) {
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			break;
+		pthread_mutex_lock(&raw->rx_lock);
+		drain(raw, UINT32_MAX);
+		pthread_mutex_unlock(&raw->rx_lock);
+	}
+	return NULL;
+}
+
+/* A poll takes at most this many frames per QP: a completion queue's worth of work. */
+#define POLL_BUDGET 64
+
+void vfab_raw_poll(struct vfab_cq *cq)
+{
+	pthread_mutex_lock(&feeds_lock);
+	for (struct vfab_raw *raw = feeds; raw; raw = raw->next_feed) {
+		if (raw->qp->rcq != cq || pthread_mutex_trylock(&raw->rx_lock))
+			continue;
+		drain(raw, POLL_BUDGET);
+		pthread_mutex_unlock(&raw->rx_lock);
+	}
+	pthread_mutex_unlock(&feeds_lock);
+}
+
+/* The QP starts (on) or stops feeding its receive CQ's pollers. */
+static void feed(struct vfab_raw *raw, bool on)
+{
+	struct vfab_raw **pp;
+
+	pthread_mutex_lock(&feeds_lock);
+	if (on) {
+		raw->next_feed = feeds;
+		feeds = raw;
+		atomic_fetch_add(&raw->qp->rcq->raw_feeds, 1);
+	} else {
+		for (pp = &feeds; *pp && *pp != raw; pp = &(*pp)->next_feed)
+			;
+		if (*pp) {
+			*pp = raw->next_feed;
+			atomic_fetch_sub(&raw->qp->rcq->raw_feeds, 1);
+		}
+	}
+	pthread_mutex_unlock(&feeds_lock);
+}
+
+struct ibv_flow *vfab_create_flow(struct ibv_qp *ibqp, struct ibv_flow_attr *attr)
+{
+	struct vfab_qp *qp = to_vqp(ibqp);
+	struct vfab_raw *raw = qp->raw;
+	struct vfab_flow *fl;
+	bool first;
+	int rc;
+
+	/* A RoCE port steers Ethernet to raw packet QPs only (mlx5: UD is IB's). */
+	if (ibqp->qp_type != IBV_QPT_RAW_PACKET) {
+		errno = ibqp->qp_type == IBV_QPT_UD ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	if (!attr || attr->port < 1 || attr->port > qp->ctx->hca->nports) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fl = calloc(1, sizeof(*fl));
+	if (!fl) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = vfab_flow_compile(attr, &fl->rule);
+	/* A QP that has no port yet takes the flow's. */
+	if (!rc && !raw->ifindex)
+		rc = vfab_raw_bind(qp, attr->port);
+	if (rc) {
+		free(fl);
+		errno = rc;
+		return NULL;
+	}
+	fl->ib.context = ibqp->context;
+	fl->qp = qp;
+	pthread_mutex_lock(&raw->lock);
+	if (!raw->rx_running) {
+		rc = pthread_create(&raw->rx_thread, NULL, rx_main, raw);
+		raw->rx_running = !rc;
+	}
+	first = !rc && !raw->flows;
+	if (first)
+		rc = bind_proto(raw, ETH_P_ALL);
+	if (!rc) {
+		fl->next = raw->flows;
+		raw->flows = fl;
+	}
+	pthread_mutex_unlock(&raw->lock);
+	if (rc) {
+		free(fl);
+		errno = rc;
+		return NULL;
+	}
+	/* Outside raw->lock: a poller takes feeds_lock before it. */
+	if (first)
+		feed(raw, true);
+	return &fl->ib;
+}
+
+int vfab_destroy_flow(struct ibv_flow *flow)
+{
+	struct vfab_flow *fl = (struct vfab_flow *)flow, **pp;
+	struct vfab_raw *raw = fl->qp->raw;
+	bool last;
+
+	pthread_mutex_lock(&raw->lock);
+	for (pp = &raw->flows; *pp && *pp != fl; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = fl->next;
+	/* No flow left: the socket stops taking frames (the receiver idles). */
+	last = !raw->flows;
+	if (last)
+		bind_proto(raw, 0);
+	pthread_mutex_unlock(&raw->lock);
+	if (last)
+		feed(raw, false);
+	free(fl);
+	return 0;
+}
