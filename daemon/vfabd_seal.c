@@ -59,6 +59,10 @@ static int check_qp(const struct vfab_ktab *k, const struct vfab_qp_slot *q, uin
 			       q->recv_cq == VFAB_SLOT_NONE && q->srq < 0
 			   ? 0
 			   : -EINVAL;
+	/* An RSS QP (raw packet): a PD, no CQ or queue (its owner's WQs receive). */
+	if (q->qp_type == VFAB_QPT_RAW_PACKET && q->send_cq == VFAB_SLOT_NONE &&
+	    q->recv_cq == VFAB_SLOT_NONE && q->srq < 0)
+		return !q->xrcd && own_pd(k, q->pd, o) ? 0 : -EPERM;
 	if (q->xrcd || !own_pd(k, q->pd, o) || !vfab_kcq(k, q->send_cq, o) ||
 	    !vfab_kcq(k, q->recv_cq, o))
 		return -EPERM;

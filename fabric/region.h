@@ -657,6 +657,7 @@ static inline uint32_t vfab_dev_limit(const struct vfab_region *r, uint32_t hca,
 #define VFAB_QPT_RC 2
 #define VFAB_QPT_XRC_SEND 9
 #define VFAB_QPT_XRC_RECV 10
+#define VFAB_QPT_RAW_PACKET 8 /* vfabd seals an RSS QP with no CQ (daemon/vfabd_seal.c) */
 static inline uint32_t vfab_qp_transport(uint32_t qp_type)
 {
 	return qp_type == VFAB_QPT_XRC_SEND || qp_type == VFAB_QPT_XRC_RECV ? VFAB_QPT_RC : qp_type;

@@ -144,6 +144,26 @@ struct vfab_srq {
 };
 
 /*
+ * A work queue (ibv_create_wq, IBV_WQT_RQ, vfab_wq.c): the ring of a basic
+ * SRQ no QP attaches to; its receives complete into its own CQ.
+ */
+struct vfab_wq {
+	struct ibv_wq ib;
+	struct vfab_srq *rq;
+	struct vfab_cq *cq;
+	_Atomic uint32_t state; /* enum ibv_wq_state: frames land in RDY only */
+	atomic_int users;	/* indirection tables holding it */
+};
+
+/* A receive work queue indirection table: what an RSS QP's hash indexes. */
+struct vfab_rwq_ind {
+	struct ibv_rwq_ind_table ib;
+	uint32_t size; /* a power of two */
+	struct vfab_wq **wqs;
+	atomic_int users; /* RSS QPs on it */
+};
+
+/*
  * An XRC domain. Its id names it in the region (the SRQs and XRC_RECV QPs
  * made in it): opened on a file, every context that opens that file gets
  * the same id (from its device and inode), as the kernel gives every
@@ -277,6 +297,7 @@ struct vfab_dest {
  * creation, then one part per subsystem that owns it.
  */
 struct vfab_raw;
+struct vfab_rss;
 
 struct vfab_qp {
 	struct vabi_qp vqp;
@@ -295,6 +316,7 @@ struct vfab_qp {
 	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy of its own multicast sends. */
 	bool block_self_mcast;
 	struct vfab_raw *raw; /* a raw packet QP's wire and flows (vfab_raw.c); else NULL */
+	struct vfab_rss *rss; /* an RSS QP's table and hash (vfab_raw.c); else NULL */
 	uint64_t send_ops_flags;
 
 	/* Under sq.lock: this side's view of the state (the slot is authoritative). */
@@ -605,6 +627,13 @@ void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+/* ---- vfab_wq.c: work queues and indirection tables (RSS) ---- */
+struct ibv_wq *vfab_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr);
+int vfab_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);
+int vfab_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *vfab_create_rwq_ind_table(struct ibv_context *ctx,
+						    struct ibv_rwq_ind_table_init_attr *attr);
+int vfab_destroy_rwq_ind_table(struct ibv_rwq_ind_table *table);
 /* ---- vfab_dm.c ---- */
 struct ibv_dm *vfab_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
 int vfab_free_dm(struct ibv_dm *dm);

@@ -255,6 +255,81 @@ bool vfab_flow_match(const struct vfab_flow_rule *rule, const struct vfab_frame 
 	return true;
 }
 
+int vfab_rss_check(const struct ibv_rx_hash_conf *c)
+{
+	const uint64_t v4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		       v6 = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6,
+		       tcp = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP,
+		       udp = IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+
+	if (c->rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ ||
+	    (c->rx_hash_fields_mask & ~(uint64_t)VFAB_RSS_FIELDS))
+		return EOPNOTSUPP;
+	if (c->rx_hash_key_len != VFAB_RSS_KEY_BYTES || !c->rx_hash_key ||
+	    ((c->rx_hash_fields_mask & v4) && (c->rx_hash_fields_mask & v6)) ||
+	    ((c->rx_hash_fields_mask & tcp) && (c->rx_hash_fields_mask & udp)))
+		return EINVAL;
+	return 0;
+}
+
+/* The input's fields in the order RSS hashes them; their length. */
+static size_t rss_input(uint64_t fields, const struct vfab_frame *f, uint8_t in[36])
+{
+	const uint8_t *ip = f->buf + f->l3, *l4 = f->buf + f->l4;
+	bool v4 = fields & (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4),
+	     v6 = fields & (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6);
+	uint64_t src_port = fields & (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP),
+		 dst_port = fields & (IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_DST_PORT_UDP);
+	uint8_t proto = (fields & (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP))
+			    ? PROTO_TCP
+			    : PROTO_UDP;
+	size_t n = 0, alen = v4 ? 4 : 16;
+
+	if ((v4 && f->ip_version != 4) || (v6 && f->ip_version != 6) ||
+	    ((src_port || dst_port) && (!f->l4 || f->proto != proto)))
+		return 0;
+	if (fields & (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_SRC_IPV6)) {
+		memcpy(in + n, ip + (v4 ? 12 : 8), alen);
+		n += alen;
+	}
+	if (fields & (IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_DST_IPV6)) {
+		memcpy(in + n, ip + (v4 ? 16 : 24), alen);
+		n += alen;
+	}
+	if (src_port) {
+		memcpy(in + n, l4, 2);
+		n += 2;
+	}
+	if (dst_port) {
+		memcpy(in + n, l4 + 2, 2);
+		n += 2;
+	}
+	return n;
+}
+
+uint32_t vfab_rss_hash(const uint8_t *key, size_t key_len, uint64_t fields,
+		       const struct vfab_frame *f)
+{
+	uint8_t in[36];
+	size_t n = rss_input(fields, f, in);
+	uint32_t hash = 0, window;
+	size_t next = 32; /* the key bit that enters the window next */
+
+	if (!n || key_len < 4)
+		return 0;
+	window = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
+	for (size_t i = 0; i < n; i++) {
+		for (int b = 7; b >= 0; b--, next++) {
+			if (in[i] >> b & 1)
+				hash ^= window;
+			window <<= 1;
+			if (next / 8 < key_len)
+				window |= (uint32_t)(key[next / 8] >> (7 - next % 8) & 1);
+		}
+	}
+	return hash;
+}
+
 /* The ones' complement sum of len bytes (big-endian words) added to sum. */
 static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t len)
 {

@@ -76,4 +76,26 @@ void vfab_frame_fill_csum(uint8_t *buf, size_t len);
  */
 bool vfab_frame_csum_ok(const struct vfab_frame *f);
 
+/* RSS as a ConnectX offers it: Toeplitz over IPv4 or IPv6 addresses and TCP or UDP ports. */
+#define VFAB_RSS_KEY_BYTES 40
+#define VFAB_RSS_FIELDS                                                                            \
+	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 |                      \
+	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |              \
+	 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+
+/*
+ * An RSS QP's hash configuration as mlx5 takes it: 0, EOPNOTSUPP for
+ * another function or fields beyond VFAB_RSS_FIELDS, EINVAL for a key that
+ * is not 40 bytes or fields of both IP versions or both L4 protocols.
+ */
+int vfab_rss_check(const struct ibv_rx_hash_conf *conf);
+
+/*
+ * The Toeplitz hash of the frame's selected fields (source address, then
+ * destination, then the ports, in network order); 0 for a frame that lacks
+ * the IP version or L4 protocol the fields name.
+ */
+uint32_t vfab_rss_hash(const uint8_t *key, size_t key_len, uint64_t fields,
+		       const struct vfab_frame *f);
+
 #endif /* VFAB_FLOW_H */

@@ -128,6 +128,26 @@ static int check_xrc_recv(struct vfab_context *ctx, const struct ibv_qp_init_att
 	return 0;
 }
 
+/*
+ * An RSS QP: a raw packet QP with an indirection table and a hash, and no
+ * queue or CQ of its own (its WQs receive; it sends nothing), as mlx5's.
+ */
+static int check_rss(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
+{
+	const uint32_t rss = IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+
+	if (a->comp_mask & ~(rss | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
+		return EOPNOTSUPP;
+	if ((a->comp_mask & rss) != rss || a->qp_type != IBV_QPT_RAW_PACKET ||
+	    !(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->rwq_ind_tbl ||
+	    a->rwq_ind_tbl->context != &ctx->vctx.context || a->srq || a->cap.max_send_wr ||
+	    a->cap.max_recv_wr || a->cap.max_inline_data)
+		return EINVAL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return EOPNOTSUPP;
+	return 0;
+}
+
 static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_attr_ex *a)
 {
 	const uint32_t known =
@@ -136,6 +156,8 @@ static int check_init_attr(struct vfab_context *ctx, const struct ibv_qp_init_at
 
 	if (a->qp_type == IBV_QPT_XRC_RECV)
 		return check_xrc_recv(ctx, a);
+	if (a->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+		return check_rss(ctx, a);
 	if (a->comp_mask & ~known)
 		return EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
@@ -248,6 +270,9 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		qp->pd = to_vpd(a->pd);
 		qp->scq = to_vcq(a->send_cq);
 		qp->rcq = a->qp_type == IBV_QPT_XRC_SEND ? qp->scq : to_vcq(a->recv_cq);
+		/* An RSS QP completes nothing itself: CQs given along are not used. */
+		if (a->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE)
+			qp->scq = qp->rcq = NULL;
 		qp->srq = a->srq ? to_vsrq(a->srq) : NULL;
 		/* Queue depths round up to powers of two, as the HCA's rings do. */
 		qp->cap.max_send_wr = round_pow2(a->cap.max_send_wr);
@@ -266,6 +291,11 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 
 	if (a->qp_type == IBV_QPT_RAW_PACKET) {
 		rc = vfab_raw_open(qp);
+		if (!rc && (a->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE)) {
+			rc = vfab_raw_rss_init(qp, a);
+			if (rc)
+				vfab_raw_close(qp);
+		}
 		if (rc) {
 			qp_free_scratch(qp);
 			free(qp);

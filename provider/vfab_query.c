@@ -6,6 +6,7 @@
  * provider accepts. GIDs and P_Keys are read from sysfs by libibverbs.
  */
 #include "provider/vfab.h"
+#include "provider/vfab_flow.h"
 #include "fabric/mcast.h"
 
 #include <endian.h>
@@ -85,8 +86,8 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	fill_device_attr(ctx, &full.orig_attr);
 	/*
 	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); its device
-	 * memory (vfab_dm.c); checksums of raw packet QPs' frames
-	 * (vfab_raw.c), but no TSO, RSS or tag matching; the device clock of
+	 * memory (vfab_dm.c); checksums and RSS of raw packet QPs' frames
+	 * (vfab_raw.c), but no TSO or tag matching; the device clock of
 	 * vfab_util.h.
 	 */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
@@ -100,6 +101,13 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
 			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
+	/* RSS (vfab_wq.c, vfab_raw.c): Toeplitz over addresses and ports. */
+	full.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+	full.rss_caps.max_rwq_indirection_tables = (uint32_t)full.orig_attr.max_qp;
+	full.rss_caps.max_rwq_indirection_table_size = 1u << 16;
+	full.rss_caps.rx_hash_fields_mask = VFAB_RSS_FIELDS;
+	full.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+	full.max_wq_type_rq = full.orig_attr.max_srq;
 	full.max_dm_size = VFAB_CX_MAX_DM_BYTES;
 	full.completion_timestamp_mask = VFAB_TIMESTAMP_MASK;
 	full.hca_core_clock = VFAB_HCA_CORE_CLOCK_KHZ;

@@ -63,9 +63,34 @@ struct vfab_raw {
 	struct vfab_raw *next_feed;
 };
 
+/* An RSS QP's spread: its table and the hash that picks a WQ of it. */
+struct vfab_rss {
+	struct vfab_rwq_ind *tbl;
+	uint8_t key[VFAB_RSS_KEY_BYTES];
+	uint64_t fields;
+};
+
 /* This process's raw packet QPs that have flows, for their CQs' pollers. */
 static pthread_mutex_t feeds_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vfab_raw *feeds;
+
+int vfab_raw_rss_init(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a)
+{
+	struct vfab_rss *rss;
+	int rc = vfab_rss_check(&a->rx_hash_conf);
+
+	if (rc)
+		return rc;
+	rss = calloc(1, sizeof(*rss));
+	if (!rss)
+		return ENOMEM;
+	rss->tbl = (struct vfab_rwq_ind *)a->rwq_ind_tbl;
+	memcpy(rss->key, a->rx_hash_conf.rx_hash_key, VFAB_RSS_KEY_BYTES);
+	rss->fields = a->rx_hash_conf.rx_hash_fields_mask;
+	atomic_fetch_add(&rss->tbl->users, 1);
+	qp->rss = rss;
+	return 0;
+}
 
 int vfab_raw_open(struct vfab_qp *qp)
 {
@@ -180,6 +205,11 @@ void vfab_raw_close(struct vfab_qp *qp)
 	free(raw->rx);
 	free(raw);
 	qp->raw = NULL;
+	if (qp->rss) {
+		atomic_fetch_sub(&qp->rss->tbl->users, 1);
+		free(qp->rss);
+		qp->rss = NULL;
+	}
 }
 
 int vfab_raw_check_post(const struct vfab_qp *qp, const struct vfab_swqe *w)
@@ -258,11 +288,25 @@ static void deliver(struct vfab_qp *qp, const struct vfab_frame *f)
 
 	if (!vfab_kqp_copy(ctx->k, ctx->hca_idx, qp->qpn, &kq))
 		return;
+	if (qp->rss) {
+		/* RSS: the WQ the hash picks, whose receives and CQ take the frame. */
+		const struct vfab_rss *rss = qp->rss;
+		struct vfab_wq *wq =
+		    rss->tbl->wqs[vfab_rss_hash(rss->key, sizeof(rss->key), rss->fields, f) &
+				  (rss->tbl->size - 1)];
+
+		if (atomic_load(&wq->state) != IBV_WQS_RDY)
+			return;
+		kq.srq = wq->rq->slot;
+		kq.recv_cq = (uint32_t)wq->cq->slot;
+		kq.qpn = wq->ib.wq_num;
+	}
 	vfab_msg_build(&m, qp, &recv_as, &src, 1, f->len, d, &kq, ctx->hca_idx, d->port, -1);
 	m.src_qpn = 0;
 	if (vfab_lock(&d->lock))
 		return;
-	if (!vfab_resp_receiving(atomic_load(&d->qp_state)))
+	/* An RSS QP has no state of its own: its WQs' say whether frames land. */
+	if (!qp->rss && !vfab_resp_receiving(atomic_load(&d->qp_state)))
 		goto out;
 	if (vfab_resp_check_rq(&m, &rw) != VFAB_RESP_PASS) {
 		/* No receive posted: the NIC drops the frame and counts it. */
@@ -380,11 +424,33 @@ static void *rx_main(void *arg)
 /* A poll takes at most this many frames per QP: a completion queue's worth of work. */
 #define POLL_BUDGET 64
 
+/* Whether the QP's frames complete into cq: its receive CQ, or a CQ of its WQs. */
+static bool feeds_cq(const struct vfab_qp *qp, const struct vfab_cq *cq)
+{
+	if (!qp->rss)
+		return qp->rcq == cq;
+	for (uint32_t i = 0; i < qp->rss->tbl->size; i++)
+		if (qp->rss->tbl->wqs[i]->cq == cq)
+			return true;
+	return false;
+}
+
+/* The CQs the QP's frames complete into count it as a feed (by +1 or -1). */
+static void count_feed(const struct vfab_qp *qp, int by)
+{
+	if (!qp->rss) {
+		atomic_fetch_add(&qp->rcq->raw_feeds, by);
+		return;
+	}
+	for (uint32_t i = 0; i < qp->rss->tbl->size; i++)
+		atomic_fetch_add(&qp->rss->tbl->wqs[i]->cq->raw_feeds, by);
+}
+
 void vfab_raw_poll(struct vfab_cq *cq)
 {
 	pthread_mutex_lock(&feeds_lock);
 	for (struct vfab_raw *raw = feeds; raw; raw = raw->next_feed) {
-		if (raw->qp->rcq != cq || pthread_mutex_trylock(&raw->rx_lock))
+		if (!feeds_cq(raw->qp, cq) || pthread_mutex_trylock(&raw->rx_lock))
 			continue;
 		drain(raw, POLL_BUDGET);
 		pthread_mutex_unlock(&raw->rx_lock);
@@ -401,13 +467,13 @@ static void feed(struct vfab_raw *raw, bool on)
 	if (on) {
 		raw->next_feed = feeds;
 		feeds = raw;
-		atomic_fetch_add(&raw->qp->rcq->raw_feeds, 1);
+		count_feed(raw->qp, 1);
 	} else {
 		for (pp = &feeds; *pp && *pp != raw; pp = &(*pp)->next_feed)
 			;
 		if (*pp) {
 			*pp = raw->next_feed;
-			atomic_fetch_sub(&raw->qp->rcq->raw_feeds, 1);
+			count_feed(raw->qp, -1);
 		}
 	}
 	pthread_mutex_unlock(&feeds_lock);

@@ -14,6 +14,12 @@
 
 /* At creation: the packet socket, which needs CAP_NET_RAW (else EPERM, as uverbs). */
 int vfab_raw_open(struct vfab_qp *qp);
+/*
+ * An RSS QP (IBV_QP_INIT_ATTR_IND_TABLE and _RX_HASH): frames its flows
+ * take go to the WQ of its indirection table that the hash of their fields
+ * picks (vfab_wq.c). 0 or an errno value (vfab_rss_check).
+ */
+int vfab_raw_rss_init(struct vfab_qp *qp, const struct ibv_qp_init_attr_ex *a);
 /* modify_qp with a port: the socket goes to that port's netdev. 0 or an errno value. */
 int vfab_raw_bind(struct vfab_qp *qp, uint8_t port);
 /* Whether flows still point at the QP (destroy_qp is then EBUSY, as uverbs). */

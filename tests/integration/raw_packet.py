@@ -8,6 +8,12 @@
   raw_packet.py recv PORT COUNT SECONDS
       A raw packet QP whose flow takes UDP/IPv4 to PORT waits for COUNT
       frames; prints "got N csum_ok M bytes B" and exits 0 when all came.
+  raw_packet.py rss PORT COUNT SECONDS
+      An RSS QP over four WQs (one CQ each) hashing IPv4 addresses and UDP
+      ports with a random key, its flow taking UDP to PORT, waits for COUNT
+      frames; each must complete in the WQ that Toeplitz (computed here, not
+      by vfab) picks, with the WQ's number. Prints the spread; exits 0 when
+      all came where they belong.
   raw_packet.py refused
       Exits 0 when creating a raw packet QP fails with EPERM (a user without
       CAP_NET_RAW) and a flow on a UD QP with EOPNOTSUPP.
@@ -25,8 +31,9 @@ from pyverbs.flow import Flow, FlowAttr
 from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPAttr, QPCap, QPEx, QPInitAttr, QPInitAttrEx
 from pyverbs.spec import EthSpec, Ipv4ExtSpec, TcpUdpSpec
+from pyverbs.wq import WQ, RwqIndTable, RwqIndTableInitAttr, RxHashConf, WQAttr, WQInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 BUF = 2048
@@ -121,6 +128,99 @@ def recv(port, count, secs):
     sys.exit(0 if got == count else 1)
 
 
+def expect_errno(want, what, call):
+    try:
+        call()
+    except PyverbsRDMAError as ex:
+        if ex.error_code == want:
+            return
+        sys.exit(f"{what}: errno {ex.error_code}, not {want}")
+    sys.exit(f"{what}: succeeded")
+
+
+def toeplitz(key, data):
+    k, kbits, h = int.from_bytes(key, "big"), len(key) * 8, 0
+    for pos in range(len(data) * 8):
+        if data[pos // 8] >> (7 - pos % 8) & 1:
+            h ^= (k >> (kbits - 32 - pos)) & 0xffffffff
+    return h
+
+
+def rss_wait(cqs, wqs, mr, key, count, secs):
+    nwq = len(wqs)
+    got, spread = 0, [0] * nwq
+    deadline = time.time() + secs
+    while got < count and time.time() < deadline:
+        idle = True
+        for i, cq in enumerate(cqs):
+            n, wcs = cq.poll()
+            for wc in wcs[:n]:
+                idle = False
+                if wc.status != e.IBV_WC_SUCCESS:
+                    sys.exit(f"receive: completion status {wc.status}")
+                if wc.qp_num != wqs[i].wqn:
+                    sys.exit(f"receive in WQ {i}: qp_num {wc.qp_num}, not {wqs[i].wqn}")
+                frame = mr.read(wc.byte_len, wc.wr_id * BUF)
+                want = toeplitz(bytes(key), frame[26:34] + frame[34:38]) & (nwq - 1)
+                if want != i or wc.wr_id // count != i:
+                    sys.exit(f"a frame from port {struct.unpack('!H', frame[34:36])[0]} "
+                             f"completed in WQ {i}, Toeplitz says WQ {want}")
+                got += 1
+                spread[i] += 1
+        if idle:
+            time.sleep(0.001)
+    return got, spread
+
+
+def rss(port, count, secs):
+    import os
+    nwq = 4
+    ctx = Context(name="mlx5_0")
+    pd = PD(ctx)
+    cqs = [CQ(ctx, count) for _ in range(nwq)]
+    mr = MR(pd, BUF * count * nwq, e.IBV_ACCESS_LOCAL_WRITE)
+    wqs = []
+    for i in range(nwq):
+        wq = WQ(ctx, WQInitAttr(wq_pd=pd, wq_cq=cqs[i], wq_type=e.IBV_WQT_RQ, max_wr=count,
+                                max_sge=1))
+        wq.modify(WQAttr(attr_mask=e.IBV_WQ_ATTR_STATE, wq_state=e.IBV_WQS_RDY))
+        for j in range(count):
+            slot = i * count + j
+            wq.post_recv(RecvWR(wr_id=slot, num_sge=1,
+                                sg=[SGE(mr.buf + slot * BUF, BUF, mr.lkey)]), None)
+        wqs.append(wq)
+    table = RwqIndTable(ctx, RwqIndTableInitAttr(log_ind_tbl_size=2, wqs_list=wqs))
+    key = list(os.urandom(40))
+    fields = (e.IBV_RX_HASH_SRC_IPV4 | e.IBV_RX_HASH_DST_IPV4 | e.IBV_RX_HASH_SRC_PORT_UDP |
+              e.IBV_RX_HASH_DST_PORT_UDP)
+    conf = RxHashConf(rx_hash_function=e.IBV_RX_HASH_FUNC_TOEPLITZ, rx_hash_key_len=40,
+                      rx_hash_key=key, rx_hash_fields_mask=fields)
+    mask = e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_RX_HASH | e.IBV_QP_INIT_ATTR_IND_TABLE
+    # mlx5's rules: a 40-byte key; fields of one IP version and one L4 protocol.
+    for bad in (RxHashConf(rx_hash_function=e.IBV_RX_HASH_FUNC_TOEPLITZ, rx_hash_key_len=16,
+                           rx_hash_key=key[:16], rx_hash_fields_mask=fields),
+                RxHashConf(rx_hash_function=e.IBV_RX_HASH_FUNC_TOEPLITZ, rx_hash_key_len=40,
+                           rx_hash_key=key,
+                           rx_hash_fields_mask=fields | e.IBV_RX_HASH_SRC_PORT_TCP)):
+        expect_errno(errno.EINVAL, "an RSS QP with a bad hash", lambda: QPEx(
+            ctx, QPInitAttrEx(qp_type=e.IBV_QPT_RAW_PACKET, pd=pd, hash_conf=bad,
+                              ind_table=table, comp_mask=mask)))
+    qp = QPEx(ctx, QPInitAttrEx(qp_type=e.IBV_QPT_RAW_PACKET, pd=pd, hash_conf=conf,
+                                ind_table=table, comp_mask=mask))
+    attr = FlowAttr(num_of_specs=1, port=1)
+    attr.specs.append(TcpUdpSpec(e.IBV_FLOW_SPEC_UDP, dst_port=port))
+    flow = Flow(qp, attr)
+    print("ready", flush=True)
+    try:
+        got, spread = rss_wait(cqs, wqs, mr, key, count, secs)
+    finally:
+        # Dependents first: pyverbs does not tie the QP to its table.
+        for obj in [flow, qp, table] + wqs + cqs + [mr, pd, ctx]:
+            obj.close()
+    print(f"got {got} spread {spread}")
+    sys.exit(0 if got == count and sum(1 for x in spread if x) > 1 else 1)
+
+
 def refused():
     ctx = Context(name="mlx5_0")
     pd = PD(ctx)
@@ -149,5 +249,7 @@ if __name__ == "__main__":
         send(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "recv":
         recv(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "rss":
+        rss(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     else:
         refused()

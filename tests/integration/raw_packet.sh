@@ -6,6 +6,9 @@
 #  - datagrams node0's kernel sends to node1 reach a raw packet QP whose flow
 #    takes UDP to that port, with IBV_WC_IP_CSUM_OK; a datagram to another
 #    port does not;
+#  - RSS: an RSS QP spreads datagrams from 32 source ports over four WQs,
+#    each where Toeplitz over their addresses and ports (computed by the
+#    test) puts it;
 #  - without CAP_NET_RAW a raw packet QP is EPERM, a flow on a UD QP EOPNOTSUPP;
 #  - raw_ethernet_lat and raw_ethernet_bw between the nodes' MACs.
 set -euo pipefail
@@ -59,6 +62,20 @@ for i in range(5):
 wait_pid "$SERVER_PID" 30 || { show "$log"; fail "the raw packet QP did not get the datagrams"; }
 show "$log"
 grep -q "got 5 csum_ok 5 " "$log" || fail "expected 5 frames, all with IBV_WC_IP_CSUM_OK"
+
+note "RSS: node0's datagrams from 32 source ports spread over 4 WQs of an RSS QP in node1"
+log=$VFAB_TMP/rss_recv.log
+start_server node1 "$log" "$py" "$helper" rss $((port + 3)) 32 20
+wait_line "$log" ready 20 || { show "$log"; fail "RSS receiver did not start"; }
+vx node0 "$py" -c "
+import socket, time
+for i in range(32):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b'spread %d' % i, ('$NODE1_IP', $((port + 3))))
+    s.close()
+    time.sleep(0.005)"
+wait_pid "$SERVER_PID" 30 || { show "$log"; fail "RSS: frames missing or in the wrong WQ"; }
+show "$log"
 
 note "without CAP_NET_RAW"
 vx node0 setpriv --reuid=65534 --regid=65534 --clear-groups "$py" "$helper" refused ||

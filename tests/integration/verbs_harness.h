@@ -95,6 +95,8 @@ void test_uc(void);
 void test_xrc(void);
 /* Device memory (verbs_errors_dm.c). */
 void test_dm(void);
+/* Raw packet QPs, flows and RSS (verbs_errors_raw.c). */
+void test_raw(void);
 void test_cq_overflow(void);
 void test_srq_limit(void);
 /* Starts `self --peer` and moves bytes to it, then kills it. */

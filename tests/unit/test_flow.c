@@ -3,8 +3,9 @@
  * Raw Ethernet flow rules and checksum offloads (provider/vfab_flow.c):
  * specs as ibv_create_flow lays them out compiled or refused, frames of
  * every layer matched and missed byte for byte under their masks, VLAN
- * tags, VXLAN VNIs, the default and sniffer rules, and checksums against a
- * textbook IPv4 header and the receive side's verdict.
+ * tags, VXLAN VNIs, the default and sniffer rules, checksums against a
+ * textbook IPv4 header and the receive side's verdict, and the RSS hash
+ * against Microsoft's published Toeplitz values.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -362,6 +363,97 @@ static void test_checksums(void **state)
 	assert_false(vfab_frame_parse(f, 10, &pf));
 }
 
+/* A TCP frame between these addresses and ports (IPv4 or IPv6 by af). */
+static size_t tcp_frame(uint8_t *f, int af, const char *src, uint16_t sport, const char *dst,
+			uint16_t dport)
+{
+	size_t l3 = 14, l4;
+
+	memset(f, 0, 128);
+	memcpy(f, own_mac, 6);
+	if (af == AF_INET) {
+		f[12] = 0x08;
+		f[l3] = 0x45;
+		f[l3 + 3] = 40;
+		f[l3 + 9] = 6;
+		inet_pton(AF_INET, src, f + l3 + 12);
+		inet_pton(AF_INET, dst, f + l3 + 16);
+		l4 = l3 + 20;
+	} else {
+		f[12] = 0x86;
+		f[13] = 0xdd;
+		f[l3] = 0x60;
+		f[l3 + 5] = 20;
+		f[l3 + 6] = 6;
+		inet_pton(AF_INET6, src, f + l3 + 8);
+		inet_pton(AF_INET6, dst, f + l3 + 24);
+		l4 = l3 + 40;
+	}
+	f[l4] = (uint8_t)(sport >> 8);
+	f[l4 + 1] = (uint8_t)sport;
+	f[l4 + 2] = (uint8_t)(dport >> 8);
+	f[l4 + 3] = (uint8_t)dport;
+	f[l4 + 12] = 0x50;
+	return l4 + 20;
+}
+
+/* Microsoft's RSS verification values ("Verifying the RSS Hash Calculation"). */
+static void test_rss_toeplitz(void **state)
+{
+	static const uint8_t key[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
+					0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
+					0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
+					0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+	const uint64_t ip4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		       ip6 = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6,
+		       tcp = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
+	uint8_t frame[128];
+	struct vfab_frame f;
+	size_t len;
+
+	(void)state;
+	len = tcp_frame(frame, AF_INET, "66.9.149.187", 2794, "161.142.100.80", 1766);
+	assert_true(vfab_frame_parse(frame, len, &f));
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip4, &f), 0x323e8fc2);
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip4 | tcp, &f), 0x51ccc178);
+	len = tcp_frame(frame, AF_INET, "199.92.111.2", 14230, "65.69.140.83", 4739);
+	assert_true(vfab_frame_parse(frame, len, &f));
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip4, &f), 0xd718262a);
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip4 | tcp, &f), 0xc626b0ea);
+	/* Fields of another IP version or L4 protocol: nothing to hash. */
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip6, &f), 0);
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip4 | IBV_RX_HASH_DST_PORT_UDP, &f), 0);
+	len = tcp_frame(frame, AF_INET6, "3ffe:2501:200:1fff::7", 2794, "3ffe:2501:200:3::1", 1766);
+	assert_true(vfab_frame_parse(frame, len, &f));
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip6, &f), 0x2cc18cd5);
+	assert_int_equal(vfab_rss_hash(key, sizeof(key), ip6 | tcp, &f), 0x40207d3d);
+}
+
+static void test_rss_check(void **state)
+{
+	uint8_t key[40] = {0};
+	struct ibv_rx_hash_conf c = {.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ,
+				     .rx_hash_key_len = 40,
+				     .rx_hash_key = key,
+				     .rx_hash_fields_mask =
+					 IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_PORT_UDP};
+
+	(void)state;
+	assert_int_equal(vfab_rss_check(&c), 0);
+	c.rx_hash_key_len = 16;
+	assert_int_equal(vfab_rss_check(&c), EINVAL);
+	c.rx_hash_key_len = 40;
+	c.rx_hash_fields_mask |= IBV_RX_HASH_DST_IPV6;
+	assert_int_equal(vfab_rss_check(&c), EINVAL);
+	c.rx_hash_fields_mask = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_UDP;
+	assert_int_equal(vfab_rss_check(&c), EINVAL);
+	c.rx_hash_fields_mask = IBV_RX_HASH_IPSEC_SPI;
+	assert_int_equal(vfab_rss_check(&c), EOPNOTSUPP);
+	c.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4;
+	c.rx_hash_function = 2;
+	assert_int_equal(vfab_rss_check(&c), EOPNOTSUPP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +463,8 @@ int main(void)
 	    cmocka_unit_test(test_ipv6_tcp_and_vxlan),
 	    cmocka_unit_test(test_default_rules_and_drop),
 	    cmocka_unit_test(test_checksums),
+	    cmocka_unit_test(test_rss_toeplitz),
+	    cmocka_unit_test(test_rss_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
