@@ -163,7 +163,7 @@ static const struct {
     [VFAB_OBJ_MR] =
 	FIELDS("ctx", "hca", "key", "pd", "access", "addr", "len", "iova", "kind", "parent", "qpn"),
     [VFAB_OBJ_CQ] = FIELDS("ctx", "hca", "cookie", "chan", "async", "stamp"),
-    [VFAB_OBJ_SRQ] = FIELDS("ctx", "hca", "pd", "cookie", "async", "cq", "xrcd"),
+    [VFAB_OBJ_SRQ] = FIELDS("ctx", "hca", "pd", "cookie", "async", "cq", "xrcd", "tm"),
     [VFAB_OBJ_QP] =
 	FIELDS("ctx", "hca", "qpn", "type", "pd", "scq", "rcq", "srq", "cookie", "async", "xrcd"),
 #undef FIELDS
@@ -244,13 +244,16 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 		struct vfab_srq_slot *q = &k->srqs[i];
 
 		if (v[2] > UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX ||
-		    v[6] > UINT32_MAX)
+		    v[6] > UINT32_MAX || v[7] > VFAB_TM_MAX_TAGS || (v[6] && v[7]))
 			return -EINVAL;
 		if (!own_pd(k, (uint32_t)v[2], &me))
 			return -EPERM;
-		/* An XRC SRQ completes into a CQ of its owner's; a basic one names none. */
-		if (v[6] ? !vfab_kcq(k, (uint32_t)v[5], &me) : v[5] != VFAB_SLOT_NONE)
-			return v[6] ? -EPERM : -EINVAL;
+		/*
+		 * An XRC or a tag matching SRQ completes into a CQ of its
+		 * owner's; a basic one names none.
+		 */
+		if (v[6] || v[7] ? !vfab_kcq(k, (uint32_t)v[5], &me) : v[5] != VFAB_SLOT_NONE)
+			return v[6] || v[7] ? -EPERM : -EINVAL;
 		q->owner = me;
 		q->hca = me.hca;
 		q->pd = (uint32_t)v[2];
@@ -259,6 +262,7 @@ static int seal(struct vfabd *d, const struct vfabd_conn *c, enum vfab_obj kind,
 		q->async_id = (uint32_t)v[4];
 		q->cq = (uint32_t)v[5];
 		q->xrcd = (uint32_t)v[6];
+		q->tm_tags = (uint32_t)v[7];
 		atomic_store(&q->state, VFAB_SLOT_USED);
 		return 0;
 	}

@@ -456,14 +456,30 @@ int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap)
 }
 
 int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
-		   uint32_t max_sge)
+		   uint32_t max_sge, uint32_t tm_tags)
 {
-	struct vfab_rq rq;
+	struct vfab_rq rq, tm = {0};
 	int idx, rc;
 
 	rc = rq_init(r, &rq, cap, max_sge);
 	if (rc)
 		return rc;
+	if (tm_tags) {
+		/* The tag table: entries of a tag and its sges, in the ring pool. */
+		int64_t off;
+
+		tm.cap = tm_tags;
+		tm.max_sge = max_sge ? max_sge : 1;
+		tm.wqe_size =
+		    (uint32_t)(sizeof(struct vfab_tm_tag) + tm.max_sge * sizeof(struct vfab_sge));
+		off = vfab_pool_alloc(r, (uint64_t)tm.cap * tm.wqe_size);
+		if (off < 0) {
+			rq_fini(r, &rq);
+			return (int)off;
+		}
+		tm.ring_off = (uint64_t)off;
+		memset(vfab_at(r, tm.ring_off), 0, (size_t)tm.cap * tm.wqe_size);
+	}
 	vfab_lock(&r->lock);
 	idx = slot_claim(r, o, VFAB_OBJ_SRQ);
 	if (idx >= 0) {
@@ -473,11 +489,17 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 		s->owner = *o;
 		atomic_store(&s->limit, 0);
 		rq_install(&s->rq, &rq);
+		rq_install(&s->tm, &tm);
+		s->tm_tags = tm_tags;
+		atomic_store(&s->tm_unexpected, 0);
+		s->tm_seq = 0;
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
 	vfab_unlock(&r->lock);
-	if (idx < 0)
+	if (idx < 0) {
 		rq_fini(r, &rq);
+		rq_fini(r, &tm);
+	}
 	return idx;
 }
 
@@ -575,6 +597,8 @@ void vfab_srq_free(struct vfab_region *r, int slot)
 	vfab_lock(&s->lock);
 	release_slot(r, &s->state, &s->owner, VFAB_OBJ_SRQ);
 	rq_fini(r, &s->rq);
+	rq_fini(r, &s->tm);
+	s->tm_tags = 0;
 	vfab_unlock(&s->lock);
 }
 

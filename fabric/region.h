@@ -36,8 +36,9 @@
  * 13 object tables of ConnectX size, touched on demand (struct vfab_slot_table);
  * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn);
  * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h);
- * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h). */
-#define VFAB_REGION_VERSION 17
+ * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h);
+ * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv). */
+#define VFAB_REGION_VERSION 18
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -85,6 +86,8 @@
 #define VFAB_MAX_CQS (1u << 20)
 #define VFAB_MAX_QPS (1u << VFAB_QPN_SLOT_BITS)
 #define VFAB_MAX_SRQS (1u << 18)
+/* Tagged buffers of a TM SRQ: max_num_tags of ibv_query_device_ex's tm_caps. */
+#define VFAB_TM_MAX_TAGS 255
 /*
  * What one device gives of each kind (ibv_query_device's max_pd, max_mr,
  * max_cq, max_srq, max_qp) unless fabric.limits says otherwise: a
@@ -364,17 +367,34 @@ struct vfab_cqe {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint32_t wc_flags;
-	uint16_t pkey_index;
-	uint16_t slid;
-	uint8_t sl;
-	uint8_t dlid_path_bits;
 	/*
-	 * The device clock when the entry was written, its low 48 bits (78 hours
-	 * of ns: the reader restores the rest from the clock it reads), in CQs
-	 * made with a timestamp flag only. An entry stays one cache line.
+	 * A tag matching completion (IBV_WC_TM_*, of a TM SRQ's CQ) has no
+	 * P_Key, LID, SL or timestamp: its tag and app_ctx (ibv_wc_tm_info) are
+	 * in their place, so that an entry stays one cache line. A CQ takes
+	 * either IBV_WC_EX_WITH_TM_INFO or a timestamp flag (vfab_cq.c).
 	 */
-	uint8_t ts_lo48[6];
+	union {
+		struct {
+			uint16_t pkey_index;
+			uint16_t slid;
+		};
+		uint32_t tm_priv;
+	};
+	union {
+		struct {
+			uint8_t sl;
+			uint8_t dlid_path_bits;
+			/*
+			 * The device clock when the entry was written, its low 48
+			 * bits (78 hours of ns: the reader restores the rest from
+			 * the clock it reads), in CQs made with a timestamp flag only.
+			 */
+			uint8_t ts_lo48[6];
+		};
+		uint64_t tm_tag;
+	};
 };
+_Static_assert(sizeof(struct vfab_cqe) == 64, "a CQE is one cache line");
 
 /* A receive WQE header; VFAB sges follow it (max_sge per queue). */
 struct vfab_rwqe {
@@ -479,6 +499,22 @@ struct vfab_cq_slot {
 	uint32_t stamp; /* entries carry ts_ns (ibv_create_cq_ex with a timestamp flag) */
 };
 
+/*
+ * A tagged buffer of a tag matching SRQ (IBV_SRQT_TM), in its tag table
+ * (struct vfab_srq_slot tm); num_sge sges follow. Written by the owner's
+ * ibv_post_srq_ops, matched and consumed by requesters, under the SRQ's lock.
+ */
+struct vfab_tm_tag {
+	uint32_t valid;
+	uint32_t num_sge;
+	/* The unexpected count it was added with: it matches only while the HW's is the same. */
+	uint32_t phase;
+	uint32_t pad;
+	uint64_t seq; /* the order of adding: the oldest matching tag is taken */
+	uint64_t wr_id;
+	uint64_t tag, mask;
+};
+
 struct vfab_srq_slot {
 	_Alignas(64) _Atomic uint32_t state; /* own cache lines: peers write slots */
 	uint32_t gen;
@@ -486,14 +522,23 @@ struct vfab_srq_slot {
 	uint32_t hca;
 	uint32_t pd;
 	_Atomic uint32_t limit; /* srq_limit; 0 = not armed */
-	uint32_t cq;		/* XRC: the CQ its receives complete into; VFAB_SLOT_NONE basic */
+	uint32_t cq;		/* XRC and TM: the CQ it completes into; VFAB_SLOT_NONE basic */
 	uint64_t user_srq;	/* the owner's struct ibv_srq *, for async events */
 	int32_t async_pid;
 	uint32_t async_id;
-	uint32_t xrcd; /* XRC: its domain (struct vfab_xrcd's id); 0 a basic SRQ */
-	uint32_t pad;
+	uint32_t xrcd;	  /* XRC: its domain (struct vfab_xrcd's id); 0 a basic SRQ */
+	uint32_t tm_tags; /* TM: the entries of its tag table; 0 otherwise */
 	pthread_mutex_t lock;
 	struct vfab_rq rq;
+	/*
+	 * TM: the tag table's geometry (cap entries of wqe_size bytes, each a
+	 * struct vfab_tm_tag and max_sge sges, at ring_off; head and tail
+	 * unused), the unexpected messages counted (the HW's phase count) and
+	 * the next tag's seq.
+	 */
+	struct vfab_rq tm;
+	_Atomic uint32_t tm_unexpected;
+	uint64_t tm_seq;
 };
 
 struct vfab_qp_slot {
@@ -712,8 +757,9 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
  * The caller holds off its own consumers; producers take the slot's lock.
  */
 int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap);
+/* An SRQ with a ring of cap WQEs; tm_tags > 0: a TM SRQ with a tag table of that many. */
 int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap,
-		   uint32_t max_sge);
+		   uint32_t max_sge, uint32_t tm_tags);
 int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,
 		  uint32_t rq_max_sge);
 void vfab_pd_free(struct vfab_region *r, int slot);

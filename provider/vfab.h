@@ -124,8 +124,9 @@ struct vfab_cq {
 	pthread_spinlock_t poll_lock; /* consumers of this process */
 	atomic_int users;	      /* QPs that complete into it */
 	atomic_int raw_feeds;	      /* raw packet QPs with flows receiving into it */
-	/* Extended polling (ibv_cq_ex): the entry being looked at. */
+	/* Extended polling (ibv_cq_ex): the entry being looked at, its tag matching info. */
 	struct vfab_cqe cur;
+	struct ibv_wc_tm_info cur_tm;
 	uint64_t wc_flags;
 };
 
@@ -141,6 +142,9 @@ struct vfab_srq {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	atomic_int users;
+	/* A TM SRQ: its tag table as the region gave it at creation (vfab_tm.c). */
+	char *tm_ring;
+	uint32_t tm_tags, tm_entry_bytes;
 };
 
 /*
@@ -269,6 +273,9 @@ struct vfab_swqe {
 	uint64_t bind_addr, bind_len;
 	uint32_t bind_access;
 	uint32_t inv_rkey; /* IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV */
+	/* A tag matching rendezvous it started ended: its FIN follows its completion. */
+	bool tm_fin;
+	uint64_t tm_fin_tag;
 	struct ibv_sge sge[VFAB_MAX_SGE];
 	uint8_t inline_data[VFAB_MAX_INLINE];
 };
@@ -627,6 +634,17 @@ void vfab_qp_slot_error(const struct vfab_rmap *map, struct vfab_qp_slot *d,
 /* ---- vfab_srq.c ---- */
 struct ibv_srq *vfab_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+/* ---- vfab_tm.c: tag matching SRQs, the owner's list operations ---- */
+void vfab_tm_caps(struct ibv_tm_caps *caps);
+/* Whether a TM SRQ's tm_cap is within tm_caps. */
+bool vfab_tm_caps_ok(const struct ibv_tm_cap *cap);
+/*
+ * A new TM SRQ's tag table of tags entries in slot s, where the region put
+ * it, checked once (later reads of the slot are not trusted): 0 or -EIO.
+ */
+int vfab_tm_table(struct vfab_srq *srq, const struct vfab_context *ctx,
+		  const struct vfab_srq_slot *s, uint32_t tags);
+int vfab_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad);
 /* ---- vfab_wq.c: work queues and indirection tables (RSS) ---- */
 struct ibv_wq *vfab_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr);
 int vfab_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);

@@ -9,6 +9,7 @@
 #define VFAB_COMP_H
 
 #include "provider/vfab.h"
+#include "provider/vfab_resp.h"
 
 #include <string.h>
 
@@ -44,17 +45,20 @@ static inline void vfab_comp_send(struct vfab_qp *qp, const struct vfab_swqe *w,
 {
 	struct vfab_cqe e;
 
-	if (status == IBV_WC_SUCCESS && !qp->sq_sig_all && !(w->flags & IBV_SEND_SIGNALED))
-		return;
-	memset(&e, 0, sizeof(e));
-	e.wr_id = w->wr_id;
-	e.status = status;
-	e.opcode = vfab_comp_opcode(w->opcode);
-	e.vendor_err = vfab_vendor_err(status);
-	e.byte_len = byte_len;
-	e.qp_num = qp->qpn;
-	e.src_qp = w->sq_index;
-	vfab_cq_push(qp->ctx->map, qp->k->send_cq, NULL, &e, false);
+	if (status != IBV_WC_SUCCESS || qp->sq_sig_all || (w->flags & IBV_SEND_SIGNALED)) {
+		memset(&e, 0, sizeof(e));
+		e.wr_id = w->wr_id;
+		e.status = status;
+		e.opcode = vfab_comp_opcode(w->opcode);
+		e.vendor_err = vfab_vendor_err(status);
+		e.byte_len = byte_len;
+		e.qp_num = qp->qpn;
+		e.src_qp = w->sq_index;
+		vfab_cq_push(qp->ctx->map, qp->k->send_cq, NULL, &e, false);
+	}
+	/* The responder's FIN comes after the SEND's own completion, as on the wire. */
+	if (__builtin_expect(w->tm_fin, 0))
+		vfab_resp_tm_fin(qp, w->tm_fin_tag);
 }
 
 /* Completes every queued WR with WR_FLUSH_ERR. */

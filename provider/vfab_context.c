@@ -67,6 +67,7 @@ static const struct vabi_context_ops vfab_ctx_ops = {
     .query_srq = vfab_query_srq,
     .destroy_srq = vfab_destroy_srq,
     .post_srq_recv = vfab_post_srq_recv,
+    .post_srq_ops = vfab_post_srq_ops,
     .get_srq_num = vfab_get_srq_num,
     .create_ah = vfab_create_ah,
     .destroy_ah = vfab_destroy_ah,

@@ -24,6 +24,12 @@ static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
 		atomic_store_explicit(&qp->sq.retired, e->src_qp, memory_order_release);
 }
 
+/* A tag matching completion: its tag and app_ctx stand where P_Key, LID and SL would. */
+static bool tm_entry(const struct vfab_cqe *e)
+{
+	return e->opcode >= IBV_WC_TM_ADD && e->opcode <= IBV_WC_TM_NO_TAG;
+}
+
 /* Takes the next valid entry into *out; poll_lock held. */
 static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 {
@@ -39,6 +45,12 @@ static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 	if (out->opcode < IBV_WC_RECV) {
 		retire_send(cq, out);
 		out->src_qp = 0;
+	}
+	if (tm_entry(out)) {
+		cq->cur_tm.tag = out->tm_tag;
+		cq->cur_tm.priv = out->tm_priv;
+		out->tm_tag = 0;
+		out->tm_priv = 0;
 	}
 	return true;
 }
@@ -185,6 +197,18 @@ static uint64_t ex_read_completion_wallclock_ns(struct ibv_cq_ex *cq)
 	       ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec - now);
 }
 
+static void ex_read_tm_info(struct ibv_cq_ex *cq, struct ibv_wc_tm_info *tm)
+{
+	struct vfab_cq *c = ex_to_vcq(cq);
+
+	if (tm_entry(&c->cur)) {
+		*tm = c->cur_tm;
+	} else {
+		tm->tag = 0;
+		tm->priv = 0;
+	}
+}
+
 static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
 {
 	struct ibv_cq_ex *x = &cq->vcq.cq_ex;
@@ -213,6 +237,8 @@ static void ex_init(struct vfab_cq *cq, uint64_t wc_flags)
 		x->read_completion_ts = ex_read_completion_ts;
 	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 		x->read_completion_wallclock_ns = ex_read_completion_wallclock_ns;
+	if (wc_flags & IBV_WC_EX_WITH_TM_INFO)
+		x->read_tm_info = ex_read_tm_info;
 }
 
 /*
@@ -306,11 +332,13 @@ struct ibv_cq_ex *vfab_create_cq_ex(struct ibv_context *ibctx, struct ibv_cq_ini
 {
 	const uint64_t stamps =
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
-	const uint64_t supported = IBV_WC_STANDARD_FLAGS | stamps;
+	const uint64_t supported = IBV_WC_STANDARD_FLAGS | stamps | IBV_WC_EX_WITH_TM_INFO;
 	struct vfab_cq *cq;
 
+	/* Tag matching info and timestamps share their place in an entry (fabric/region.h). */
 	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) ||
-	    attr->wc_flags & ~supported) {
+	    attr->wc_flags & ~supported ||
+	    ((attr->wc_flags & IBV_WC_EX_WITH_TM_INFO) && (attr->wc_flags & stamps))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -48,6 +48,7 @@ static struct vfab_swqe *new_wqe(struct ibv_qp_ex *x, uint32_t opcode)
 	w->remote_addr = 0;
 	w->remote_srqn = VFAB_SLOT_NONE;
 	w->mw = NULL;
+	w->tm_fin = false;
 	return w;
 }
 

@@ -87,8 +87,8 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	/*
 	 * On-demand paging as a ConnectX-6 reports it (vfab_odp.c); its device
 	 * memory (vfab_dm.c); checksums and RSS of raw packet QPs' frames
-	 * (vfab_raw.c), but no TSO or tag matching; the device clock of
-	 * vfab_util.h.
+	 * (vfab_raw.c); tag matching (vfab_tm.c), but no TSO; the device
+	 * clock of vfab_util.h.
 	 */
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
@@ -101,6 +101,7 @@ int vfab_query_device_ex(struct ibv_context *ibctx, const struct ibv_query_devic
 	full.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
 			    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	full.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
+	vfab_tm_caps(&full.tm_caps);
 	/* RSS (vfab_wq.c, vfab_raw.c): Toeplitz over addresses and ports. */
 	full.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
 	full.rss_caps.max_rwq_indirection_tables = (uint32_t)full.orig_attr.max_qp;

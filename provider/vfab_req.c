@@ -326,6 +326,7 @@ static int from_wr(struct vfab_qp *qp, const struct ibv_send_wr *wr, struct vfab
 	w->is_inline = false;
 	w->inline_len = 0;
 	w->mw = NULL;
+	w->tm_fin = false;
 	switch (wr->opcode) {
 	case IBV_WR_BIND_MW:
 		w->mw = wr->bind_mw.mw;

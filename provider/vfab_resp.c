@@ -109,6 +109,8 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	uint64_t cap;
 	int rc;
 
+	if (vfab_resp_tm(m, res))
+		return;
 	if (vfab_resp_check_rq(m, &rw) != VFAB_RESP_PASS) {
 		res->kind = VFAB_RESP_RNR;
 		return;
@@ -250,6 +252,7 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 	bool dup;
 
 	res->kind = VFAB_RESP_NO_ANSWER;
+	res->tm_fin = false;
 	if (vfab_lock(&d->lock))
 		return;
 	if (vfab_resp_check_state(m) != VFAB_RESP_PASS)

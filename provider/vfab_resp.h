@@ -99,6 +99,9 @@ struct vfab_resp {
 	enum ibv_wc_status status;
 	uint32_t rnr_timer; /* the responder's min_rnr_timer encoding */
 	uint64_t atomic_orig;
+	/* A tag matching rendezvous done: the requester receives its FIN (vfab_resp_tm_fin). */
+	bool tm_fin;
+	uint64_t tm_fin_tag;
 };
 
 void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res);
@@ -112,6 +115,14 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res);
  * its own gives its exact outcome.
  */
 uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n);
+/*
+ * A SEND (with or without immediate) to an RC QP of a tag matching SRQ
+ * (vfab_resp_tm.c): matched, delivered and completed as the TM-SRQ does;
+ * false, nothing done, for any other destination.
+ */
+bool vfab_resp_tm(const struct vfab_msg *m, struct vfab_resp *res);
+/* The FIN of a rendezvous tag, received by its requester qp, after vfab_resp_rc. */
+void vfab_resp_tm_fin(struct vfab_qp *qp, uint64_t tag);
 /* UD has no answer: the datagram is delivered or silently dropped. */
 void vfab_resp_ud(const struct vfab_msg *m);
 /*

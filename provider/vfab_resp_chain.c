@@ -40,8 +40,11 @@ static enum vfab_resp_kind chain_check_rq(const struct vfab_msg *m, struct chain
 		struct vfab_srq_slot *srq;
 
 		c->rq = vfab_resp_rq_of(m, &srq, &c->ksrq, &c->pd);
-		if (!c->rq)
+		/* A tag matching SRQ matches one message at a time (vfab_resp_tm). */
+		if (!c->rq || (c->ksrq && c->ksrq->tm_tags)) {
+			c->rq = NULL;
 			return VFAB_RESP_RNR;
+		}
 		if (srq && vfab_lock(&srq->lock)) {
 			c->rq = NULL;
 			return VFAB_RESP_RNR;

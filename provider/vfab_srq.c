@@ -20,9 +20,12 @@ static uint32_t ring_size(uint32_t max_wr)
 	return c;
 }
 
-/* A basic SRQ (xrcd NULL) or an XRC SRQ of domain xrcd completing into cq. */
+/*
+ * A basic SRQ (xrcd NULL, tm_tags 0), an XRC SRQ of domain xrcd or a tag
+ * matching SRQ of tm_tags tagged buffers, the last two completing into cq.
+ */
 static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
-				  struct vfab_xrcd *xrcd, struct vfab_cq *cq)
+				  struct vfab_xrcd *xrcd, struct vfab_cq *cq, uint32_t tm_tags)
 {
 	struct vfab_context *ctx = to_vctx(pd->ibv.context);
 	struct vfab_srq_slot *s;
@@ -41,13 +44,19 @@ static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
 		return NULL;
 	}
 	size = ring_size(a->max_wr);
-	slot = vfab_srq_alloc(ctx->r, &ctx->owner, size, a->max_sge ? a->max_sge : 1);
+	slot = vfab_srq_alloc(ctx->r, &ctx->owner, size, a->max_sge ? a->max_sge : 1, tm_tags);
 	if (slot < 0) {
 		free(srq);
 		errno = -slot;
 		return NULL;
 	}
 	s = &ctx->r->srqs[slot];
+	if (tm_tags && vfab_tm_table(srq, ctx, s, tm_tags)) {
+		vfab_srq_free(ctx->r, slot);
+		free(srq);
+		errno = EIO;
+		return NULL;
+	}
 	s->hca = ctx->hca_idx;
 	s->pd = (uint32_t)pd->slot;
 	s->cq = cq ? (uint32_t)cq->slot : VFAB_SLOT_NONE;
@@ -56,8 +65,9 @@ static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
 	s->async_pid = ctx->owner.pid;
 	s->async_id = ctx->async_id;
 	slot_rc = vfab_ctl_seal(ctx, VFAB_OBJ_SRQ, (uint32_t)slot,
-				"pd=%d cookie=%" PRIu64 " async=%u cq=%u xrcd=%u", pd->slot,
-				(uint64_t)(uintptr_t)&srq->vsrq.srq, ctx->async_id, s->cq, s->xrcd);
+				"pd=%d cookie=%" PRIu64 " async=%u cq=%u xrcd=%u tm=%u", pd->slot,
+				(uint64_t)(uintptr_t)&srq->vsrq.srq, ctx->async_id, s->cq, s->xrcd,
+				tm_tags);
 	if (slot_rc) {
 		vfab_srq_free(ctx->r, slot);
 		free(srq);
@@ -74,7 +84,7 @@ static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
 	srq->max_sge = s->rq.max_sge;
 	pthread_mutex_init(&srq->post_lock, NULL);
 	srq->vsrq.srq.handle = (uint32_t)slot;
-	srq->vsrq.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	srq->vsrq.srq_type = xrcd ? IBV_SRQT_XRC : tm_tags ? IBV_SRQT_TM : IBV_SRQT_BASIC;
 	srq->vsrq.xrcd = xrcd ? (struct verbs_xrcd *)&xrcd->vxrcd : NULL;
 	srq->vsrq.cq = cq ? &cq->vcq.cq : NULL;
 	srq->vsrq.srq_num = (uint32_t)slot;
@@ -83,16 +93,16 @@ static struct ibv_srq *srq_create(struct vfab_pd *pd, struct ibv_srq_attr *a,
 	a->max_sge = srq->max_sge;
 	a->srq_limit = 0;
 	atomic_fetch_add(&pd->users, 1);
-	if (xrcd) {
+	if (xrcd)
 		atomic_fetch_add(&xrcd->users, 1);
+	if (cq)
 		atomic_fetch_add(&cq->users, 1);
-	}
 	return &srq->vsrq.srq;
 }
 
 struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
 {
-	struct ibv_srq *srq = srq_create(to_vpd(ibpd), &init->attr, NULL, NULL);
+	struct ibv_srq *srq = srq_create(to_vpd(ibpd), &init->attr, NULL, NULL, 0);
 
 	if (srq) {
 		srq->context = ibpd->context;
@@ -104,32 +114,36 @@ struct ibv_srq *vfab_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *i
 
 /*
  * ibv_create_srq_ex: libibverbs takes a basic SRQ with nothing but a PD
- * to create_srq; here come XRC SRQs (a PD, a domain and a CQ each).
+ * to create_srq; here come XRC SRQs (a PD, a domain and a CQ each) and tag
+ * matching SRQs (a PD, a CQ and tm_cap within tm_caps, vfab_tm.c).
  */
 struct ibv_srq *vfab_create_srq_ex(struct ibv_context *ibctx, struct ibv_srq_init_attr_ex *a)
 {
 	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-	bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type == IBV_SRQT_XRC;
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+	bool typed = a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE;
+	bool xrc = typed && a->srq_type == IBV_SRQT_XRC, tm = typed && a->srq_type == IBV_SRQT_TM;
+	bool with_cq = (a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && a->cq && a->cq->context == ibctx;
 	struct ibv_srq *srq;
 
 	if (a->comp_mask & ~known) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC && !xrc) {
+	if (typed && a->srq_type != IBV_SRQT_BASIC && !xrc && !tm) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd || a->pd->context != ibctx ||
-	    (xrc && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
-		     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq || a->cq->context != ibctx ||
-		     a->xrcd->context != ibctx))) {
+	    (xrc && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd || !with_cq ||
+		     a->xrcd->context != ibctx)) ||
+	    (tm && (!with_cq || !(a->comp_mask & IBV_SRQ_INIT_ATTR_TM) ||
+		    !vfab_tm_caps_ok(&a->tm_cap)))) {
 		errno = EINVAL;
 		return NULL;
 	}
 	srq = srq_create(to_vpd(a->pd), &a->attr, xrc ? to_vxrcd(a->xrcd) : NULL,
-			 xrc ? to_vcq(a->cq) : NULL);
+			 xrc || tm ? to_vcq(a->cq) : NULL, tm ? a->tm_cap.max_num_tags : 0);
 	if (srq) {
 		srq->context = ibctx;
 		srq->pd = a->pd;
@@ -173,10 +187,10 @@ int vfab_destroy_srq(struct ibv_srq *ibsrq)
 	vfab_ctl_unseal(srq->ctx, VFAB_OBJ_SRQ, (uint32_t)srq->slot);
 	vfab_srq_free(srq->ctx->r, srq->slot);
 	atomic_fetch_sub(&srq->pd->users, 1);
-	if (srq->xrcd) {
+	if (srq->xrcd)
 		atomic_fetch_sub(&srq->xrcd->users, 1);
+	if (srq->cq)
 		atomic_fetch_sub(&srq->cq->users, 1);
-	}
 	pthread_mutex_destroy(&srq->post_lock);
 	free(srq);
 	return 0;

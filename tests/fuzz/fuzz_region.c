@@ -300,9 +300,9 @@ static void seal_all(int sv[2])
 			else if (k == 2)
 				snprintf(line, sizeof(line),
 					 "srq %d ctx=1 hca=%u pd=%u cookie=%llu async=%u cq=%u "
-					 "xrcd=%u",
+					 "xrcd=%u tm=%u",
 					 i, s->hca, s->pd, (unsigned long long)s->user_srq,
-					 s->async_id, s->cq, s->xrcd);
+					 s->async_id, s->cq, s->xrcd, s->tm_tags);
 			else if (k == 3)
 				snprintf(
 				    line, sizeof(line),

@@ -12,6 +12,7 @@ add_executable(verbs_errors ${CMAKE_CURRENT_LIST_DIR}/verbs_errors.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_xrc.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_dm.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_raw.c
+  ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_tm.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_counters.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_ts.c
   ${CMAKE_CURRENT_LIST_DIR}/verbs_errors_cq.c

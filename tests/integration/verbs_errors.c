@@ -437,6 +437,7 @@ int main(int argc, char **argv)
 	test_xrc();
 	test_dm();
 	test_raw();
+	test_tm();
 	test_cross_process("/proc/self/exe");
 	test_chains("/proc/self/exe");
 	test_port_down();

@@ -97,6 +97,8 @@ void test_xrc(void);
 void test_dm(void);
 /* Raw packet QPs, flows and RSS (verbs_errors_raw.c). */
 void test_raw(void);
+/* Tag matching SRQs (verbs_errors_tm.c). */
+void test_tm(void);
 void test_cq_overflow(void);
 void test_srq_limit(void);
 /* Starts `self --peer` and moves bytes to it, then kills it. */

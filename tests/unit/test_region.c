@@ -290,7 +290,7 @@ static void alloc_all_kinds(struct vfab_region *r, int32_t pid, int idx[5])
 	idx[0] = vfab_pd_alloc(r, &o, 0);
 	idx[1] = vfab_mr_alloc(r, &o);
 	idx[2] = vfab_cq_alloc(r, &o, 64);
-	idx[3] = vfab_srq_alloc(r, &o, 32, 1);
+	idx[3] = vfab_srq_alloc(r, &o, 32, 1, 0);
 	idx[4] = vfab_qp_alloc(r, &o, 32, 1);
 	for (int i = 0; i < 5; i++)
 		assert_true(idx[i] >= 0);
