@@ -220,7 +220,7 @@ bool vfab_resp_tm(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	const struct vfab_srq_slot *ks;
 	struct vfab_srq_slot *s;
-	uint8_t hdr[TMH_BYTES + RVH_BYTES];
+	uint8_t hdr[TMH_BYTES + RVH_BYTES] = {0};
 	struct iovec tail[VFAB_XFER_MAX_IOV];
 	struct vfab_resp_rwqe rw;
 	struct ibv_tmh tmh;
