@@ -3,11 +3,13 @@
  * Raw packet QPs (see vfab_raw.h). The wire is the port's netdev, reached
  * through an AF_PACKET socket in the caller's (the node's) network
  * namespace: a send is one frame written to it, as the HCA puts a WQE's
- * frame on the port; a thread per QP with flows reads the frames the
+ * frame on the port. Once a QP has flows, its socket takes the frames the
  * netdev receives and those the node itself sends to its own or a
- * multicast address (the NIC's loopback), and delivers each that a flow
- * takes into the next posted receive, as the UD responder delivers a
- * datagram. A frame nobody steers is the node's stack's alone.
+ * multicast address (the NIC's loopback); a thread per QP, or a thread
+ * polling the CQ they complete into, reads them and delivers each that a
+ * flow takes into the next posted receive (of the QP, or of the WQ an RSS
+ * QP's hash picks), as the UD responder delivers a datagram. A frame
+ * nobody steers is the node's stack's alone.
  */
 #include "provider/vfab_raw.h"
 #include "provider/vfab_counters.h"
@@ -20,8 +22,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/if_ether.h>
 #include <linux/if_packet.h>
-#include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
@@ -34,9 +36,7 @@
 
 /* A frame as large as a netdev may take (GSO-sized on a veth) plus a VLAN tag. */
 #define FRAME_MAX (65536 + 4)
-#define ETH_ALEN_ 6
-#define ETH_HLEN_ 14
-#define VLAN_HLEN_ 4
+#define VLAN_TAG_BYTES 4
 #define RCVBUF_BYTES (16 << 20)
 
 struct vfab_flow {
@@ -51,7 +51,7 @@ struct vfab_raw {
 	int sock;
 	int wake; /* eventfd: the receiver stops */
 	int ifindex;
-	uint8_t mac[ETH_ALEN_];
+	uint8_t mac[ETH_ALEN];
 	pthread_t rx_thread;
 	bool rx_running;
 	pthread_mutex_t lock; /* the flows, the binding, the receiver */
@@ -168,7 +168,7 @@ int vfab_raw_bind(struct vfab_qp *qp, uint8_t port)
 	raw->ifindex = ifr.ifr_ifindex;
 	rc = ioctl(raw->sock, SIOCGIFHWADDR, &ifr) ? errno : 0;
 	if (!rc) {
-		memcpy(raw->mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN_);
+		memcpy(raw->mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
 		rc = bind_proto(raw, raw->flows ? ETH_P_ALL : 0);
 	}
 	pthread_mutex_unlock(&raw->lock);
@@ -212,9 +212,8 @@ void vfab_raw_close(struct vfab_qp *qp)
 	}
 }
 
-int vfab_raw_check_post(const struct vfab_qp *qp, const struct vfab_swqe *w)
+int vfab_raw_check_post(const struct vfab_swqe *w)
 {
-	(void)qp;
 	/* A frame is a SEND; TSO is not offered (tso_caps are 0). */
 	if (w->opcode != IBV_WR_SEND)
 		return EINVAL;
@@ -231,7 +230,7 @@ enum ibv_wc_status vfab_raw_send(struct vfab_qp *qp, const struct vfab_swqe *w,
 	struct sockaddr_ll to = {.sll_family = AF_PACKET};
 	uint64_t at = 0;
 
-	if (len < ETH_HLEN_ || len > FRAME_MAX)
+	if (len < ETH_HLEN || len > FRAME_MAX)
 		return IBV_WC_LOC_LEN_ERR;
 	for (unsigned int i = 0; i < n; i++) {
 		memcpy(raw->tx + at, iov[i].iov_base, iov[i].iov_len);
@@ -343,7 +342,8 @@ static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
 	} ctl;
 	struct tpacket_auxdata aux = {0};
 	struct sockaddr_ll from;
-	struct iovec iov = {.iov_base = buf + VLAN_HLEN_, .iov_len = FRAME_MAX - VLAN_HLEN_};
+	struct iovec iov = {.iov_base = buf + VLAN_TAG_BYTES,
+			    .iov_len = FRAME_MAX - VLAN_TAG_BYTES};
 	struct msghdr msg = {.msg_name = &from,
 			     .msg_namelen = sizeof(from),
 			     .msg_iov = &iov,
@@ -354,14 +354,14 @@ static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
 
 	if (n < 0)
 		return -1;
-	if ((size_t)n > iov.iov_len || n < ETH_HLEN_)
+	if ((size_t)n > iov.iov_len || n < ETH_HLEN)
 		return 0; /* longer than any frame: not a frame of this wire */
 	/*
 	 * The node's own frames loop back to its receivers when they go to its
 	 * own or a multicast address; to others they only pass the port.
 	 */
-	*outgoing = from.sll_pkttype == PACKET_OUTGOING && !(buf[VLAN_HLEN_] & 1) &&
-		    memcmp(buf + VLAN_HLEN_, raw->mac, ETH_ALEN_);
+	*outgoing = from.sll_pkttype == PACKET_OUTGOING && !(buf[VLAN_TAG_BYTES] & 1) &&
+		    memcmp(buf + VLAN_TAG_BYTES, raw->mac, ETH_ALEN);
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA)
 			memcpy(&aux, CMSG_DATA(c), sizeof(aux));
@@ -371,12 +371,12 @@ static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
 										  : ETH_P_8021Q),
 			 tci = htons(aux.tp_vlan_tci);
 
-		memmove(buf, buf + VLAN_HLEN_, 2 * ETH_ALEN_);
-		memcpy(buf + 2 * ETH_ALEN_, &tpid, 2);
-		memcpy(buf + 2 * ETH_ALEN_ + 2, &tci, 2);
-		n += VLAN_HLEN_;
+		memmove(buf, buf + VLAN_TAG_BYTES, 2 * ETH_ALEN);
+		memcpy(buf + 2 * ETH_ALEN, &tpid, 2);
+		memcpy(buf + 2 * ETH_ALEN + 2, &tci, 2);
+		n += VLAN_TAG_BYTES;
 	} else {
-		memmove(buf, buf + VLAN_HLEN_, (size_t)n);
+		memmove(buf, buf + VLAN_TAG_BYTES, (size_t)n);
 	}
 	/*
 	 * The node's stack leaves checksums to the NIC (a veth passes them on
@@ -410,13 +410,18 @@ static void *rx_main(void *arg)
 			       {.fd = raw->wake, .events = POLLIN}};
 
 	for (;;) {
+		unsigned int got;
+
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[1].revents)
 			break;
 		pthread_mutex_lock(&raw->rx_lock);
-		drain(raw, UINT32_MAX);
+		got = drain(raw, UINT32_MAX);
 		pthread_mutex_unlock(&raw->rx_lock);
+		/* A socket in error (its netdev gone) reads nothing: no spinning on it. */
+		if (!got && (pf[0].revents & (POLLERR | POLLHUP | POLLNVAL)))
+			poll(&pf[1], 1, 100);
 	}
 	return NULL;
 }

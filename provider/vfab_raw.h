@@ -27,7 +27,7 @@ bool vfab_raw_busy(struct vfab_qp *qp);
 /* At destruction (no flows left): the receiver stopped, the socket closed. */
 void vfab_raw_close(struct vfab_qp *qp);
 /* What post_send refuses outright for a raw packet QP (0 or an errno value). */
-int vfab_raw_check_post(const struct vfab_qp *qp, const struct vfab_swqe *w);
+int vfab_raw_check_post(const struct vfab_swqe *w);
 /*
  * The frame of WR w, its len bytes gathered in iov (vfab_gather), onto the
  * wire (sq.lock held); its completion status.

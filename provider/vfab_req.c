@@ -29,7 +29,7 @@ int vfab_req_check_post(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_ERR) ||
 	    qp->vqp.qp.qp_type == IBV_QPT_XRC_RECV)
 		return EINVAL;
-	if (qp->raw && vfab_raw_check_post(qp, w))
+	if (qp->raw && vfab_raw_check_post(w))
 		return EINVAL;
 	switch (w->opcode) {
 	case IBV_WR_SEND:

@@ -26,16 +26,16 @@ for t in $tests; do
 		END {exit !ok}' "$cli" || fail "qperf $t reported no result"
 done
 
+# refused TEST MESSAGE: qperf TEST fails with MESSAGE, as on a RoCE port.
+refused()
+{
+	local rc=0
+	timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- qperf -lp "$port" -t 1 \
+		"$NODE1_IP" "$1" >"$cli" 2>&1 || rc=$?
+	show "$cli"
+	[ "$rc" != 0 ] && grep -q "$2" "$cli" || fail "$1: expected \"$2\" (no GRH on a RoCE port)"
+}
+
 note "UC and UD: LID addressing, refused as on a RoCE port"
-rc=0
-timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- qperf -lp "$port" -t 1 "$NODE1_IP" \
-	uc_bw >"$cli" 2>&1 || rc=$?
-show "$cli"
-[ "$rc" != 0 ] && grep -q "failed to modify QP to RTR" "$cli" ||
-	fail "uc_bw: expected the RTR transition without a GRH to be refused"
-rc=0
-timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- qperf -lp "$port" -t 1 "$NODE1_IP" \
-	ud_bw >"$cli" 2>&1 || rc=$?
-show "$cli"
-[ "$rc" != 0 ] && grep -q "failed to create address handle: Invalid argument" "$cli" ||
-	fail "ud_bw: expected an address handle without a GRH to be refused"
+refused uc_bw "failed to modify QP to RTR"
+refused ud_bw "failed to create address handle: Invalid argument"
