@@ -37,6 +37,8 @@
 /* A frame as large as a netdev may take (GSO-sized on a veth) plus a VLAN tag. */
 #define FRAME_MAX (65536 + 4)
 #define VLAN_TAG_BYTES 4
+/* Frames one system call takes from the socket (each buffer FRAME_MAX bytes). */
+#define RX_BATCH 8
 #define RCVBUF_BYTES (16 << 20)
 
 struct vfab_flow {
@@ -59,7 +61,7 @@ struct vfab_raw {
 	uint8_t *tx; /* a send's frame, gathered (sq.lock) */
 	/* Whoever delivers (the receiver thread or a poller, vfab_raw_poll). */
 	pthread_mutex_t rx_lock;
-	uint8_t *rx; /* a received frame, under rx_lock */
+	uint8_t *rx; /* RX_BATCH frames' buffers, under rx_lock */
 	struct vfab_raw *next_feed;
 };
 
@@ -100,7 +102,7 @@ int vfab_raw_open(struct vfab_qp *qp)
 		return ENOMEM;
 	raw->qp = qp;
 	raw->tx = malloc(FRAME_MAX);
-	raw->rx = malloc(FRAME_MAX);
+	raw->rx = malloc((size_t)RX_BATCH * FRAME_MAX);
 	/* Protocol 0: nothing is received until a flow asks for frames. */
 	raw->sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	raw->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -330,39 +332,33 @@ out:
 	vfab_unlock(&d->lock);
 }
 
-/*
- * One frame from the socket into buf (room for a VLAN tag in front);
- * returns its length, 0 when it is not for the QP, -1 when none is left.
- */
-static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
+/* Where a received frame's buffer i starts: a VLAN tag's room in front of the frame. */
+static uint8_t *rx_buf(const struct vfab_raw *raw, unsigned int i)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
-	} ctl;
-	struct tpacket_auxdata aux = {0};
-	struct sockaddr_ll from;
-	struct iovec iov = {.iov_base = buf + VLAN_TAG_BYTES,
-			    .iov_len = FRAME_MAX - VLAN_TAG_BYTES};
-	struct msghdr msg = {.msg_name = &from,
-			     .msg_namelen = sizeof(from),
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = &ctl,
-			     .msg_controllen = sizeof(ctl)};
-	ssize_t n = recvmsg(raw->sock, &msg, MSG_DONTWAIT | MSG_TRUNC);
+	return raw->rx + (size_t)i * FRAME_MAX;
+}
 
-	if (n < 0)
-		return -1;
-	if ((size_t)n > iov.iov_len || n < ETH_HLEN)
-		return 0; /* longer than any frame: not a frame of this wire */
+/*
+ * A frame read into buf + VLAN_TAG_BYTES (n bytes, h its message) made what
+ * it was on the wire; returns where it starts (*len its length), NULL when
+ * it is not one of this wire's frames.
+ */
+static uint8_t *wire_frame(const struct vfab_raw *raw, uint8_t *buf, size_t n,
+			   const struct msghdr *h, bool *outgoing, size_t *len)
+{
+	const struct sockaddr_ll *from = h->msg_name;
+	struct tpacket_auxdata aux = {0};
+	uint8_t *frame = buf + VLAN_TAG_BYTES;
+
+	if (n > FRAME_MAX - VLAN_TAG_BYTES || n < ETH_HLEN)
+		return NULL; /* longer than any frame: not a frame of this wire */
 	/*
 	 * The node's own frames loop back to its receivers when they go to its
 	 * own or a multicast address; to others they only pass the port.
 	 */
-	*outgoing = from.sll_pkttype == PACKET_OUTGOING && !(buf[VLAN_TAG_BYTES] & 1) &&
-		    memcmp(buf + VLAN_TAG_BYTES, raw->mac, ETH_ALEN);
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+	*outgoing = from->sll_pkttype == PACKET_OUTGOING && !(frame[0] & 1) &&
+		    memcmp(frame, raw->mac, ETH_ALEN);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR((struct msghdr *)h, c))
 		if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA)
 			memcpy(&aux, CMSG_DATA(c), sizeof(aux));
 	if (aux.tp_status & TP_STATUS_VLAN_VALID) {
@@ -371,34 +367,65 @@ static ssize_t recv_frame(struct vfab_raw *raw, uint8_t *buf, bool *outgoing)
 										  : ETH_P_8021Q),
 			 tci = htons(aux.tp_vlan_tci);
 
-		memmove(buf, buf + VLAN_TAG_BYTES, 2 * ETH_ALEN);
+		memmove(buf, frame, 2 * ETH_ALEN);
 		memcpy(buf + 2 * ETH_ALEN, &tpid, 2);
 		memcpy(buf + 2 * ETH_ALEN + 2, &tci, 2);
+		frame = buf;
 		n += VLAN_TAG_BYTES;
-	} else {
-		memmove(buf, buf + VLAN_TAG_BYTES, (size_t)n);
 	}
 	/*
 	 * The node's stack leaves checksums to the NIC (a veth passes them on
 	 * unfinished): on the wire they are complete.
 	 */
 	if (aux.tp_status & TP_STATUS_CSUMNOTREADY)
-		vfab_frame_fill_csum(buf, (size_t)n);
-	return n;
+		vfab_frame_fill_csum(frame, n);
+	*len = n;
+	return frame;
 }
 
 /* Delivers up to budget waiting frames (rx_lock held); how many were read. */
 static unsigned int drain(struct vfab_raw *raw, unsigned int budget)
 {
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
+	} ctl[RX_BATCH];
+	struct sockaddr_ll from[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct mmsghdr mm[RX_BATCH];
 	unsigned int got = 0;
-	struct vfab_frame f;
-	bool outgoing;
-	ssize_t n;
 
-	while (got < budget && (n = recv_frame(raw, raw->rx, &outgoing)) >= 0) {
-		got++;
-		if (n && vfab_frame_parse(raw->rx, (size_t)n, &f) && steered(raw, &f, outgoing))
-			deliver(raw->qp, &f);
+	while (got < budget) {
+		unsigned int want = budget - got < RX_BATCH ? budget - got : RX_BATCH;
+		int n;
+
+		for (unsigned int i = 0; i < want; i++) {
+			iov[i].iov_base = rx_buf(raw, i) + VLAN_TAG_BYTES;
+			iov[i].iov_len = FRAME_MAX - VLAN_TAG_BYTES;
+			memset(&mm[i], 0, sizeof(mm[i]));
+			mm[i].msg_hdr.msg_name = &from[i];
+			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+			mm[i].msg_hdr.msg_control = &ctl[i];
+			mm[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+		}
+		n = recvmmsg(raw->sock, mm, want, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct vfab_frame f;
+			bool outgoing;
+			size_t len;
+			uint8_t *frame = wire_frame(raw, rx_buf(raw, (unsigned int)i),
+						    mm[i].msg_len, &mm[i].msg_hdr, &outgoing, &len);
+
+			if (frame && vfab_frame_parse(frame, len, &f) && steered(raw, &f, outgoing))
+				deliver(raw->qp, &f);
+		}
+		got += (unsigned int)n;
+		if ((unsigned int)n < want)
+			break;
 	}
 	return got;
 }
