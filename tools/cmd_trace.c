@@ -44,7 +44,7 @@ static long long number(const struct vjson *o, const char *k)
 
 static void table(const struct vjson *qps)
 {
-	printf("%-10s %-8s %-8s %-4s %-5s %-8s %-15s %-8s %-8s %-5s %s\n", "NODE", "HCA", "QPN",
+	printf("%-10s %-8s %-8s %-10s %-5s %-8s %-15s %-8s %-8s %-5s %s\n", "NODE", "HCA", "QPN",
 	       "TYPE", "STATE", "PID", "COMMAND", "PEER", "EPSN", "RECV", "WAITS");
 	for (const struct vjson *q = qps ? qps->child : NULL; q; q = q->next) {
 		long long recv = number(q, "recv_posted");
@@ -54,7 +54,7 @@ static void table(const struct vjson *qps)
 			snprintf(peer, sizeof(peer), "0x%06llx", number(q, "dest_qpn"));
 		if (recv >= 0)
 			snprintf(rbuf, sizeof(rbuf), "%lld", recv);
-		printf("%-10s %-8s 0x%06llx %-4s %-5s %-8lld %-15s %-8s %-8lld %-5s %s\n",
+		printf("%-10s %-8s 0x%06llx %-10s %-5s %-8lld %-15s %-8s %-8lld %-5s %s\n",
 		       field(q, "node"), field(q, "hca"), number(q, "qpn"), field(q, "type"),
 		       field(q, "state"), number(q, "pid"), field(q, "comm"), peer,
 		       number(q, "epsn"), rbuf, *field(q, "waits") ? field(q, "waits") : "-");
