@@ -230,8 +230,11 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);
-	w->tm_fin = res.tm_fin;
-	w->tm_fin_tag = res.tm_fin_tag;
+	/* w->tm_fin starts false (from_wr): only a finished rendezvous writes it. */
+	if (__builtin_expect(res.tm_fin, 0)) {
+		w->tm_fin = true;
+		w->tm_fin_tag = res.tm_fin_tag;
+	}
 	if (vfab_cap_on(ctx->r)) {
 		uint8_t result, syndrome;
 

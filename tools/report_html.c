@@ -27,6 +27,12 @@ static const char *const palette[] = {
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
     "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"};
 
+/* Series k's colour: the plot's line and its legend swatch. */
+static const char *colour(size_t k)
+{
+	return palette[k % (sizeof(palette) / sizeof(palette[0]))];
+}
+
 static void esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
@@ -143,8 +149,7 @@ static void chart(FILE *f, const char *title, const char *unit, const double *t,
 		fprintf(f, "</text>\n");
 	}
 	for (size_t k = 0; k < ns; k++) {
-		fprintf(f, "<polyline class=\"series\" stroke=\"%s\" data-link=\"",
-			palette[k % (sizeof(palette) / sizeof(palette[0]))]);
+		fprintf(f, "<polyline class=\"series\" stroke=\"%s\" data-link=\"", colour(k));
 		esc(f, s[k].name);
 		fprintf(f, "\" points=\"");
 		for (size_t i = 1; i < n; i++)
@@ -158,8 +163,7 @@ static void chart(FILE *f, const char *title, const char *unit, const double *t,
 		PAD_L, PAD_T + h, PAD_L + w, PAD_T + h, PAD_L, PAD_T, PAD_L, PAD_T + h);
 	fprintf(f, "<p class=\"legend\">");
 	for (size_t k = 0; k < ns; k++) {
-		fprintf(f, "<span><i style=\"background:%s\"></i>",
-			palette[k % (sizeof(palette) / sizeof(palette[0]))]);
+		fprintf(f, "<span><i style=\"background:%s\"></i>", colour(k));
 		esc(f, s[k].name);
 		fprintf(f, "</span> ");
 	}
