@@ -403,6 +403,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 		s->ring_off = (uint64_t)off;
 		atomic_store(&s->head, 0);
 		atomic_store(&s->tail, 0);
+		s->head_seen = 0;
 		atomic_store(&s->armed, 0);
 		atomic_store(&s->overflow, 0);
 		s->chan_id = 0;

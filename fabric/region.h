@@ -38,7 +38,7 @@
  * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h);
  * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h);
  * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv). */
-#define VFAB_REGION_VERSION 18
+#define VFAB_REGION_VERSION 19
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -396,11 +396,16 @@ struct vfab_cqe {
 };
 _Static_assert(sizeof(struct vfab_cqe) == 64, "a CQE is one cache line");
 
-/* A receive WQE header; VFAB sges follow it (max_sge per queue). */
+/*
+ * A receive WQE header; VFAB sges follow it (max_sge per queue). seq is the WQE's position + 1 (low
+ * 32 bits), stored last by the owner: a requester takes the WQE at head when its seq says it was
+ * posted there, without reading the owner's tail (one cache line fewer per message). The ring is
+ * zeroed when allocated and at RESET, so no stale seq matches.
+ */
 struct vfab_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
-	uint32_t pad;
+	_Atomic uint32_t seq;
 };
 
 struct vfab_sge {
@@ -420,7 +425,12 @@ struct vfab_rq {
 	uint32_t pad;
 	uint64_t ring_off;     /* offset of the ring in the pool */
 	_Atomic uint64_t head; /* next WQE a requester consumes */
-	_Atomic uint64_t tail; /* next free position the owner fills */
+	/*
+	 * The owner's line: its posts read neither this line's head (it keeps
+	 * its own view, vfab_rq_own) nor is tail read by requesters on the
+	 * data path (the WQE's seq says it was posted).
+	 */
+	_Alignas(64) _Atomic uint64_t tail; /* next free position the owner fills */
 };
 
 /*
@@ -486,17 +496,20 @@ struct vfab_cq_slot {
 	uint32_t hca;
 	uint32_t cap; /* ring entries, power of two */
 	uint64_t ring_off;
-	pthread_mutex_t lock;	/* producers; robust, process-shared */
-	_Atomic uint64_t head;	/* consumer position (owner's poll_cq) */
-	_Atomic uint64_t tail;	/* producer position */
-	_Atomic uint32_t armed; /* 0 no, 1 next completion, 2 solicited only */
-	_Atomic uint32_t overflow;
 	uint64_t user_cq;  /* the owner's struct ibv_cq *, the channel cookie */
 	int32_t chan_pid;  /* completion channel FIFO: <rundir>/fifo/<pid>.<id> */
 	uint32_t chan_id;  /* 0 = no channel */
 	int32_t async_pid; /* async event FIFO of the owning context */
 	uint32_t async_id;
 	uint32_t stamp; /* entries carry ts_ns (ibv_create_cq_ex with a timestamp flag) */
+	/* The producers' line. */
+	_Alignas(64) pthread_mutex_t lock; /* producers; robust, process-shared */
+	_Atomic uint64_t tail;		   /* producer position */
+	uint64_t head_seen;		   /* head as last read: again when the ring looks full */
+	_Atomic uint32_t armed;		   /* 0 no, 1 next completion, 2 solicited only */
+	_Atomic uint32_t overflow;
+	/* The consumer's line: its polls do not take the producers' line away. */
+	_Alignas(64) _Atomic uint64_t head; /* consumer position (owner's poll_cq) */
 };
 
 /*
@@ -567,8 +580,8 @@ struct vfab_qp_slot {
 	uint64_t user_qp;      /* owner's struct ibv_qp *, for async events */
 	int32_t async_pid;
 	uint32_t async_id;
-	pthread_mutex_t lock; /* responder side: RQ consumption, epsn */
-	struct vfab_rq rq;    /* unused when srq >= 0 */
+	_Alignas(64) pthread_mutex_t lock; /* responder side: RQ consumption, epsn */
+	struct vfab_rq rq;		   /* unused when srq >= 0 */
 };
 
 /*

@@ -114,6 +114,24 @@ struct vfab_mw {
 	struct vfab_pd *pd;
 };
 
+/*
+ * The owner's view of one of its receive rings (vfab_recv.c), in its own
+ * memory: the ring's place and shape as read, once, at the first post, and
+ * how far requesters had consumed when last looked (read again only when
+ * the ring looks full), so that posting leaves the requesters' cache line
+ * of the slot alone.
+ */
+struct vfab_rq_geo {
+	uint64_t off;
+	uint32_t cap, wqe_size, max_sge;
+};
+
+struct vfab_rq_own {
+	struct vfab_rq_geo g;
+	uint64_t head_seen;
+	bool known;
+};
+
 struct vfab_cq {
 	struct vabi_cq vcq;
 	struct vfab_context *ctx;
@@ -122,8 +140,10 @@ struct vfab_cq {
 	struct vfab_cqe *ring;
 	uint32_t mask;
 	pthread_spinlock_t poll_lock; /* consumers of this process */
-	atomic_int users;	      /* QPs that complete into it */
-	atomic_int raw_feeds;	      /* raw packet QPs with flows receiving into it */
+	uint64_t head;		      /* the ring's consumer position (only the owner moves it) */
+	_Atomic uint32_t polls; /* calls to poll it: whether a QP's SENDs stream (vfab_req.c) */
+	atomic_int users;	/* QPs that complete into it */
+	atomic_int raw_feeds;	/* raw packet QPs with flows receiving into it */
 	/* Extended polling (ibv_cq_ex): the entry being looked at, its tag matching info. */
 	struct vfab_cqe cur;
 	struct ibv_wc_tm_info cur_tm;
@@ -139,6 +159,7 @@ struct vfab_srq {
 	int slot;
 	struct vfab_srq_slot *s;
 	pthread_mutex_t post_lock;
+	struct vfab_rq_own own; /* under post_lock */
 	uint32_t max_wr;
 	uint32_t max_sge;
 	atomic_int users;
@@ -341,16 +362,26 @@ struct vfab_qp {
 		struct vfab_swqe *spare;
 		uint32_t nspare;
 		/*
-		 * Small WRITEs held back by post_send (vfab_req.c) since the
-		 * last flush: they go out together, in one copy.
+		 * Small WRITEs and streamed SENDs held back by post_send
+		 * (vfab_req.c) since the last flush: they go out together, in
+		 * one copy.
 		 */
 		uint32_t batched;
 		/*
-		 * Held WRITEs that the engine, not the application, had to send:
-		 * the application waits without polling (on memory the peer
-		 * writes, on a channel), so this QP holds nothing any more.
+		 * SENDs posted one by one with no poll of the QP's CQs in
+		 * between (vfab_req.c), and those CQs' polls when counted.
 		 */
-		bool hold_missed;
+		uint32_t send_streak;
+		uint32_t send_polls;
+		/*
+		 * Held WRs that the engine, not the application, had to send:
+		 * the application waits without polling (on memory the peer
+		 * writes, on a channel), or was not run for the engine's
+		 * backstop. This QP holds nothing until hold_off_ns, for
+		 * twice as long at each such miss (vfab_engine.c).
+		 */
+		uint64_t hold_off_ns;
+		uint32_t hold_misses;
 		/*
 		 * A WR waits in VFAB_WAIT_LOST_TAIL: the next WR posted draws
 		 * the NAK that ends its wait (vfab_sq_nak_lost).
@@ -383,6 +414,7 @@ struct vfab_qp {
 	/* Receive side producers of this process (vfab_recv.c). */
 	struct vfab_qp_rq {
 		pthread_mutex_t lock;
+		struct vfab_rq_own own;
 	} rq;
 
 	/* Engine bookkeeping (vfab_engine.c), under the engine lock. */
@@ -609,8 +641,10 @@ uint32_t vfab_vendor_err(enum ibv_wc_status status);
  * rewrite: every access reads them once and touches the ring only when it
  * lies in the pool of this process's mapping and holds whole WQEs.
  */
-int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
-		 uint32_t limit);
+int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_rq_own *own,
+		 const struct ibv_recv_wr *wr, uint32_t limit);
+/* The owner's RESET of its QP's RQ: nothing posted, no stale WQE left to match. */
+void vfab_rq_reset(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_rq_own *own);
 /*
  * Copies the i-th posted WQE after the next one (0: the next) out of the
  * ring: its wr_id and at most max SGEs into sge (*num_sge of them). 0, or
@@ -765,6 +799,14 @@ static inline bool vfab_chain_op(uint32_t opcode)
  * effect anywhere and must be started on its own (vfab_attempt).
  */
 uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n);
+/*
+ * The same for datagrams of a UD QP (SENDs, with or without immediate)
+ * through one AH to one QP of another process, with one Q_Key, on an
+ * unshaped path: the longest prefix its receive queue takes whole goes with
+ * one copy, those WRs ACKED; the first left out must be attempted on its
+ * own (vfab_attempt delivers or drops it).
+ */
+uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n);
 
 /* ---- vfab_sq.c: the send queue of WRs not complete yet (sq.lock held) ---- */
 int vfab_sq_append(struct vfab_qp *qp, const struct vfab_swqe *wqe);

@@ -382,19 +382,6 @@ static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	return out;
 }
 
-/* Where a UD send through its AH lands now; false when nowhere. */
-static bool ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h, uint32_t *p,
-		     uint8_t *type, struct fabric_path *path)
-{
-	struct vfab_context *ctx = qp->ctx;
-	struct vfab_region *r = ctx->r;
-
-	return vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index) &&
-	       !vfab_ah_route(w->ah, r, ctx->hca_idx, h, p, type) &&
-	       vfab_port_active(r, ctx->hca_idx, w->ah->port) && vfab_port_active(r, *h, *p) &&
-	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
-}
-
 /* UD has no ACK: once sent, the WR succeeds whatever happens to the datagram. */
 static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint64_t now,
 				  bool booked)
@@ -424,7 +411,7 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	if (w->remote_qpn == VFAB_MCAST_QPN && vfab_mcast_gid_is_mc(w->ah->dgid))
 		return vfab_mcast_attempt(qp, w, now, booked, behind_undelivered(qp, w), iov, n,
 					  len);
-	if (!ud_route(qp, w, &h, &p, &type, &path))
+	if (!vfab_dest_ud_route(qp, w, &h, &p, &type, &path))
 		return VFAB_ST_ACKED;
 	if (!booked) {
 		bool shaped = fabric_path_shaped(qp->ctx->r, &path);

@@ -15,6 +15,7 @@
 #include "provider/vfab_dma.h"
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
+#include "fabric/mcast.h"
 
 #include <limits.h>
 #include <string.h>
@@ -90,6 +91,69 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 		vfab_count_links(ctx->r, &qp->req.dest.fwd, bytes, k);
 		vfab_count_ports(ctx->r, ctx->hca_idx, qp->s->port, qp->req.dest.hca,
 				 qp->req.dest.port, bytes, npkts);
+	}
+	return k;
+}
+
+/* One datagram of a UD chain: to the chain's destination, gathered behind its GRH segment. */
+static bool ud_joins(struct vfab_qp *qp, struct vfab_swqe *w, const struct vfab_swqe *first,
+		     struct iovec *iov, unsigned int room, unsigned int *cnt, uint64_t *len)
+{
+	return w->ah == first->ah && w->remote_qpn == first->remote_qpn &&
+	       w->remote_qkey == first->remote_qkey &&
+	       1u + (w->num_sge > 1 ? w->num_sge : 1) <= room &&
+	       vfab_gather(qp, w, iov + 1, cnt, len) == IBV_WC_SUCCESS && *len <= qp->req.mtu_bytes;
+}
+
+uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint32_t n)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_msg m[VFAB_CHAIN_MAX];
+	uint8_t grh[VFAB_CHAIN_MAX][VFAB_GRH_BYTES];
+	struct vfab_qp_slot *d, kq;
+	struct vfab_owner_fds *f;
+	struct fabric_path path;
+	uint32_t h, p, i, k, qpn = w[0]->remote_qpn;
+	unsigned int nl = 0, cnt;
+	uint64_t len, bytes = 0;
+	uint8_t type;
+
+	if (n > VFAB_CHAIN_MAX)
+		n = VFAB_CHAIN_MAX;
+	/* A group's copies, a capture's records and a timed path go one by one. */
+	if (n < 2 || qpn == VFAB_MCAST_QPN || vfab_cap_on(ctx->r) ||
+	    !vfab_dest_ud_route(qp, w[0], &h, &p, &type, &path) || !vfab_path_plain(ctx->r, &path))
+		return 0;
+	/* Only to the registered owner, by its pid while its pidfd says it runs. */
+	d = vfab_qp_lookup(ctx->r, h, qpn);
+	if (!d || !vfab_kqp_copy(ctx->k, h, qpn, &kq) || kq.owner.pid == ctx->owner.pid ||
+	    vfab_dest_ud_owner(qp, &kq, &f) || f->pidfd < 0 || !vfab_xfer_alive(f->pidfd))
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct iovec *iov = qp->req.chain_iov + nl;
+
+		if (!ud_joins(qp, w[i], w[0], iov, VFAB_CHAIN_IOV - nl, &cnt, &len))
+			break;
+		/* memfd -1: one process_vm_writev for all. */
+		vfab_msg_build_ud(&m[i], qp, w[i], iov, cnt + 1, len, d, &kq, h, p, -1, type);
+		vfab_resp_ud_grh(&m[i], grh[i]);
+		iov[0].iov_base = grh[i];
+		iov[0].iov_len = VFAB_GRH_BYTES;
+		nl += cnt + 1;
+	}
+	k = i >= 2 ? vfab_resp_ud_chain(m, i) : 0;
+	for (i = 0; i < k; i++) {
+		w[i]->byte_len = (uint32_t)m[i].len;
+		w[i]->stage = VFAB_ST_ACKED;
+		w[i]->due_ns = 0;
+		/* A datagram takes one PSN of the QP's send queue, as on the wire. */
+		w[i]->psn = qp->req.psn;
+		qp->req.psn = (qp->req.psn + 1) & VFAB_PSN_MASK;
+		bytes += m[i].len;
+	}
+	if (k) {
+		vfab_count_links(ctx->r, &path, bytes, k);
+		vfab_count_ports(ctx->r, ctx->hca_idx, w[0]->ah->port, h, p, bytes, k);
 	}
 	return k;
 }

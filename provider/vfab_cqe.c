@@ -135,7 +135,7 @@ int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct v
 		goto out;
 	}
 	tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-	head = atomic_load_explicit(&s->head, memory_order_acquire);
+	head = s->head_seen;
 	cookie = k->user_cq;
 	ring = vfab_at(r, off);
 	/* One reading of the device clock for the batch, and only when asked for. */
@@ -146,6 +146,11 @@ int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct v
 			vfab_ts48_store(e[i].ts_lo48, ts);
 	}
 	for (i = 0; i < n; i++, tail++) {
+		/* The consumer's line is read only when the ring looks full. */
+		if (tail - head >= cap) {
+			head = atomic_load_explicit(&s->head, memory_order_acquire);
+			s->head_seen = head;
+		}
 		if (tail - head >= cap) {
 			/* Hardware drops the CQE (and those after it) and reports CQ_ERR once. */
 			overflow = !atomic_exchange(&s->overflow, 1);

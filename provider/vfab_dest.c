@@ -93,7 +93,7 @@ int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *kq,
 	return vfab_owner_open(&qp->ctx->pv, &kq->owner, f);
 }
 
-static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
+bool vfab_path_plain(const struct vfab_region *r, const struct fabric_path *p)
 {
 	if (fabric_path_shaped(r, p))
 		return false;
@@ -112,8 +112,20 @@ bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen)
 	 * Links changed after link_gen was read are seen here or make the next
 	 * message read them again: vfabd bumps the generation after the store.
 	 */
-	dc->plain = path_plain(r, &dc->fwd) && path_plain(r, &dc->rev);
+	dc->plain = vfab_path_plain(r, &dc->fwd) && vfab_path_plain(r, &dc->rev);
 	dc->link_gen = link_gen;
 	dc->plain_known = true;
 	return dc->plain;
+}
+
+bool vfab_dest_ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h, uint32_t *p,
+			uint8_t *type, struct fabric_path *path)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_region *r = ctx->r;
+
+	return vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index) &&
+	       !vfab_ah_route(w->ah, r, ctx->hca_idx, h, p, type) &&
+	       vfab_port_active(r, ctx->hca_idx, w->ah->port) && vfab_port_active(r, *h, *p) &&
+	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
 }

@@ -99,6 +99,26 @@ static void progress_locked(struct vfab_qp *qp)
 }
 
 /*
+ * The engine, not the application, sends what a QP held back (sq.lock
+ * held): its application waits without polling (rsockets spins on the
+ * byte its peer writes back) and each round trip would wait the backstop,
+ * or it was not run for that long (preempted on a busy machine), which
+ * should not end batching for the QP's life. So it holds nothing for a
+ * while, twice as long at each miss: from 100 ms, a day after 20 misses.
+ */
+#define HOLD_OFF_NS 100000000ull
+#define HOLD_OFF_MAX_SHIFT 20u
+
+static void hold_missed(struct vfab_qp *qp)
+{
+	uint32_t m = qp->sq.hold_misses;
+
+	if (m < HOLD_OFF_MAX_SHIFT)
+		qp->sq.hold_misses++;
+	qp->sq.hold_off_ns = vfab_mono_ns() + (HOLD_OFF_NS << m);
+}
+
+/*
  * Runs one due QP; eng_lock held on entry and on return. A poller only
  * tries: its thread may hold the QP's lock (between wr_start and wr_complete).
  */
@@ -113,7 +133,7 @@ static void run(struct vfab_qp *qp, bool poller)
 	if (!poller) {
 		pthread_mutex_lock(&qp->sq.lock);
 		if (qp->sq.batched)
-			qp->sq.hold_missed = true;
+			hold_missed(qp);
 		progress_locked(qp);
 	} else if (!pthread_mutex_trylock(&qp->sq.lock)) {
 		progress_locked(qp);

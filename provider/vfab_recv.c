@@ -9,13 +9,8 @@
 #include <errno.h>
 #include <string.h>
 
-/* A ring as read once from the region, checked before it is touched. */
-struct rq_geo {
-	uint64_t off;
-	uint32_t cap, wqe_size, max_sge;
-};
-
-static bool rq_geo(const struct vfab_rmap *map, const struct vfab_rq *rq, struct rq_geo *g)
+/* A ring's place and shape as read once from the region, checked before it is touched. */
+static bool rq_geo(const struct vfab_rmap *map, const struct vfab_rq *rq, struct vfab_rq_geo *g)
 {
 	g->off = __atomic_load_n(&rq->ring_off, __ATOMIC_RELAXED);
 	g->cap = __atomic_load_n(&rq->cap, __ATOMIC_RELAXED);
@@ -26,29 +21,37 @@ static bool rq_geo(const struct vfab_rmap *map, const struct vfab_rq *rq, struct
 	       vfab_pool_holds(map->map_bytes, g->off, (uint64_t)g->cap * g->wqe_size);
 }
 
-static struct vfab_rwqe *rq_at(const struct vfab_rmap *map, const struct rq_geo *g, uint64_t pos)
+static struct vfab_rwqe *rq_at(const struct vfab_rmap *map, const struct vfab_rq_geo *g,
+			       uint64_t pos)
 {
 	return vfab_at(map->r, g->off + (pos & (g->cap - 1)) * g->wqe_size);
 }
 
-/* limit: WQEs that may be outstanding (the queue depth granted at create). */
-int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, const struct ibv_recv_wr *wr,
-		 uint32_t limit)
+/*
+ * limit: WQEs that may be outstanding (the queue depth granted at create).
+ * The ring's shape is the one the owner saw at its first post: only it
+ * posts, and a ring never moves while its QP or SRQ lives.
+ */
+int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_rq_own *own,
+		 const struct ibv_recv_wr *wr, uint32_t limit)
 {
 	uint64_t tail = atomic_load_explicit(&rq->tail, memory_order_relaxed);
-	uint64_t head = atomic_load_explicit(&rq->head, memory_order_acquire);
 	struct vfab_sge *sge;
 	struct vfab_rwqe *w;
-	struct rq_geo g;
 	int i;
 
-	bool sound = rq_geo(map, rq, &g);
-
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > (sound ? g.max_sge : rq->max_sge))
+	if (!own->known)
+		own->known = rq_geo(map, rq, &own->g);
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > (own->known ? own->g.max_sge : rq->max_sge))
 		return EINVAL;
-	if (!sound || tail - head >= limit)
+	if (!own->known)
 		return ENOMEM;
-	w = rq_at(map, &g, tail);
+	if (tail - own->head_seen >= limit) {
+		own->head_seen = atomic_load_explicit(&rq->head, memory_order_acquire);
+		if (tail - own->head_seen >= limit)
+			return ENOMEM;
+	}
+	w = rq_at(map, &own->g, tail);
 	w->wr_id = wr->wr_id;
 	w->num_sge = (uint32_t)wr->num_sge;
 	sge = (struct vfab_sge *)(w + 1);
@@ -57,22 +60,36 @@ int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, const struct i
 		sge[i].length = wr->sg_list[i].length;
 		sge[i].lkey = wr->sg_list[i].lkey;
 	}
+	atomic_store_explicit(&w->seq, (uint32_t)(tail + 1), memory_order_release);
 	atomic_store_explicit(&rq->tail, tail + 1, memory_order_release);
 	return 0;
+}
+
+void vfab_rq_reset(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_rq_own *own)
+{
+	struct vfab_rq_geo g;
+
+	if (rq_geo(map, rq, &g))
+		for (uint32_t i = 0; i < g.cap; i++)
+			atomic_store_explicit(&rq_at(map, &g, i)->seq, 0, memory_order_relaxed);
+	atomic_store(&rq->head, 0);
+	atomic_store(&rq->tail, 0);
+	own->head_seen = 0;
 }
 
 int vfab_rq_copy(const struct vfab_rmap *map, struct vfab_rq *rq, uint32_t i, uint64_t *wr_id,
 		 struct vfab_sge *sge, uint32_t max, uint32_t *num_sge)
 {
-	uint64_t head = atomic_load_explicit(&rq->head, memory_order_relaxed);
+	uint64_t pos = atomic_load_explicit(&rq->head, memory_order_relaxed) + i;
 	const struct vfab_rwqe *w;
-	struct rq_geo g;
+	struct vfab_rq_geo g;
 	uint32_t n;
 
-	if (atomic_load_explicit(&rq->tail, memory_order_acquire) - head <= i ||
-	    !rq_geo(map, rq, &g))
+	if (!rq_geo(map, rq, &g))
 		return -ENOENT;
-	w = rq_at(map, &g, head + i);
+	w = rq_at(map, &g, pos);
+	if (atomic_load_explicit(&w->seq, memory_order_acquire) != (uint32_t)(pos + 1))
+		return -ENOENT;
 	*wr_id = w->wr_id;
 	n = __atomic_load_n(&w->num_sge, __ATOMIC_RELAXED);
 	/* No more than the ring's WQEs hold, whatever the WQE says. */
@@ -151,7 +168,7 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	}
 	pthread_mutex_lock(&qp->rq.lock);
 	for (; wr; wr = wr->next) {
-		rc = vfab_rq_post(qp->ctx->map, &s->rq, wr, qp->cap.max_recv_wr);
+		rc = vfab_rq_post(qp->ctx->map, &s->rq, &qp->rq.own, wr, qp->cap.max_recv_wr);
 		if (rc) {
 			*bad = wr;
 			break;

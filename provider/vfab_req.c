@@ -11,6 +11,7 @@
 #include "provider/vfab_dest.h"
 #include "provider/vfab_lead.h"
 #include "provider/vfab_raw.h"
+#include "fabric/mcast.h"
 
 #include <errno.h>
 #include <string.h>
@@ -172,41 +173,90 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 }
 
 /*
- * Batched submission. A small RDMA WRITE posted by a thread that polls its
- * CQs, while WRs it posted before are not reaped yet, is held back in the
- * send queue (QUEUED) rather than copied at once: the WRITEs that follow it
- * join it, and vfab_sq_advance moves them all with one copy (a chain) when
- * the application next polls a CQ (vfab_engine_poll runs the QP, due at
- * once), when VFAB_CHAIN_MAX are held, or before anything else is posted on
- * the QP; a WRITE with immediate (a notification) ends the batch and sends
- * it. SENDs posted together (a list, an ibv_wr_* batch) chain too. A thread that
- * stops polling leaves them to the engine (at most its backstop late), and
- * that QP holds nothing from then on: its application waits for the peer
- * without polling (rsockets' riowrite, then a spin on the byte the peer
- * writes back, waited the backstop on every round trip). Only
- * to another process on a plain path: a shaped path times each message
- * itself, and a lone WR (nothing pending) is never held, so latency is
- * untouched. RC order holds (the queue is in posting order) and every
- * completion is written after its bytes.
+ * Batched submission. A small RDMA WRITE (or a SEND of a stream, below)
+ * posted by a thread that polls its CQs, while WRs it posted before are
+ * not reaped yet, is held back in the send queue (QUEUED) rather than
+ * copied at once: the WRs that follow it join it, and vfab_sq_advance
+ * moves them all with one copy (a chain) when the application next polls
+ * a CQ (vfab_engine_poll runs the QP, due at once), when VFAB_CHAIN_MAX
+ * are held, or before anything else is posted on the QP; a WRITE with
+ * immediate (a notification) ends the batch and sends it. SENDs posted
+ * together (a list, an ibv_wr_* batch) chain too. A thread that stops
+ * polling leaves them to the engine (at most its backstop late), and that
+ * QP holds nothing for a while (vfab_engine.c): its application may wait
+ * for the peer without polling (rsockets' riowrite, then a spin on the
+ * byte the peer writes back, waited the backstop on every round trip).
+ * Only to another process on a plain path: a shaped path times each
+ * message itself, and a lone WR (nothing pending) is never held, so
+ * latency is untouched. RC order holds (the queue is in posting order)
+ * and every completion is written after its bytes.
  */
 #define BATCH_MAX_BYTES 4096u
 
 /*
- * Only WRITEs are held; SENDs chain only when posted together: UCX's
- * rendezvous and flow-control messages are small SENDs after which the
- * application computes, and held they waited for its next call (Open MPI's
- * 1 MiB ping-pong lost a fifth). A WRITE with immediate (a notification)
- * ends the batch.
+ * SENDs are held only in a stream: from the STREAM_MIN'th of SENDs posted
+ * one by one with no poll of the QP's CQs in between (ib_send_bw between
+ * its polls, a burst of eager messages). A ping-pong polls between its
+ * SENDs, and UCX's rendezvous and credit SENDs come alone after a poll,
+ * then the application computes; held, they waited for its next call
+ * (Open MPI's 1 MiB ping-pong lost a fifth): never held. A WRITE with
+ * immediate (a notification) ends a batch.
  */
+#define STREAM_MIN 4u
+
+static uint32_t polls_of(struct vfab_cq *cq)
+{
+	return cq ? atomic_load_explicit(&cq->polls, memory_order_relaxed) : 0;
+}
+
+static bool send_streams(struct vfab_qp *qp)
+{
+	uint32_t polls = polls_of(qp->scq) + polls_of(qp->rcq);
+
+	if (polls != qp->sq.send_polls) {
+		qp->sq.send_polls = polls;
+		qp->sq.send_streak = 0;
+	} else if (qp->sq.send_streak < STREAM_MIN) {
+		qp->sq.send_streak++;
+	}
+	return qp->sq.send_streak + 1 >= STREAM_MIN;
+}
+
+/* A datagram to a QP of another process (not a group) on an unshaped path. */
+static bool ud_plain_remote(struct vfab_qp *qp, const struct vfab_swqe *w)
+{
+	struct vfab_qp_slot kq;
+	struct fabric_path path;
+	uint32_t h, p;
+	uint8_t type;
+
+	return w->remote_qpn != VFAB_MCAST_QPN && vfab_dest_ud_route(qp, w, &h, &p, &type, &path) &&
+	       vfab_path_plain(qp->ctx->r, &path) &&
+	       vfab_kqp_copy(qp->ctx->k, h, w->remote_qpn, &kq) &&
+	       kq.owner.pid != qp->ctx->owner.pid;
+}
+
 static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
 	struct vfab_qp_slot *d;
 	uint64_t len = 0;
 	uint32_t i;
 
-	if (w->opcode != IBV_WR_RDMA_WRITE &&
-	    (w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM || !qp->sq.batched))
+	switch (w->opcode) {
+	case IBV_WR_RDMA_WRITE:
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (!qp->sq.batched)
+			return false;
+		break;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		if (!send_streams(qp))
+			return false;
+		break;
+	default:
 		return false;
+	}
 	if (qp->state != IBV_QPS_RTS)
 		return false;
 	if (w->is_inline) {
@@ -224,11 +274,16 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	 */
 	if (qp->sq.batched)
 		return true;
-	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->sq.head ||
-	    qp->sq.hold_missed || !vfab_engine_thread_polls())
+	if (qp->sq.head || !vfab_engine_thread_polls())
+		return false;
+	if (qp->sq.hold_off_ns && vfab_mono_ns() < qp->sq.hold_off_ns)
 		return false;
 	/* Earlier WRs the application has not reaped: it will poll for them. */
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
+		return false;
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !qp->raw)
+		return ud_plain_remote(qp, w);
+	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC)
 		return false;
 	d = vfab_dest(qp);
 	return d && qp->req.dest.kq.owner.pid != qp->ctx->owner.pid && vfab_dest_plain(qp) &&

@@ -86,6 +86,29 @@ static inline void vfab_msg_build(struct vfab_msg *m, const struct vfab_qp *qp,
 		m->xsrq = vfab_xrc_srq(ctx->map->k, kq, w->remote_srqn);
 }
 
+/*
+ * A datagram's message: vfab_msg_build's, plus its source port and Q_Key
+ * and what goes into the GRH (a source GID of this RoCE type).
+ */
+static inline void vfab_msg_build_ud(struct vfab_msg *m, const struct vfab_qp *qp,
+				     const struct vfab_swqe *w, struct iovec *iov, unsigned int n,
+				     uint64_t len, struct vfab_qp_slot *d,
+				     const struct vfab_qp_slot *kq, uint32_t dst_hca,
+				     uint32_t dst_port, int memfd, uint8_t type)
+{
+	const struct vfab_context *ctx = qp->ctx;
+
+	vfab_msg_build(m, qp, w, iov, n, len, d, kq, dst_hca, dst_port, memfd);
+	m->src_port = w->ah->port;
+	m->src_qkey = qp->attr.qkey;
+	m->sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
+	m->dgid = w->ah->dgid;
+	m->sgid_type = type;
+	m->traffic_class = w->ah->traffic_class;
+	m->hop_limit = w->ah->hop_limit;
+	m->flow_label = w->ah->flow_label;
+}
+
 enum vfab_resp_kind {
 	VFAB_RESP_ACK,	     /* done; for atomics atomic_orig holds the old value */
 	VFAB_RESP_NO_ANSWER, /* nothing came back: retry after the timeout */
@@ -125,6 +148,18 @@ bool vfab_resp_tm(const struct vfab_msg *m, struct vfab_resp *res);
 void vfab_resp_tm_fin(struct vfab_qp *qp, uint64_t tag);
 /* UD has no answer: the datagram is delivered or silently dropped. */
 void vfab_resp_ud(const struct vfab_msg *m);
+/* The 40 bytes a UD receiver finds in front of m's payload. */
+void vfab_resp_ud_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES]);
+/*
+ * Datagrams of one QP to one UD QP of another process, on a plain path,
+ * with one Q_Key: m[i].liov holds the segment of its GRH and then those of
+ * its payload (m[i].len bytes), and follows m[i - 1]'s in one array.
+ * Delivers the longest prefix that the receive queue takes whole with one
+ * copy, then their receive completions in order, and returns its length.
+ * The first datagram left out has had no effect: vfab_resp_ud on its own
+ * delivers or drops it.
+ */
+uint32_t vfab_resp_ud_chain(const struct vfab_msg *m, uint32_t n);
 /*
  * A datagram of qp's WR w (its bytes in iov) to QP qpn of port p of HCA h,
  * which the sender reaches with a source GID of this type: only to its

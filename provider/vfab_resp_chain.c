@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The chain responder (vfab_resp_rc_chain, see vfab_resp.h): RDMA WRITEs
- * and SENDs of one chain checked message by message by the rules of
- * vfab_resp_check.h under one hold of the destination's lock, moved by one
- * copy, their receive completions pushed in order after it.
+ * The chain responders (vfab_resp_rc_chain, vfab_resp_ud_chain, see
+ * vfab_resp.h): RDMA WRITEs and SENDs of one chain, or datagrams to one UD
+ * QP, checked message by message by the rules of vfab_resp_check.h under
+ * one hold of the destination's lock, moved by one copy, their receive
+ * completions pushed in order after it.
  */
 #include "provider/vfab_resp.h"
 #include "provider/vfab_counters.h"
@@ -61,26 +62,27 @@ static enum vfab_resp_kind chain_check_rq(const struct vfab_msg *m, struct chain
 }
 
 /*
- * Where a SEND of a chain lands: its receive buffers, cut to the message's
- * length (the chain's one copy fills the segments in order, so each message
- * must take exactly its own bytes), each used buffer's MR pinned in pins[]
- * (parallel to dst) until the caller's copy is done. False, nothing
- * pinned, when a rule would not let it through (bad lkey, buffers too
- * small: the single path reports it) or the segments do not fit.
+ * Where a SEND or datagram of a chain lands: its receive buffers, cut to
+ * the bytes it puts there (the payload, and a datagram's GRH before it: the
+ * chain's one copy fills the segments in order, so each message must take
+ * exactly its own bytes), each used buffer's MR pinned in pins[] (parallel
+ * to dst) until the caller's copy is done. False, nothing pinned, when a
+ * rule would not let it through (bad lkey, buffers too small: the single
+ * path reports it) or the segments do not fit.
  */
-static bool chain_scatter(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,
+static bool chain_scatter(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw, uint64_t bytes,
 			  struct iovec *dst, struct vfab_mr_slot **pins, unsigned int room,
 			  unsigned int *n)
 {
 	struct iovec iov[VFAB_MAX_SRQ_SGE];
 	struct vfab_mr_slot *p[VFAB_MAX_SRQ_SGE];
-	uint64_t cap, left = m->len;
+	uint64_t cap, left = bytes;
 	unsigned int i, k;
 
 	*n = 0;
 	if (vfab_resp_scatter_list(m, rw, iov, p, &k, &cap) != IBV_WC_SUCCESS)
 		return false;
-	for (i = 0; i < k && left && cap >= m->len && *n < room; i++) {
+	for (i = 0; i < k && left && cap >= bytes && *n < room; i++) {
 		dst[*n] = iov[i];
 		pins[*n] = p[i];
 		p[i] = NULL;
@@ -90,11 +92,23 @@ static bool chain_scatter(const struct vfab_msg *m, const struct vfab_resp_rwqe 
 		(*n)++;
 	}
 	vfab_resp_unpin_list(p, k); /* the buffers the message does not reach */
-	if (!left && cap >= m->len)
+	if (!left && cap >= bytes)
 		return true;
 	vfab_resp_unpin_list(pins, *n);
 	*n = 0;
 	return false;
+}
+
+/* After the copy of a chain: its receive WQEs taken, the SRQ's limit checked and unlocked. */
+static void chain_consume(const struct vfab_msg *m, struct chain_rq *c, bool copied)
+{
+	if (copied && c->taken) {
+		vfab_rq_consume_n(c->rq, c->taken);
+		if (c->srq)
+			vfab_srq_check_limit(m->r, c->srq, c->ksrq);
+	}
+	if (c->srq)
+		vfab_unlock(&c->srq->lock);
 }
 
 /*
@@ -134,8 +148,8 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 
 		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
 			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
-			    !chain_scatter(&m[k], &rw, dst + nd, rpins + nd, CHAIN_DST_MAX - nd,
-					   &ns))
+			    !chain_scatter(&m[k], &rw, m[k].len, dst + nd, rpins + nd,
+					   CHAIN_DST_MAX - nd, &ns))
 				break;
 			nd += ns;
 			wr_id[c.taken++] = rw.wr_id;
@@ -165,13 +179,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	for (i = 0; i < n; i++)
 		vfab_mr_unpin(pins[i]);
 	vfab_resp_unpin_list(rpins, nd);
-	if (k && c.taken) {
-		vfab_rq_consume_n(c.rq, c.taken);
-		if (c.srq)
-			vfab_srq_check_limit(m->r, c.srq, c.ksrq);
-	}
-	if (c.srq)
-		vfab_unlock(&c.srq->lock);
+	chain_consume(m, &c, k != 0);
 	if (!k)
 		goto out;
 	/* The bytes are there: now their receive completions, in order. */
@@ -193,6 +201,62 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	if (writes)
 		vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_write_requests, writes);
 	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
+out:
+	vfab_unlock(&d->lock);
+	return k;
+}
+
+/*
+ * The rules of vfab_resp_ud for each datagram under one hold of the lock:
+ * the QP's state, port and Q_Key once (every datagram of a chain names the
+ * same), then a posted receive whose buffers take the GRH and the payload;
+ * one copy, then the receive completions in order. A datagram a rule would
+ * drop or complete in error ends the chain: vfab_resp_ud does that.
+ */
+uint32_t vfab_resp_ud_chain(const struct vfab_msg *m, uint32_t n)
+{
+	const struct vfab_swqe *w = m[0].wqe;
+	struct vfab_qp_slot *d = m[0].d;
+	struct iovec dst[CHAIN_DST_MAX];
+	struct vfab_mr_slot *rpins[CHAIN_DST_MAX] = {0};
+	uint64_t wr_id[VFAB_CHAIN_MAX];
+	struct vfab_cqe cqe[VFAB_CHAIN_MAX];
+	bool solicited[VFAB_CHAIN_MAX];
+	struct chain_rq c = {0};
+	struct vfab_resp_rwqe rw;
+	unsigned int nd = 0, ns;
+	uint32_t k = 0, i, qkey;
+
+	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
+		return 0;
+	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
+	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m[0].src_qkey : w->remote_qkey;
+	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m[0].kq->qp_type != IBV_QPT_UD ||
+	    d->port != m[0].dst_port || d->qkey != qkey)
+		goto out;
+	for (k = 0; k < n; k++) {
+		if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
+		    !chain_scatter(&m[k], &rw, m[k].len + VFAB_GRH_BYTES, dst + nd, rpins + nd,
+				   CHAIN_DST_MAX - nd, &ns))
+			break;
+		nd += ns;
+		wr_id[c.taken++] = rw.wr_id;
+	}
+	if (k &&
+	    vfab_xfer_writev(m->kq->owner.pid, m[0].liov,
+			     (unsigned int)(m[k - 1].liov + m[k - 1].nliov - m[0].liov), dst, nd))
+		k = 0;
+	vfab_resp_unpin_list(rpins, nd);
+	chain_consume(m, &c, k != 0);
+	for (i = 0; i < k; i++) {
+		rw.wr_id = wr_id[i];
+		solicited[i] =
+		    vfab_resp_recv_cqe(&m[i], &rw, IBV_WC_SUCCESS, IBV_WC_RECV,
+				       (uint32_t)m[i].len + VFAB_GRH_BYTES, IBV_WC_GRH, &cqe[i]);
+	}
+	if (k)
+		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, k, solicited);
 out:
 	vfab_unlock(&d->lock);
 	return k;

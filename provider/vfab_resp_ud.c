@@ -32,7 +32,7 @@ static uint16_t ip_checksum(const uint8_t *hdr, size_t len)
  * in the last 20 bytes for RoCE v2 over IPv4 (as mlx5 delivers it), else an
  * IPv6-style GRH.
  */
-static void build_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES])
+void vfab_resp_ud_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES])
 {
 	enum vfab_roce_l3 l3 = vfab_resp_roce_l3(m);
 	bool v2 = l3 != VFAB_ROCE_L3_GRH;
@@ -104,7 +104,7 @@ void vfab_resp_ud(const struct vfab_msg *m)
 		vfab_resp_push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		goto out;
 	}
-	build_grh(m, grh);
+	vfab_resp_ud_grh(m, grh);
 	src[0].iov_base = grh;
 	src[0].iov_len = sizeof(grh);
 	memcpy(src + 1, m->liov, m->nliov * sizeof(src[0]));
@@ -131,16 +131,8 @@ void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iov
 	/* Each datagram reaches only the owner vfabd registered, as an RC message does. */
 	if (d && vfab_kqp_copy(ctx->k, h, qpn, &kq) &&
 	    (kq.owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, &kq, &f))) {
-		vfab_msg_build(&m, qp, w, iov, n, len, d, &kq, h, p, f ? f->memfd : -1);
+		vfab_msg_build_ud(&m, qp, w, iov, n, len, d, &kq, h, p, f ? f->memfd : -1, type);
 		m.pidfd1 = f ? f->pidfd + 1 : 0;
-		m.src_port = w->ah->port;
-		m.src_qkey = qp->attr.qkey;
-		m.sgid = vfab_port_gid(&ctx->hca->ports[w->ah->port - 1], w->ah->sgid_index)->raw;
-		m.dgid = w->ah->dgid;
-		m.sgid_type = type;
-		m.traffic_class = w->ah->traffic_class;
-		m.hop_limit = w->ah->hop_limit;
-		m.flow_label = w->ah->flow_label;
 		if (vfab_cap_on(ctx->r))
 			vfab_cap_ud(qp, &m, qpn);
 		vfab_resp_ud(&m);

@@ -123,25 +123,31 @@ static void go_back(struct vfab_swqe *w)
 
 /*
  * Queued RDMA WRITEs and SENDs one after the other (what post_send held
- * back, or WRs sent again) go with one copy when the path allows
- * (vfab_attempt_chain); *wp becomes the last one delivered. False when none
- * went: the first is then attempted on its own.
+ * back, or WRs sent again), or a UD QP's datagrams, go with one copy when
+ * the path allows (vfab_attempt_chain, vfab_attempt_ud_chain); *wp becomes
+ * the last one delivered. False when none went: the first is then
+ * attempted on its own.
  */
 static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 {
 	struct vfab_swqe *c[VFAB_CHAIN_MAX], *w;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD && !qp->raw;
 	uint32_t n = 0, k;
 
 	/* Only a chain with nothing undelivered before it: a chain goes at once. */
-	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
-	    qp->sq.cursor != *wp)
+	if ((!ud && vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC) ||
+	    qp->state != IBV_QPS_RTS || qp->sq.cursor != *wp)
 		return false;
 	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
-		if (!vfab_chain_op(w->opcode))
+		if (ud ? w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM
+		       : !vfab_chain_op(w->opcode))
 			break;
 		c[n++] = w;
 	}
-	k = n >= 2 ? vfab_attempt_chain(qp, c, n) : 0;
+	if (n < 2)
+		k = 0;
+	else
+		k = ud ? vfab_attempt_ud_chain(qp, c, n) : vfab_attempt_chain(qp, c, n);
 	if (!k)
 		return false;
 	if (qp->sq.cursor == *wp)

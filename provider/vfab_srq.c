@@ -204,7 +204,7 @@ int vfab_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	*bad = NULL;
 	pthread_mutex_lock(&srq->post_lock);
 	for (; wr; wr = wr->next) {
-		rc = vfab_rq_post(srq->ctx->map, &srq->s->rq, wr, srq->max_wr);
+		rc = vfab_rq_post(srq->ctx->map, &srq->s->rq, &srq->own, wr, srq->max_wr);
 		if (rc) {
 			*bad = wr;
 			break;

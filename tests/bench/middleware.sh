@@ -137,14 +137,6 @@ row "ib_send_lat 8 B [us]" "$send_lat" "$write_lat" "$raw_lat"
 row "UCX tag_lat 8 B, median [us]" "$ucx_tag" "$write_lat" "$raw_lat"
 echo
 
-goal()
-{
-	if awk "BEGIN { exit !($2) }"; then
-		echo "GOAL  met:    $1"
-	else
-		echo "GOAL  missed: $1"
-	fi
-}
 goal "UCX put $ucx_put >= 0.8 x ib_write_bw $write_bw GB/s" "$ucx_put >= 0.8 * $write_bw"
 goal "MPI 8 B latency $mpi_lat <= 2 x ib_write_lat $write_lat us" "$mpi_lat <= 2 * $write_lat"
 goal "ib_send_lat $send_lat <= 1.05 x ib_write_lat $write_lat us" "$send_lat <= 1.05 * $write_lat"
