@@ -4,7 +4,7 @@
   send_stream.py server TYPE PORT COUNT SIZE_MAX
   send_stream.py client TYPE SERVER_IP PORT COUNT SIZE_MAX
 
-TYPE is rc or ud. The ends swap QPs over TCP, then the server posts COUNT
+TYPE is rc, ud or rc-rnr. The ends swap QPs over TCP, then the server posts COUNT
 receives, each into a slot of its own. The client posts COUNT SENDs
 in bursts of BURST one by one with no poll in between (the provider holds
 such a stream back and delivers it in chains), every third with an
@@ -12,7 +12,9 @@ immediate, sizes from 1 to SIZE_MAX bytes, each from its own send buffer
 slot, and polls its send CQ only between bursts. The server checks every
 receive completion: in posting order, status, length, immediate, the sender's
 QP (UD) and the GRH's IPv4 addresses (UD), and every payload byte. Exits 0
-and prints "received COUNT" when all are right.
+and prints "received COUNT" when all are right. rc-rnr is rc with only a
+third of the receives posted at first and the rest 0.3 s later: SENDs of
+held streams meet RNR NAKs and go again once receives are there, in order.
 """
 import socket
 import struct
@@ -48,13 +50,13 @@ def imm_of(i):
 
 class End:
     def __init__(self, kind, count, size_max):
-        self.kind = kind
         self.ctx = Context(name="mlx5_0")
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 2 * count + 16)
         self.slot = size_max + GRH
         self.mr = MR(self.pd, count * self.slot, e.IBV_ACCESS_LOCAL_WRITE)
         qp_type = e.IBV_QPT_UD if kind == "ud" else e.IBV_QPT_RC
+        self.kind = "ud" if kind == "ud" else "rc"
         cap = QPCap(max_send_wr=4 * BURST, max_recv_wr=count, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=qp_type, scq=self.cq, rcq=self.cq, cap=cap,
                                               sq_sig_all=0))
@@ -103,21 +105,30 @@ def server(kind, port, count, size_max):
     lsock.settimeout(30)
     sock, peer = lsock.accept()
     client_qpn, _ = end.connect(exchange(sock, end.info()))
-    for i in range(count):
-        end.qp.post_recv(RecvWR(wr_id=i, num_sge=1,
-                                sg=[SGE(end.mr.buf + i * end.slot, end.slot, end.mr.lkey)]))
+
+    def post(first, last):
+        for i in range(first, last):
+            end.qp.post_recv(RecvWR(wr_id=i, num_sge=1,
+                                    sg=[SGE(end.mr.buf + i * end.slot, end.slot, end.mr.lkey)]))
+
+    early = count // 3 if kind == "rc-rnr" else count
+    post(0, early)
     sock.sendall(b"go\n")
+    late_at = time.time() + 0.3
     client_ip = socket.inet_aton(peer[0])
     got = 0
     deadline = time.time() + 60
     while got < count:
+        if early < count and time.time() > late_at:
+            post(early, count)
+            early = count
         if time.time() > deadline:
             sys.exit(f"only {got} of {count} receives completed")
         n, wcs = end.cq.poll(16)
         for wc in wcs[:n]:
             i = got
             size = size_of(i, size_max)
-            head = GRH if kind == "ud" else 0
+            head = GRH if end.kind == "ud" else 0
             if wc.status != e.IBV_WC_SUCCESS:
                 sys.exit(f"receive {i}: status {wc.status}")
             if wc.opcode != e.IBV_WC_RECV or wc.wr_id != i:
@@ -129,7 +140,7 @@ def server(kind, port, count, size_max):
                     (imm is not None and socket.ntohl(wc.imm_data) != imm):
                 sys.exit(f"receive {i}: immediate {wc.wc_flags:#x} {wc.imm_data:#x}")
             data = end.mr.read(head + size, i * end.slot)
-            if kind == "ud":
+            if end.kind == "ud":
                 if wc.src_qp != client_qpn or not wc.wc_flags & e.IBV_WC_GRH:
                     sys.exit(f"receive {i}: src_qp {wc.src_qp} flags {wc.wc_flags:#x}")
                 ip = data[20:40]
@@ -153,7 +164,7 @@ def client(kind, server_ip, port, count, size_max):
     if sock.recv(3) != b"go\n":
         sys.exit("the server did not post its receives")
     ah = None
-    if kind == "ud":
+    if end.kind == "ud":
         gr = GlobalRoute(dgid=GID(server_gid), sgid_index=GID_INDEX, hop_limit=64)
         ah = AH(end.pd, attr=AHAttr(gr=gr, is_global=1, port_num=1))
     for i in range(count):

@@ -3,7 +3,8 @@
 # between (issue 22), which the provider holds back and delivers in chains,
 # arrive whole and in order: RC and UD, 1 to 4096 bytes, every third with
 # an immediate; the receiver checks each completion, each payload byte and,
-# for UD, the sender's QP and the GRH (send_stream.py).
+# for UD, the sender's QP and the GRH (send_stream.py). Then RC again with
+# most receives posted late: held SENDs meet RNR NAKs, wait and go again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -11,7 +12,7 @@ port=$1
 py=/usr/bin/python3
 helper=$(cd "$(dirname "$0")" && pwd)/send_stream.py
 
-for kind in rc ud; do
+for kind in rc ud rc-rnr; do
 	note "$kind: 3000 SENDs in bursts of 48, node0 -> node1"
 	srv=$VFAB_TMP/$kind.server.log
 	start_server node1 "$srv" "$py" "$helper" server "$kind" "$port" 3000 4096
