@@ -199,8 +199,7 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
  * its polls, a burst of eager messages). A ping-pong polls between its
  * SENDs, and UCX's rendezvous and credit SENDs come alone after a poll,
  * then the application computes; held, they waited for its next call
- * (Open MPI's 1 MiB ping-pong lost a fifth): never held. A WRITE with
- * immediate (a notification) ends a batch.
+ * (Open MPI's 1 MiB ping-pong lost a fifth): never held.
  */
 #define STREAM_MIN 4u
 
@@ -281,7 +280,7 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	/* Earlier WRs the application has not reaped: it will poll for them. */
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
 		return false;
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !qp->raw)
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return ud_plain_remote(qp, w);
 	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC)
 		return false;

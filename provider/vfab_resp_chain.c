@@ -215,7 +215,6 @@ out:
  */
 uint32_t vfab_resp_ud_chain(const struct vfab_msg *m, uint32_t n)
 {
-	const struct vfab_swqe *w = m[0].wqe;
 	struct vfab_qp_slot *d = m[0].d;
 	struct iovec dst[CHAIN_DST_MAX];
 	struct vfab_mr_slot *rpins[CHAIN_DST_MAX] = {0};
@@ -225,15 +224,11 @@ uint32_t vfab_resp_ud_chain(const struct vfab_msg *m, uint32_t n)
 	struct chain_rq c = {0};
 	struct vfab_resp_rwqe rw;
 	unsigned int nd = 0, ns;
-	uint32_t k = 0, i, qkey;
+	uint32_t k = 0, i;
 
 	if (n > VFAB_CHAIN_MAX || vfab_lock(&d->lock))
 		return 0;
-	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
-	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m[0].src_qkey : w->remote_qkey;
-	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m[0].kq->qp_type != IBV_QPT_UD ||
-	    d->port != m[0].dst_port || d->qkey != qkey)
+	if (vfab_resp_check_ud(&m[0]) != VFAB_RESP_PASS)
 		goto out;
 	for (k = 0; k < n; k++) {
 		if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||

@@ -48,6 +48,25 @@ enum vfab_resp_kind vfab_resp_check_state(const struct vfab_msg *m)
 }
 
 /*
+ * Rule: a datagram lands only in a UD QP in a receiving state on the port
+ * it reached whose Q_Key is the one the WR names (a privileged Q_Key, high
+ * bit set, means the sender QP's own); anything else is dropped
+ * (destination lock held).
+ */
+enum vfab_resp_kind vfab_resp_check_ud(const struct vfab_msg *m)
+{
+	const struct vfab_swqe *w = m->wqe;
+	struct vfab_qp_slot *d = m->d;
+	uint32_t qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m->src_qkey : w->remote_qkey;
+
+	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
+	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m->kq->qp_type != IBV_QPT_UD ||
+	    d->port != m->dst_port || d->qkey != qkey)
+		return VFAB_RESP_NO_ANSWER;
+	return VFAB_RESP_PASS;
+}
+
+/*
  * IBA 9.9.3.1: the half of the 24-bit PSN space before the expected PSN is
  * the duplicate region, the other half is ahead. psn != epsn here.
  */

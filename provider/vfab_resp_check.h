@@ -67,6 +67,8 @@ static inline struct vfab_peer vfab_resp_peer_of(const struct vfab_msg *m)
 
 /* Rule: the destination is an RC QP receiving on its port, connected back. */
 enum vfab_resp_kind vfab_resp_check_state(const struct vfab_msg *m);
+/* Rule: a datagram's QP is UD, receiving on its port, with the Q_Key named; else dropped. */
+enum vfab_resp_kind vfab_resp_check_ud(const struct vfab_msg *m);
 /* Rule: the request's PSN is the expected one; *dup for a duplicate. */
 enum vfab_resp_kind vfab_resp_check_psn(const struct vfab_msg *m, bool *dup);
 /* Rule: R_Key, PD, range and access of an RDMA target; *pin held on PASS. */

@@ -72,26 +72,20 @@ void vfab_resp_ud_grh(const struct vfab_msg *m, uint8_t grh[VFAB_GRH_BYTES])
 
 void vfab_resp_ud(const struct vfab_msg *m)
 {
-	const struct vfab_swqe *w = m->wqe;
 	struct vfab_qp_slot *d = m->d;
 	struct iovec src[VFAB_XFER_MAX_IOV], dst[VFAB_MAX_SRQ_SGE];
 	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
 	uint8_t grh[VFAB_GRH_BYTES];
 	struct vfab_peer p;
 	enum ibv_wc_status st;
-	uint32_t qkey;
 	unsigned int n;
 	struct vfab_resp_rwqe rw;
 	uint64_t cap;
 	int rc;
 
-	/* Privileged Q_Keys (high bit set) mean "use the sender QP's own". */
-	qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? m->src_qkey : w->remote_qkey;
 	if (vfab_lock(&d->lock))
 		return;
-	if (atomic_load(&d->state) != VFAB_SLOT_USED ||
-	    !vfab_resp_receiving(atomic_load(&d->qp_state)) || m->kq->qp_type != IBV_QPT_UD ||
-	    d->port != m->dst_port || d->qkey != qkey)
+	if (vfab_resp_check_ud(m) != VFAB_RESP_PASS)
 		goto out;
 	if (vfab_resp_check_rq(m, &rw) != VFAB_RESP_PASS)
 		goto out; /* no receive posted: the datagram is dropped */

@@ -131,7 +131,7 @@ static void go_back(struct vfab_swqe *w)
 static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 {
 	struct vfab_swqe *c[VFAB_CHAIN_MAX], *w;
-	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD && !qp->raw;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	uint32_t n = 0, k;
 
 	/* Only a chain with nothing undelivered before it: a chain goes at once. */
