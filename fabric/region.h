@@ -37,7 +37,8 @@
  * 14 memory windows in the MR table (vfab_mr_slot kind, parent_key, qpn);
  * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h);
  * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h);
- * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv). */
+ * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv);
+ * 19 vfab_rwqe seq, producers' and consumer's words of CQ and RQ on lines of their own. */
 #define VFAB_REGION_VERSION 19
 
 #define VFAB_NAME_MAX 64
