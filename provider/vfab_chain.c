@@ -15,7 +15,6 @@
 #include "provider/vfab_dma.h"
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
-#include "fabric/mcast.h"
 
 #include <limits.h>
 #include <string.h>
@@ -110,24 +109,21 @@ uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, u
 	struct vfab_context *ctx = qp->ctx;
 	struct vfab_msg m[VFAB_CHAIN_MAX];
 	uint8_t grh[VFAB_CHAIN_MAX][VFAB_GRH_BYTES];
-	struct vfab_qp_slot *d, kq;
 	struct vfab_owner_fds *f;
-	struct fabric_path path;
-	uint32_t h, p, i, k, qpn = w[0]->remote_qpn;
+	struct vfab_qp_slot *d;
+	struct vfab_ud_hop to;
+	uint32_t i, k, qpn = w[0]->remote_qpn;
 	unsigned int nl = 0, cnt;
 	uint64_t len, bytes = 0;
-	uint8_t type;
 
 	if (n > VFAB_CHAIN_MAX)
 		n = VFAB_CHAIN_MAX;
-	/* A group's copies, a capture's records and a timed path go one by one. */
-	if (n < 2 || qpn == VFAB_MCAST_QPN || vfab_cap_on(ctx->r) ||
-	    !vfab_dest_ud_route(qp, w[0], &h, &p, &type, &path) || !vfab_path_plain(ctx->r, &path))
+	/* A capture's records go one by one, as do a group's copies and a timed path's. */
+	if (n < 2 || vfab_cap_on(ctx->r) || !vfab_dest_ud_chainable(qp, w[0], &to))
 		return 0;
 	/* Only to the registered owner, by its pid while its pidfd says it runs. */
-	d = vfab_qp_lookup(ctx->r, h, qpn);
-	if (!d || !vfab_kqp_copy(ctx->k, h, qpn, &kq) || kq.owner.pid == ctx->owner.pid ||
-	    vfab_dest_ud_owner(qp, &kq, &f) || f->pidfd < 0 || !vfab_xfer_alive(f->pidfd))
+	d = vfab_qp_lookup(ctx->r, to.hca, qpn);
+	if (!d || vfab_dest_ud_owner(qp, &to.kq, &f) || f->pidfd < 0 || !vfab_xfer_alive(f->pidfd))
 		return 0;
 	for (i = 0; i < n; i++) {
 		struct iovec *iov = qp->req.chain_iov + nl;
@@ -135,7 +131,8 @@ uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, u
 		if (!ud_joins(qp, w[i], w[0], iov, VFAB_CHAIN_IOV - nl, &cnt, &len))
 			break;
 		/* memfd -1: one process_vm_writev for all. */
-		vfab_msg_build_ud(&m[i], qp, w[i], iov, cnt + 1, len, d, &kq, h, p, -1, type);
+		vfab_msg_build_ud(&m[i], qp, w[i], iov, cnt + 1, len, d, &to.kq, to.hca, to.port,
+				  -1, to.type);
 		vfab_resp_ud_grh(&m[i], grh[i]);
 		iov[0].iov_base = grh[i];
 		iov[0].iov_len = VFAB_GRH_BYTES;
@@ -152,8 +149,8 @@ uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, u
 		bytes += m[i].len;
 	}
 	if (k) {
-		vfab_count_links(ctx->r, &path, bytes, k);
-		vfab_count_ports(ctx->r, ctx->hca_idx, w[0]->ah->port, h, p, bytes, k);
+		vfab_count_links(ctx->r, &to.path, bytes, k);
+		vfab_count_ports(ctx->r, ctx->hca_idx, w[0]->ah->port, to.hca, to.port, bytes, k);
 	}
 	return k;
 }

@@ -3,6 +3,7 @@
 #include "provider/vfab_dest.h"
 #include "base/proc.h"
 #include "provider/vfab_xfer.h"
+#include "fabric/mcast.h"
 
 #include <errno.h>
 #include <sys/syscall.h>
@@ -93,7 +94,8 @@ int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *kq,
 	return vfab_owner_open(&qp->ctx->pv, &kq->owner, f);
 }
 
-bool vfab_path_plain(const struct vfab_region *r, const struct fabric_path *p)
+/* No rate, latency or loss on any link of p: a message there is not timed. */
+static bool path_plain(const struct vfab_region *r, const struct fabric_path *p)
 {
 	if (fabric_path_shaped(r, p))
 		return false;
@@ -112,7 +114,7 @@ bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen)
 	 * Links changed after link_gen was read are seen here or make the next
 	 * message read them again: vfabd bumps the generation after the store.
 	 */
-	dc->plain = vfab_path_plain(r, &dc->fwd) && vfab_path_plain(r, &dc->rev);
+	dc->plain = path_plain(r, &dc->fwd) && path_plain(r, &dc->rev);
 	dc->link_gen = link_gen;
 	dc->plain_known = true;
 	return dc->plain;
@@ -128,4 +130,15 @@ bool vfab_dest_ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t 
 	       !vfab_ah_route(w->ah, r, ctx->hca_idx, h, p, type) &&
 	       vfab_port_active(r, ctx->hca_idx, w->ah->port) && vfab_port_active(r, *h, *p) &&
 	       !fabric_path_resolve(r, ctx->hca_idx, w->ah->port, *h, *p, path);
+}
+
+bool vfab_dest_ud_chainable(struct vfab_qp *qp, const struct vfab_swqe *w, struct vfab_ud_hop *to)
+{
+	struct vfab_context *ctx = qp->ctx;
+
+	return w->remote_qpn != VFAB_MCAST_QPN &&
+	       vfab_dest_ud_route(qp, w, &to->hca, &to->port, &to->type, &to->path) &&
+	       path_plain(ctx->r, &to->path) &&
+	       vfab_kqp_copy(ctx->k, to->hca, w->remote_qpn, &to->kq) &&
+	       to->kq.owner.pid != ctx->owner.pid;
 }

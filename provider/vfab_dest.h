@@ -25,14 +25,25 @@ int vfab_dest_ud_owner(struct vfab_qp *qp, const struct vfab_qp_slot *kq,
 		       struct vfab_owner_fds **out);
 /* Reads the links of both paths again; link_gen is the generation seen. */
 bool vfab_dest_read_links(struct vfab_qp *qp, uint32_t link_gen);
-/* No rate, latency or loss on any link of p: a message there is not timed. */
-bool vfab_path_plain(const struct vfab_region *r, const struct fabric_path *p);
 /*
  * Where a UD send through w's AH lands now: device h, port p, the RoCE
  * type of the source GID and the path; false when nowhere.
  */
 bool vfab_dest_ud_route(struct vfab_qp *qp, const struct vfab_swqe *w, uint32_t *h, uint32_t *p,
 			uint8_t *type, struct fabric_path *path);
+/* Where a datagram that may join a UD chain goes (vfab_dest_ud_chainable). */
+struct vfab_ud_hop {
+	uint32_t hca, port;
+	uint8_t type; /* of the source GID */
+	struct fabric_path path;
+	struct vfab_qp_slot kq; /* vfabd's record of the destination QP */
+};
+/*
+ * w's datagram goes to a QP of another process, not a group, on a path
+ * with no rate, latency or loss: it may be held and chained. Where to in
+ * *to; false otherwise.
+ */
+bool vfab_dest_ud_chainable(struct vfab_qp *qp, const struct vfab_swqe *w, struct vfab_ud_hop *to);
 
 /*
  * The connected QP's slot, from the cache while neither that slot, nor

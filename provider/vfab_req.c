@@ -11,7 +11,6 @@
 #include "provider/vfab_dest.h"
 #include "provider/vfab_lead.h"
 #include "provider/vfab_raw.h"
-#include "fabric/mcast.h"
 
 #include <errno.h>
 #include <string.h>
@@ -221,22 +220,9 @@ static bool send_streams(struct vfab_qp *qp)
 	return qp->sq.send_streak + 1 >= STREAM_MIN;
 }
 
-/* A datagram to a QP of another process (not a group) on an unshaped path. */
-static bool ud_plain_remote(struct vfab_qp *qp, const struct vfab_swqe *w)
-{
-	struct vfab_qp_slot kq;
-	struct fabric_path path;
-	uint32_t h, p;
-	uint8_t type;
-
-	return w->remote_qpn != VFAB_MCAST_QPN && vfab_dest_ud_route(qp, w, &h, &p, &type, &path) &&
-	       vfab_path_plain(qp->ctx->r, &path) &&
-	       vfab_kqp_copy(qp->ctx->k, h, w->remote_qpn, &kq) &&
-	       kq.owner.pid != qp->ctx->owner.pid;
-}
-
 static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
+	struct vfab_ud_hop to;
 	struct vfab_qp_slot *d;
 	uint64_t len = 0;
 	uint32_t i;
@@ -281,7 +267,7 @@ static bool deferrable(struct vfab_qp *qp, const struct vfab_swqe *w)
 	if (qp->sq.posted == atomic_load_explicit(&qp->sq.retired, memory_order_acquire))
 		return false;
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
-		return ud_plain_remote(qp, w);
+		return vfab_dest_ud_chainable(qp, w, &to);
 	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC)
 		return false;
 	d = vfab_dest(qp);
