@@ -378,7 +378,7 @@ struct vfab_qp {
 		 * the application waits without polling (on memory the peer
 		 * writes, on a channel), or was not run for the engine's
 		 * backstop. This QP holds nothing until hold_off_ns, for
-		 * twice as long at each such miss (vfab_engine.c).
+		 * twice as long at each such miss in a row (vfab_engine.c).
 		 */
 		uint64_t hold_off_ns;
 		uint32_t hold_misses;

@@ -104,7 +104,8 @@ static void progress_locked(struct vfab_qp *qp)
  * byte its peer writes back) and each round trip would wait the backstop,
  * or it was not run for that long (preempted on a busy machine), which
  * should not end batching for the QP's life. So it holds nothing for a
- * while, twice as long at each miss: from 100 ms, a day after 20 misses.
+ * while, twice as long at each miss in a row: from 100 ms, a day after 20.
+ * A batch its own poll sends starts the count again (run).
  */
 #define HOLD_OFF_NS 100000000ull
 #define HOLD_OFF_MAX_SHIFT 20u
@@ -136,6 +137,9 @@ static void run(struct vfab_qp *qp, bool poller)
 			hold_missed(qp);
 		progress_locked(qp);
 	} else if (!pthread_mutex_trylock(&qp->sq.lock)) {
+		/* The application's own poll sent what was held: holding works for it. */
+		if (qp->sq.batched)
+			qp->sq.hold_misses = 0;
 		progress_locked(qp);
 	} else {
 		vfab_engine_schedule(qp, due);
