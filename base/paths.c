@@ -2,7 +2,10 @@
 #include "base/paths.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 
@@ -24,14 +27,89 @@ int vfab_region_path(const char *fabric, char *buf, size_t len)
 	return vfab_pathf(buf, len, "/dev/shm/vfab-%s", fabric);
 }
 
+/*
+ * The host uid behind this process's effective uid: /proc/self/uid_map maps
+ * it ("inside outside count" lines); the host's own namespace maps 0 to 0
+ * over the whole range. -1 in the host's namespace.
+ */
+static long outer_uid(uid_t euid)
+{
+	unsigned long in, out, count;
+	long found = -1;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3) {
+		if (in == 0 && out == 0 && count == 4294967295ul) {
+			found = -1;
+			break;
+		}
+		if (euid >= in && euid - in < count)
+			found = (long)(out + (euid - in));
+	}
+	fclose(f);
+	return found;
+}
+
+long vfab_fabric_owner_uid(void)
+{
+	uid_t euid = geteuid();
+	long outer = outer_uid(euid);
+
+	if (outer >= 0)
+		return outer;
+	return euid == 0 ? -1 : (long)euid;
+}
+
+int vfab_run_root(char *buf, size_t len)
+{
+	long uid = vfab_fabric_owner_uid();
+	char session[64];
+	struct stat st;
+
+	if (uid < 0)
+		return vfab_pathf(buf, len, VFAB_RUN_ROOT);
+	/* Inside the user namespace the user's files are root's: the same test holds there. */
+	snprintf(session, sizeof(session), "/run/user/%ld", uid);
+	if (lstat(session, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		return vfab_pathf(buf, len, VFAB_USER_RUN_ROOT, (unsigned)uid);
+	return vfab_pathf(buf, len, VFAB_TMP_RUN_ROOT, (unsigned)uid);
+}
+
+int vfab_netns_dir(char *buf, size_t len)
+{
+	char root[4096];
+	int ret;
+
+	if (vfab_fabric_owner_uid() < 0)
+		return vfab_pathf(buf, len, VFAB_NETNS_DIR);
+	ret = vfab_run_root(root, sizeof(root));
+	return ret ? ret : vfab_pathf(buf, len, "%s/netns", root);
+}
+
 int vfab_run_dir(char *buf, size_t len, const char *fabric)
 {
-	return vfab_pathf(buf, len, VFAB_RUN_ROOT "/%s", fabric);
+	char root[4096];
+	int ret = vfab_run_root(root, sizeof(root));
+
+	return ret ? ret : vfab_pathf(buf, len, "%s/%s", root, fabric);
+}
+
+int vfab_userns_anchor_path(char *buf, size_t len, const char *fabric)
+{
+	char root[4096];
+	int ret = vfab_run_root(root, sizeof(root));
+
+	return ret ? ret : vfab_pathf(buf, len, "%s/%s.userns", root, fabric);
 }
 
 int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix)
 {
-	return vfab_pathf(buf, len, VFAB_NETNS_DIR "/vfab-%s-%s", fabric, suffix);
+	char dir[4096];
+	int ret = vfab_netns_dir(dir, sizeof(dir));
+
+	return ret ? ret : vfab_pathf(buf, len, "%s/vfab-%s-%s", dir, fabric, suffix);
 }
 
 int vfab_run_config_path(char *buf, size_t len, const char *rundir)

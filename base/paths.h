@@ -10,8 +10,10 @@
 
 #include <stddef.h>
 
-#define VFAB_RUN_ROOT "/run/vfab"	  /* run dirs: /run/vfab/<fabric> */
-#define VFAB_NETNS_DIR "/run/netns"	  /* published namespaces, as `ip netns` */
+#define VFAB_RUN_ROOT "/run/vfab"	  /* root's run dirs: /run/vfab/<fabric> */
+#define VFAB_NETNS_DIR "/run/netns"	  /* root's published namespaces, as `ip netns` */
+#define VFAB_USER_RUN_ROOT "/run/user/%u/vfab" /* a rootless user's, when that dir is theirs */
+#define VFAB_TMP_RUN_ROOT "/tmp/vfab-%u"	    /* ... else (no login session: su, CI) */
 #define VFAB_FABRIC_NS_SUFFIX "fab"	  /* reserved: no node may be called so */
 #define VFAB_FABRIC_NAME_MAX 32		  /* letters, digits, '_' and '-' */
 #define VFAB_DEFAULT_FABRIC "vfab"	  /* vfab and vfabd without --fabric */
@@ -33,16 +35,42 @@
 /* The completion-channel and RDMA CM interposer every node preloads. */
 #define VFAB_PRELOAD_LIB "libvfab-preload.so"
 
+/*
+ * Whose fabrics this process sees. Root (euid 0 in the host's user
+ * namespace) sees root's, under /run; anyone else, and every process of a
+ * rootless fabric (inside the user namespace netns/userns.h makes, where
+ * the user is root), the fabrics of its user. Returns that user's uid on
+ * the host, or -1 for root's.
+ */
+long vfab_fabric_owner_uid(void);
+
+/*
+ * The directory of run dirs: VFAB_RUN_ROOT for root's fabrics; for a
+ * user's, VFAB_USER_RUN_ROOT when /run/user/<uid> is a directory of that
+ * user (a login session), else VFAB_TMP_RUN_ROOT (netns/userns.c makes it
+ * mode 0700 and refuses one that is not the user's own).
+ */
+int vfab_run_root(char *buf, size_t len);
+
+/* Where namespaces are published: VFAB_NETNS_DIR for root's fabrics, <run root>/netns else. */
+int vfab_netns_dir(char *buf, size_t len);
+
+/*
+ * A rootless fabric's anchor: <run root>/<fabric>.userns, "<pid> <start
+ * time>" of the process that holds its user and mount namespaces.
+ */
+int vfab_userns_anchor_path(char *buf, size_t len, const char *fabric);
+
 /* A fabric name: 1..VFAB_FABRIC_NAME_MAX letters, digits, '_' or '-' (it is a file name part). */
 int vfab_fabric_name_check(const char *name);
 
 /* The shared-memory region: /dev/shm/vfab-<fabric>. */
 int vfab_region_path(const char *fabric, char *buf, size_t len);
 
-/* The run dir: /run/vfab/<fabric>. */
+/* The run dir: <run root>/<fabric> (/run/vfab/<fabric> for root). */
 int vfab_run_dir(char *buf, size_t len, const char *fabric);
 
-/* A published network namespace: /run/netns/vfab-<fabric>-<suffix> (a node id or "fab"). */
+/* A published network namespace: <netns dir>/vfab-<fabric>-<suffix> (a node id or "fab"). */
 int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffix);
 
 /*

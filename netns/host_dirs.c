@@ -11,14 +11,14 @@
 #include "netns/sandbox.h"
 
 /*
- * Other fabrics' run dirs under /run/vfab; with `marker`, only those holding
+ * Other fabrics' run dirs under the run root (base/paths.h); with `marker`, only those holding
  * it. Returns how many (at most 1: the callers only ask "any?").
  */
 static int other_fabrics(const char *rundir, const char *marker)
 {
-	char path[4096];
+	char root[4096], path[4096];
 	struct dirent *de;
-	DIR *d = opendir(VFAB_RUN_ROOT);
+	DIR *d = vfab_run_root(root, sizeof(root)) ? NULL : opendir(root);
 	int found = 0;
 
 	if (!d)
@@ -26,13 +26,13 @@ static int other_fabrics(const char *rundir, const char *marker)
 	while (!found && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s", de->d_name) ||
+		if (vfab_pathf(path, sizeof(path), "%s/%s", root, de->d_name) ||
 		    strcmp(path, rundir) == 0)
 			continue;
 		if (!marker)
 			found = 1;
-		else if (vfab_pathf(path, sizeof(path), VFAB_RUN_ROOT "/%s/%s", de->d_name,
-				    marker) == 0 &&
+		else if (vfab_pathf(path, sizeof(path), "%s/%s/%s", root, de->d_name, marker) ==
+			     0 &&
 			 access(path, F_OK) == 0)
 			found = 1;
 	}

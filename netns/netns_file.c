@@ -18,17 +18,20 @@
  */
 static int prepare_netns_dir(void)
 {
-	int ret = vfab_mkdir_p(VFAB_NETNS_DIR, 0755);
+	char dir[4096];
+	int ret = vfab_netns_dir(dir, sizeof(dir));
 
+	if (!ret)
+		ret = vfab_mkdir_p(dir, 0755);
 	if (ret)
 		return ret;
-	if (mount("", VFAB_NETNS_DIR, "none", MS_SHARED | MS_REC, NULL) == 0)
+	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL) == 0)
 		return 0;
 	if (errno != EINVAL)
 		return -errno;
-	if (mount(VFAB_NETNS_DIR, VFAB_NETNS_DIR, "none", MS_BIND | MS_REC, NULL))
+	if (mount(dir, dir, "none", MS_BIND | MS_REC, NULL))
 		return -errno;
-	if (mount("", VFAB_NETNS_DIR, "none", MS_SHARED | MS_REC, NULL))
+	if (mount("", dir, "none", MS_SHARED | MS_REC, NULL))
 		return -errno;
 	return 0;
 }

@@ -199,7 +199,8 @@ static int mount_dev_view(const char *nd, char *err, size_t errlen)
 
 	if (vfab_pathf(src, sizeof(src), "%s/dev", nd))
 		return vfab_fail(err, errlen, -ENAMETOOLONG, "node dir path too long");
-	if (mount(src, "/dev/infiniband", NULL, MS_BIND, NULL))
+	/* Recursive: a rootless fabric's device nodes are mounts (sysfs_view.c). */
+	if (mount(src, "/dev/infiniband", NULL, MS_BIND | MS_REC, NULL))
 		return vfab_fail(err, errlen, -errno, "bind %s on /dev/infiniband", src);
 	/*
 	 * The run dir may live on a nodev file system (/run usually is); the

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 /* The numbers of /dev/full: any command sent to the "kernel" fails cleanly. */
 #define UVERBS_MAJOR 1
 #define UVERBS_MINOR 7
+#define UVERBS_HOST_NODE "/dev/full" /* the host's node of that number */
 
 /* Every file of counters/ and hw_counters/ (those vfab does not count read 0). */
 static const char *const port_counters[] = {
@@ -363,6 +365,33 @@ static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node,
 	return ret;
 }
 
+/*
+ * A character device UVERBS_MAJOR:UVERBS_MINOR (the host's /dev/full) that
+ * everybody in the node may open. Without CAP_MKNOD (a rootless fabric,
+ * netns/userns.h) the host's own node is bound on an empty file instead:
+ * the same device to stat and open. The view's /dev/infiniband binds these
+ * with their directory (node_mounts.c: recursively).
+ */
+static int make_char_node(int devfd, const char *name)
+{
+	char path[64];
+	int fd;
+
+	if (unlinkat(devfd, name, 0) && errno != ENOENT)
+		return -errno;
+	if (mknodat(devfd, name, S_IFCHR | 0666, makedev(UVERBS_MAJOR, UVERBS_MINOR)) == 0)
+		/* mknod honours the umask; everybody in the node must be able to open it. */
+		return fchmodat(devfd, name, 0666, 0) ? -errno : 0;
+	if (errno != EPERM)
+		return -errno;
+	fd = openat(devfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", devfd, name);
+	return mount(UVERBS_HOST_NODE, path, NULL, MS_BIND, NULL) ? -errno : 0;
+}
+
 static int write_uverbs(int verbsfd, int devfd, const struct vfab_hca *h)
 {
 	char name[32];
@@ -380,14 +409,7 @@ static int write_uverbs(int verbsfd, int devfd, const struct vfab_hca *h)
 	close(fd);
 	if (ret)
 		return ret;
-	if (unlinkat(devfd, name, 0) && errno != ENOENT)
-		return -errno;
-	if (mknodat(devfd, name, S_IFCHR | 0666, makedev(UVERBS_MAJOR, UVERBS_MINOR)))
-		return -errno;
-	/* mknod honours the umask; everybody in the node must be able to open it. */
-	if (fchmodat(devfd, name, 0666, 0))
-		return -errno;
-	return 0;
+	return make_char_node(devfd, name);
 }
 
 /*
@@ -398,13 +420,7 @@ static int write_uverbs(int verbsfd, int devfd, const struct vfab_hca *h)
  */
 static int write_rdma_cm(int devfd)
 {
-	if (unlinkat(devfd, "rdma_cm", 0) && errno != ENOENT)
-		return -errno;
-	if (mknodat(devfd, "rdma_cm", S_IFCHR | 0666, makedev(UVERBS_MAJOR, UVERBS_MINOR)))
-		return -errno;
-	if (fchmodat(devfd, "rdma_cm", 0666, 0))
-		return -errno;
-	return 0;
+	return make_char_node(devfd, "rdma_cm");
 }
 
 /*

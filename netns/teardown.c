@@ -165,6 +165,7 @@ int vfab_sandbox_exists(const char *fabric, const char *rundir)
 int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, size_t errlen)
 {
 	struct node_set *s = malloc(sizeof(*s));
+	char path[4096];
 	int first = 0, ret;
 
 	if (!s)
@@ -195,8 +196,9 @@ int vfab_sandbox_teardown(const char *fabric, const char *rundir, char *err, siz
 	note(err, errlen, &first, ret, "remove " VFAB_RUN_SSHD);
 	ret = vfab_rm_rf(rundir);
 	note(err, errlen, &first, ret, "remove %s", rundir);
-	/* Only when no other fabric lives there. */
-	rmdir(VFAB_RUN_ROOT);
+	/* Only when no other fabric lives there (a rootless one: netns/userns.h). */
+	if (vfab_run_root(path, sizeof(path)) == 0)
+		rmdir(path);
 	free(s);
 	return first;
 }

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "netns/sandbox.h"
+#include "netns/userns.h"
 #include "tools/cli.h"
 
 static void usage(FILE *f)
@@ -32,6 +33,8 @@ int vfab_fabric_down(const struct vfab_cli *cli, pid_t vfabd_pid, int quiet)
 	ret = vfab_sandbox_teardown(cli->fabric, cli->rundir, err, sizeof(err));
 	if (ret && !quiet)
 		fprintf(stderr, "vfab down: %s: %s\n", err, strerror(-ret));
+	/* A rootless fabric: its namespaces go with their keeper. */
+	vfab_userns_end(cli->fabric);
 	return first ? first : ret;
 }
 
@@ -57,6 +60,7 @@ int vfab_cmd_down(struct vfab_cli *cli, int argc, char **argv)
 		return ret;
 	if (!vfab_sandbox_exists(cli->fabric, cli->rundir)) {
 		printf("fabric %s is not up: nothing to do\n", cli->fabric);
+		vfab_userns_end(cli->fabric);
 		return VFAB_EXIT_OK;
 	}
 	if (vfab_fabric_down(cli, 0, 0))

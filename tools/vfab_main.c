@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/fsutil.h"
+#include "netns/userns.h"
 #include "tools/cli.h"
 
 static const struct {
@@ -49,6 +50,44 @@ static void usage(FILE *f)
 		   "command's status).\n");
 }
 
+/*
+ * The fabric a command names, wherever --fabric stands (before or after the
+ * verb, up to "--"): a user who is not root enters the fabric's user
+ * namespace (netns/userns.h) before the verb looks at anything.
+ */
+static const char *named_fabric(int argc, char **argv, const char *dflt)
+{
+	const char *name = dflt;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if ((!strcmp(argv[i], "--fabric") || !strcmp(argv[i], "-f")) && i + 1 < argc)
+			name = argv[++i];
+		else if (!strncmp(argv[i], "--fabric=", 9))
+			name = argv[i] + 9;
+	}
+	return name;
+}
+
+static int enter_rootless(const char *verb, const char *fabric)
+{
+	char err[1024] = "";
+	int ret;
+
+	if (!vfab_userns_outside() || !strcmp(verb, "doctor") ||
+	    vfab_fabric_name_check(fabric))
+		return 0;
+	if (strcmp(verb, "up")) {
+		ret = vfab_userns_join(fabric);
+		return ret == -ENOENT ? 0 : ret;
+	}
+	ret = vfab_userns_create(fabric, err, sizeof(err));
+	if (ret == -EEXIST)
+		ret = vfab_userns_join(fabric);
+	else if (ret)
+		fprintf(stderr, "vfab up: without root: %s: %s\n", err, strerror(-ret));
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
@@ -77,9 +116,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vfab: cannot find my own directory: %s\n", strerror(-ret));
 		return VFAB_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (strcmp(argv[optind], verbs[i].name) == 0)
-			return verbs[i].fn(&cli, argc - optind, argv + optind);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(argv[optind], verbs[i].name))
+			continue;
+		ret = enter_rootless(verbs[i].name, named_fabric(argc, argv, cli.fabric));
+		if (ret) {
+			if (ret != -EEXIST && strcmp(verbs[i].name, "up"))
+				fprintf(stderr, "vfab: enter the fabric's user namespace: %s\n",
+					strerror(-ret));
+			return VFAB_EXIT_FAIL;
+		}
+		return verbs[i].fn(&cli, argc - optind, argv + optind);
+	}
 	fprintf(stderr, "vfab: unknown verb '%s'\n", argv[optind]);
 	usage(stderr);
 	return VFAB_EXIT_USAGE;
