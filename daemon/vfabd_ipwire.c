@@ -145,6 +145,7 @@ void vfabd_ipwire_free(struct vfabd *d)
 	d->ipw = NULL;
 }
 
+
 int vfabd_ipwire_has_netem(const struct vfabd *d)
 {
 	return d->ipw ? d->ipw->has_netem : -1;
@@ -188,6 +189,18 @@ static int probe_netem(struct vfabd *d)
 		return rc;
 	}
 	return 0;
+}
+
+bool vfabd_ipwire_unprivileged(struct vfabd *d)
+{
+	struct vfabd_ipwire *x = d->ipw;
+
+	if (!x)
+		return false;
+	if (x->has_netem < 0 && !open_sock(d, VFAB_FABRIC_NS_SUFFIX, &x->fab))
+		probe_netem(d);
+	/* A rootless fabric's user namespace never grants CAP_BPF (base/paths.h). */
+	return x->has_netem == 0 && (x->delay_err == -EPERM || vfab_fabric_owner_uid() >= 0);
 }
 
 static int apply_wire(struct vfabd *d, struct wire *w)
@@ -476,6 +489,9 @@ void vfabd_ipwire_run(struct vfabd *d)
 		if (rc && rc != -ENOENT && rc != -ENODEV && rc != x->delay_err)
 			vfabd_log("the IP delay line is not in place: %s", strerror(-rc));
 		x->delay_err = rc;
+		/* Without the right to load its hooks (a rootless fabric) it never will. */
+		if (rc == -EPERM)
+			x->synced = true;
 	} else if (x && x->delay_on && now >= x->sources_ns + SOURCES_PERIOD_NS) {
 		for (uint32_t i = 0; i < x->nwires; i++)
 			if (x->w[i].hook == 1)

@@ -36,6 +36,12 @@ int vfabd_ipwire_due(struct vfabd *d);
 /* The coupling step, when it is due. */
 void vfabd_ipwire_run(struct vfabd *d);
 
+/*
+ * Whether the IP side cannot delay or drop: no netem, and no right to load
+ * the classifier programs that stand in for it (CAP_BPF: a rootless fabric).
+ */
+bool vfabd_ipwire_unprivileged(struct vfabd *d);
+
 /* Whether the kernel models IP latency (netem): 1, 0, or -1 not known yet. */
 int vfabd_ipwire_has_netem(const struct vfabd *d);
 

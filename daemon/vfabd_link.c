@@ -292,6 +292,13 @@ void vfabd_req_shape(struct vfabd *d, struct vfabd_conn *c, char *args)
 	vfabd_event_add(&d->log, "shape", target, params, rc ? strerror(-rc) : "");
 	if (rc)
 		vfabd_reply_err(c, rc, "%s shaped, but its sysfs rate: %s", target, strerror(-rc));
+	else if ((ipw == -EPERM || vfabd_ipwire_unprivileged(d)) &&
+		 ((s.has_lat && s.lat > 0) || (s.has_loss && s.loss > 0)))
+		vfabd_replyf(c,
+			     "OK %s: %s on %d link(s), RDMA only: IP packets are not delayed or "
+			     "dropped (this kernel has no netem, and its stand-in needs CAP_BPF, "
+			     "which a fabric without root does not have)",
+			     target, params, n);
 	else
 		vfabd_replyf(c, "OK %s: %s on %d link(s)", target, params, n);
 }

@@ -20,9 +20,11 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/paths.h"
 #include "fabric/region.h"
 #include "netns/ip_shape.h"
 #include "netns/netcfg.h"
+#include "netns/userns.h"
 
 /* Where the child probes mount what they try: hidden by their own mount namespace. */
 #define PROBE_MNT "/mnt"
@@ -62,7 +64,12 @@ static int in_child(int (*fn)(char *detail, size_t len), char *detail, size_t le
 		char text[256] = "";
 
 		close(pfd[0]);
-		ret = fn(text, sizeof(text));
+		/* Not root: what a rootless fabric's user namespace allows (netns/userns.h). */
+		ret = vfab_userns_outside() ? vfab_userns_unshare(0) : 0;
+		if (ret)
+			say(text, sizeof(text), "a user namespace of its own: %s", strerror(-ret));
+		else
+			ret = fn(text, sizeof(text));
 		if (write(pfd[1], text, strlen(text)) < 0)
 			_exit(255);
 		_exit(ret < 0 && ret > -255 ? -ret : (ret ? 255 : 0));
@@ -157,12 +164,18 @@ static int probe_ipshape(char *d, size_t len)
 	ret = vfab_ip_egress_apply(sk, veth, &p);
 	if (ret)
 		return say(d, len, "HTB (rates): %s", strerror(-ret)), ret;
-	ret = vfab_ip_loss_bpf(sk, veth, 1u << 24);
-	if (ret)
-		return say(d, len, "loss by a clsact classifier program: %s", strerror(-ret)), ret;
 	netem = vfab_ip_netem_probe(sk, veth);
 	if (netem > 0)
 		return say(d, len, "HTB rates, netem latency and loss"), 0;
+	ret = vfab_ip_loss_bpf(sk, veth, 1u << 24);
+	/* Without root (no CAP_BPF) rates stand and RDMA is shaped whole: a limit. */
+	if (ret == -EPERM && vfab_fabric_owner_uid() >= 0)
+		return say(d, len,
+			   "HTB rates; IP latency and loss need netem (not in this kernel) or "
+			   "CAP_BPF, which a fabric without root lacks: RDMA only"),
+		       -EOPNOTSUPP;
+	if (ret)
+		return say(d, len, "loss by a clsact classifier program: %s", strerror(-ret)), ret;
 	/* No netem: latency through vfabd's delay line, a tap and two programs. */
 	tap = vfab_ip_delay_tap(0, &tap_ifindex);
 	ret = tap < 0 ? tap : vfab_ip_delay_bpf(sk, veth, tap_ifindex);
@@ -212,12 +225,20 @@ static int probe_mknod(char *d, size_t len)
 		return ret;
 	if (mount("tmpfs", PROBE_MNT, "tmpfs", 0, "size=64k"))
 		return say(d, len, "tmpfs on " PROBE_MNT ": %s", strerror(errno)), -errno;
-	if (mknod(PROBE_MNT "/uverbs0", S_IFCHR | 0666, makedev(1, 7)))
+	if (mknod(PROBE_MNT "/uverbs0", S_IFCHR | 0666, makedev(1, 7)) == 0) {
+		say(d, len, "a character device made in a tmpfs");
+		return 0;
+	}
+	if (errno != EPERM)
 		return say(d, len, "mknod of a character device: %s%s", strerror(errno),
 			   errno == EPERM ? " (no CAP_MKNOD: a container needs --cap-add MKNOD)"
 					  : ""),
 		       -errno;
-	say(d, len, "a character device made in a tmpfs");
+	/* Without root the host's node is bound instead (sysfs_view.c). */
+	if (close(open(PROBE_MNT "/uverbs0", O_WRONLY | O_CREAT, 0666)) ||
+	    mount("/dev/full", PROBE_MNT "/uverbs0", NULL, MS_BIND, NULL))
+		return say(d, len, "bind /dev/full on a file: %s", strerror(errno)), -errno;
+	say(d, len, "no CAP_MKNOD: the host's /dev/full bound on a file instead");
 	return 0;
 }
 
@@ -327,8 +348,62 @@ static void probe_root(struct vfab_probe_result *p)
 {
 	p->name = "root";
 	p->needed_by = "vfab up (namespaces, mounts, veths)";
-	p->verdict = geteuid() == 0 ? VFAB_PROBE_OK : VFAB_PROBE_FAIL;
-	say(p->detail, sizeof(p->detail), "effective uid %u", (unsigned)geteuid());
+	p->verdict = geteuid() == 0 ? VFAB_PROBE_OK : VFAB_PROBE_WARN;
+	say(p->detail, sizeof(p->detail), "effective uid %u%s", (unsigned)geteuid(),
+	    geteuid() ? ": fabrics without root, each in a user namespace of its own (the "
+			"probes below ran in one)"
+		      : "");
+}
+
+/* The knobs distributions put on unprivileged user namespaces, read as they stand. */
+static int read_knob(const char *path)
+{
+	char text[32];
+
+	return vfab_read_file(path, text, sizeof(text)) > 0 ? atoi(text) : -1;
+}
+
+static int try_userns(char *d, size_t len)
+{
+	int ret = vfab_userns_unshare(0);
+
+	if (ret)
+		say(d, len, "a user namespace of its own: %s", strerror(-ret));
+	return ret;
+}
+
+static void probe_userns(struct vfab_probe_result *p)
+{
+	int max = read_knob("/proc/sys/user/max_user_namespaces");
+	int clone = read_knob("/proc/sys/kernel/unprivileged_userns_clone");
+	int aa = read_knob("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+	char text[256] = "";
+	int ret;
+
+	p->name = "user namespaces";
+	p->needed_by = "vfab without root (a user namespace per fabric)";
+	ret = in_child(try_userns, text, sizeof(text));
+	if (max == 0)
+		say(p->detail, sizeof(p->detail), "user.max_user_namespaces is 0 (sysctl "
+						  "user.max_user_namespaces=15000 allows them)");
+	else if (clone == 0)
+		say(p->detail, sizeof(p->detail),
+		    "kernel.unprivileged_userns_clone is 0 (Debian: sysctl "
+		    "kernel.unprivileged_userns_clone=1 allows them)");
+	else if (aa == 1 && ret)
+		say(p->detail, sizeof(p->detail),
+		    "kernel.apparmor_restrict_unprivileged_userns is 1 (Ubuntu 24.04): an "
+		    "AppArmor profile for vfab with 'userns,' allows them, or sysctl "
+		    "kernel.apparmor_restrict_unprivileged_userns=0");
+	else if (ret)
+		say(p->detail, sizeof(p->detail), "%s", text);
+	else
+		say(p->detail, sizeof(p->detail), "allowed to users who are not root "
+						  "(user.max_user_namespaces %d)", max);
+	if (ret && !p->detail[0])
+		say(p->detail, sizeof(p->detail), "%s", strerror(-ret));
+	/* Root needs none: a warning there, what a user's fabric needs otherwise. */
+	p->verdict = !ret ? VFAB_PROBE_OK : geteuid() ? VFAB_PROBE_FAIL : VFAB_PROBE_WARN;
 }
 
 static void probe_ptrace(struct vfab_probe_result *p)
@@ -454,6 +529,7 @@ size_t vfab_host_probe_run(struct vfab_probe_result *out)
 
 	memset(out, 0, VFAB_HOST_PROBES * sizeof(*out));
 	probe_root(&out[n++]);
+	probe_userns(&out[n++]);
 	child_probe(&out[n++], "namespaces", "node sandboxes", probe_namespaces);
 	child_probe(&out[n++], "pid namespace",
 		    "processes in PID namespaces of their own (containers)", probe_pidns);

@@ -26,7 +26,7 @@ struct vfab_probe_result {
 };
 
 /* How many probes vfab_host_probe_run fills. */
-#define VFAB_HOST_PROBES 15
+#define VFAB_HOST_PROBES 16
 
 /*
  * Runs every probe (a few hundred milliseconds in all) into out[], which

@@ -165,11 +165,15 @@ int vfab_ip_wire_apply(const struct vfab_ip_wire *w, const struct vfab_ip_shape 
 	vfab_ip_shape_plan(down, has_netem, &pd);
 	ret = vfab_ip_egress_apply(w->node_sk, w->node_ifindex, &pu);
 	if (!ret)
-		ret = vfab_ip_loss_bpf(w->fab_sk, w->host_ifindex, pu.bpf_loss);
-	if (!ret)
 		ret = vfab_ip_egress_apply(w->fab_sk, w->host_ifindex, &pd);
+	/* Rates stand even where the loss programs may not be loaded (EPERM: no CAP_BPF). */
 	if (!ret)
-		ret = vfab_ip_loss_bpf(w->node_sk, w->node_ifindex, pd.bpf_loss);
+		ret = vfab_ip_loss_bpf(w->fab_sk, w->host_ifindex, pu.bpf_loss);
+	if (!ret || ret == -EPERM) {
+		int r2 = vfab_ip_loss_bpf(w->node_sk, w->node_ifindex, pd.bpf_loss);
+
+		ret = ret ? ret : r2;
+	}
 	return ret;
 }
 

@@ -135,42 +135,48 @@ static int build_dev(char *err, size_t errlen)
 	return 0;
 }
 
-static int keeper_setup(uid_t uid, gid_t gid, char *err, size_t errlen)
+int vfab_userns_unshare(int more_flags)
 {
 	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
 	int ret;
 
+	if (unshare(CLONE_NEWUSER | more_flags))
+		return -errno;
+	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+	ret = write_proc_self("uid_map", map);
+	if (!ret)
+		ret = write_proc_self("setgroups", "deny\n");
+	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+	return ret ? ret : write_proc_self("gid_map", map);
+}
+
+static int keeper_setup(char *err, size_t errlen)
+{
 	/*
 	 * The network namespace stands for the host's: vfab returns to it
 	 * between nodes (setns), which needs a namespace this user owns.
 	 */
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET))
-		return fail(err, errlen, -errno,
-			    "unshare a user, mount and network namespace (are unprivileged "
+	int ret = vfab_userns_unshare(CLONE_NEWNS | CLONE_NEWNET);
+
+	if (ret)
+		return fail(err, errlen, ret,
+			    "a user, mount and network namespace of its own (are unprivileged "
 			    "user namespaces allowed? see vfab doctor)");
-	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
-	ret = write_proc_self("uid_map", map);
-	if (ret)
-		return fail(err, errlen, ret, "write uid_map");
-	ret = write_proc_self("setgroups", "deny\n");
-	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
-	if (!ret)
-		ret = write_proc_self("gid_map", map);
-	if (ret)
-		return fail(err, errlen, ret, "write gid_map");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return fail(err, errlen, -errno, "make the mounts private");
 	return build_dev(err, errlen);
 }
 
-static __attribute__((noreturn)) void keeper_main(int report, uid_t uid, gid_t gid)
+static __attribute__((noreturn)) void keeper_main(int report)
 {
 	char msg[512] = "";
 	int null, ret;
 
 	setsid();
 	prctl(PR_SET_NAME, VFAB_USERNS_KEEPER_COMM, 0, 0, 0);
-	ret = keeper_setup(uid, gid, msg + sizeof(int), sizeof(msg) - sizeof(int));
+	ret = keeper_setup(msg + sizeof(int), sizeof(msg) - sizeof(int));
 	memcpy(msg, &ret, sizeof(int));
 	(void)!write(report, msg, sizeof(msg));
 	if (ret)
@@ -268,7 +274,7 @@ int vfab_userns_create(const char *fabric, char *err, size_t errlen)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		keeper_main(fds[1], geteuid(), getegid());
+		keeper_main(fds[1]);
 	}
 	close(fds[1]);
 	ret = read(fds[0], msg, sizeof(msg)) == (ssize_t)sizeof(msg) ? 0 : -EIO;

@@ -29,6 +29,13 @@
 /* The process name of a keeper (ps, /proc/PID/comm). */
 #define VFAB_USERNS_KEEPER_COMM "vfab-userns"
 
+/*
+ * unshare(CLONE_NEWUSER | more_flags), the caller's uid and gid mapped to 0
+ * in the new user namespace (setgroups denied, as an unprivileged map must
+ * be). 0 or -errno.
+ */
+int vfab_userns_unshare(int more_flags);
+
 /* Whether this process acts for a rootless fabric from outside it (not root: must join). */
 bool vfab_userns_outside(void);
 

@@ -17,6 +17,7 @@
 #include "netns/fabric_net.h"
 #include "netns/host_probe.h"
 #include "netns/launch_files.h"
+#include "netns/node_cpus.h"
 #include "netns/sandbox.h"
 #include "tools/cli.h"
 #include "tools/layout.h"
@@ -167,6 +168,25 @@ static void print_note(const char *text)
 	fprintf(stderr, "vfab up: note: %s\n", text);
 }
 
+static const char *topo_first_node(const struct vfab_region *r)
+{
+	return r->nnodes ? r->nodes[0].id : "";
+}
+
+/* What a fabric without root has in place of root's means (netns/userns.h). */
+static void print_rootless(const struct vfab_cli *cli, const char *node)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+
+	printf("  without root: a user namespace of uid %ld (root only inside it)",
+	       vfab_fabric_owner_uid());
+	if (*node && vfab_node_dir(dir, sizeof(dir), cli->rundir, node) == 0 &&
+	    vfab_pathf(path, sizeof(path), "%s/" VFAB_NODE_CGROUP_FILE, dir) == 0 &&
+	    access(path, F_OK))
+		printf("; node CPUs by affinity (no cpuset cgroup this user may write)");
+	printf("\n");
+}
+
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
 			  const struct up_opts *o, const struct vfab_gpu_plan *gpus,
 			  const struct vfab_region *r, pid_t vfabd, long long ms)
@@ -213,6 +233,8 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		printf("  sshd in every node; vfab%s%s ssh %s, or inside a node: ssh %s\n", fopt,
 		       fname, r->nnodes ? r->nodes[r->nnodes - 1].id : "node1",
 		       r->nnodes ? r->nodes[r->nnodes - 1].id : "node1");
+	if (vfab_fabric_owner_uid() >= 0)
+		print_rootless(cli, topo_first_node(r));
 	printf("next: vfab%s%s exec %s -- ibv_devinfo\n", fopt, fname,
 	       r->nnodes ? r->nodes[0].id : "node0");
 }
@@ -344,6 +366,13 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 			if (ret != VFAB_CLI_GO_ON)
 				return ret;
 		}
+	}
+	if (o.ssh && vfab_fabric_owner_uid() >= 0) {
+		fprintf(stderr,
+			"vfab up: --ssh needs root: sshd's privilege separation calls setgroups(),"
+			" which the user namespace of a fabric without root denies; use 'vfab exec'"
+			" and 'vfab run', or bring the fabric up as root\n");
+		return VFAB_EXIT_USAGE;
 	}
 	/* At most one operand: CONFIG. */
 	ret = vfab_cli_no_more_operands("up", argc, argv, optind + 1, usage);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,23 +69,30 @@ static const char *named_fabric(int argc, char **argv, const char *dflt)
 	return name;
 }
 
-static int enter_rootless(const char *verb, const char *fabric)
+/* *made: whether this call made the fabric's user namespace (up), to end it when up fails. */
+static int enter_rootless(const char *verb, const char *fabric, bool *made)
 {
 	char err[1024] = "";
 	int ret;
 
+	*made = false;
 	if (!vfab_userns_outside() || !strcmp(verb, "doctor") ||
 	    vfab_fabric_name_check(fabric))
 		return 0;
 	if (strcmp(verb, "up")) {
 		ret = vfab_userns_join(fabric);
+		if (ret && ret != -ENOENT)
+			fprintf(stderr, "vfab: enter the user namespace of fabric %s: %s\n", fabric,
+				strerror(-ret));
 		return ret == -ENOENT ? 0 : ret;
 	}
 	ret = vfab_userns_create(fabric, err, sizeof(err));
+	*made = ret == 0;
 	if (ret == -EEXIST)
 		ret = vfab_userns_join(fabric);
-	else if (ret)
-		fprintf(stderr, "vfab up: without root: %s: %s\n", err, strerror(-ret));
+	if (ret)
+		fprintf(stderr, "vfab up: without root: %s: %s\n", err[0] ? err : "join",
+			strerror(-ret));
 	return ret;
 }
 
@@ -119,14 +127,16 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[optind], verbs[i].name))
 			continue;
-		ret = enter_rootless(verbs[i].name, named_fabric(argc, argv, cli.fabric));
-		if (ret) {
-			if (ret != -EEXIST && strcmp(verbs[i].name, "up"))
-				fprintf(stderr, "vfab: enter the fabric's user namespace: %s\n",
-					strerror(-ret));
+		const char *fabric = named_fabric(argc, argv, cli.fabric);
+		bool made;
+
+		if (enter_rootless(verbs[i].name, fabric, &made))
 			return VFAB_EXIT_FAIL;
-		}
-		return verbs[i].fn(&cli, argc - optind, argv + optind);
+		ret = verbs[i].fn(&cli, argc - optind, argv + optind);
+		/* An up that failed (or never began: a usage error) leaves no keeper. */
+		if (made && ret != VFAB_EXIT_OK)
+			vfab_userns_end(fabric);
+		return ret;
 	}
 	fprintf(stderr, "vfab: unknown verb '%s'\n", argv[optind]);
 	usage(stderr);
