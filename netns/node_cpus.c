@@ -25,10 +25,17 @@ static int file_exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
-/* The hierarchy that has the cpuset controller, and its top directory. */
+/*
+ * The hierarchy that has the cpuset controller, and its top directory. None
+ * for a fabric without root: the cgroup names are root's fabrics' (a user's
+ * fabric may have the same name), and its nodes get CPU affinity only.
+ */
 static enum cg_kind cg_find(const char **top)
 {
 	char ctl[256] = "";
+
+	if (vfab_fabric_owner_uid() >= 0)
+		return CG_NONE;
 
 	if (file_exists(CGROUP_V1_CPUSET "/cpuset.cpus")) {
 		*top = CGROUP_V1_CPUSET;

@@ -1,0 +1,7 @@
+# A fabric without root (issue 26): a test user, created and removed by the
+# test, brings up a fabric beside root's of the same name; traffic, shaping,
+# and a down that leaves nothing.
+vfab_integration_test(int_rootless 240 ${_vfab_it}/rootless.sh 18970)
+# Exit 77 = skipped: the build is out of reach of other users, or the host
+# allows no unprivileged user namespaces.
+set_tests_properties(int_rootless PROPERTIES SKIP_RETURN_CODE 77)

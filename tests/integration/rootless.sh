@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# rootless.sh PORT: a fabric without root (netns/userns.h). A test user
+# (created here, removed on any exit) brings up a fabric of the same name as
+# the root fabric the suite runs on; between its nodes: ibv_devinfo,
+# ib_write_bw and ib_write_lat, rping, UCX's ucx_perftest, then `vfab shape`
+# and the shaped rate. Meanwhile the host and root's fabric see nothing of
+# it; `vfab down` leaves no process, mount, namespace, shared memory or file.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+port=$1
+ROOT_VFAB=$VFAB
+who=$(echo "$VFAB_FABRIC" | tr 'A-Z_' 'a-z-' | cut -c1-24)
+user=vf-$who-rl
+uid=
+
+# Every process of the test user is this test's: ended by pid.
+end_user_procs()
+{
+	local pids
+	[ -n "$uid" ] || return 0
+	pids=$(LD_PRELOAD='' command pgrep -u "$uid" || true)
+	[ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+}
+cleanup()
+{
+	if [ -n "$uid" ]; then
+		VFAB=$ROOT_VFAB
+		setpriv --reuid="$uid" --regid="$gid" --clear-groups \
+			"$ROOT_VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 || true
+		end_user_procs
+		rm -rf "/tmp/vfab-$uid"
+	fi
+	userdel "$user" 2>/dev/null || true
+	vfab_cleanup
+}
+trap cleanup EXIT
+userdel "$user" 2>/dev/null || true
+useradd --system --no-create-home --shell /usr/sbin/nologin "$user" ||
+	fail "cannot create test user $user"
+uid=$(id -u "$user") gid=$(id -g "$user")
+
+lib=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | head -1)
+if ! setpriv --reuid="$uid" --regid="$gid" --clear-groups test -r "$lib" ||
+	! setpriv --reuid="$uid" --regid="$gid" --clear-groups test -x "$ROOT_VFAB"; then
+	note "the build is out of reach of users other than root; skipped"
+	exit 77
+fi
+if ! setpriv --reuid="$uid" --regid="$gid" --clear-groups unshare -U true 2>/dev/null; then
+	note "unprivileged user namespaces are not allowed here (see vfab doctor); skipped"
+	exit 77
+fi
+
+# From here on the lib's helpers (vx, start_server, wait_listen) run vfab as the user.
+cat >"$VFAB_TMP/vfab-as-user" <<EOF
+#!/bin/sh
+exec setpriv --reuid=$uid --regid=$gid --clear-groups "$ROOT_VFAB" "\$@"
+EOF
+chmod 755 "$VFAB_TMP" "$VFAB_TMP/vfab-as-user"
+VFAB=$VFAB_TMP/vfab-as-user
+
+netns_before=$(ls /run/netns 2>/dev/null | sort)
+links_before=$(ip -o link | awk -F': ' '{print $2}' | sort)
+mounts_before=$(findmnt -rn -o TARGET | sort)
+
+note "up as $user (uid $uid), fabric $VFAB_FABRIC beside root's of the same name"
+"$VFAB" --fabric "$VFAB_FABRIC" up >"$VFAB_TMP/up.txt" 2>&1 || { show "$VFAB_TMP/up.txt"; fail "rootless up failed"; }
+cat "$VFAB_TMP/up.txt"
+grep -q "run dir /tmp/vfab-$uid/$VFAB_FABRIC\|run dir /run/user/$uid/vfab/$VFAB_FABRIC" \
+	"$VFAB_TMP/up.txt" || fail "the run dir is not the user's"
+grep -q "without root: a user namespace of uid $uid" "$VFAB_TMP/up.txt" ||
+	fail "up does not say it runs without root"
+
+note "the host and root's fabric see nothing of it"
+[ "$(ls /run/netns 2>/dev/null | sort)" = "$netns_before" ] || fail "a namespace was published on the host"
+[ "$(ip -o link | awk -F': ' '{print $2}' | sort)" = "$links_before" ] || fail "the host's links changed"
+[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] || fail "the host's mounts changed"
+[ -z "$(find /dev/shm /dev/infiniband -user "$uid" 2>/dev/null)" ] || fail "files of $user in the host's /dev"
+"$ROOT_VFAB" --fabric "$VFAB_FABRIC" status >"$VFAB_TMP/root-status.txt" 2>&1 ||
+	{ show "$VFAB_TMP/root-status.txt"; fail "root's fabric is no longer up"; }
+grep -q "run dir /run/vfab/$VFAB_FABRIC" "$VFAB_TMP/root-status.txt" ||
+	{ show "$VFAB_TMP/root-status.txt"; fail "root sees another fabric"; }
+"$VFAB" --fabric "$VFAB_FABRIC" status >"$VFAB_TMP/status.txt" 2>&1 ||
+	{ show "$VFAB_TMP/status.txt"; fail "rootless status failed"; }
+grep -q "run dir /tmp/vfab-$uid\|run dir /run/user/$uid" "$VFAB_TMP/status.txt" ||
+	{ show "$VFAB_TMP/status.txt"; fail "the user sees root's fabric"; }
+
+note "ibv_devinfo"
+vx node0 ibv_devinfo -d mlx5_0 >"$VFAB_TMP/devinfo.txt" 2>&1 || { show "$VFAB_TMP/devinfo.txt"; fail "ibv_devinfo failed"; }
+grep -q "PORT_ACTIVE" "$VFAB_TMP/devinfo.txt" || { show "$VFAB_TMP/devinfo.txt"; fail "no active port"; }
+
+# perf NAME CLIENT_ARGS...: a perftest pair, server in node1, client in node0.
+perf()
+{
+	local name=$1
+	shift
+	start_server node1 "$VFAB_TMP/$name.srv" "$@" -p "$port"
+	wait_listen node1 "$port" 30 || { show "$VFAB_TMP/$name.srv"; fail "$name: no server"; }
+	timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "$@" -p "$port" "$NODE1_IP" \
+		>"$VFAB_TMP/$name.cli" 2>&1 || { show "$VFAB_TMP/$name.srv" "$VFAB_TMP/$name.cli"; fail "$name failed"; }
+	wait_pid "$SERVER_PID" 30 || { show "$VFAB_TMP/$name.srv"; fail "$name: server failed"; }
+	port=$((port + 1))
+}
+
+note "ib_write_bw 1 MiB, ib_write_lat 8 B"
+perf bw ib_write_bw -s 1048576 -n 2000
+bw=$(perftest_value "$VFAB_TMP/bw.cli" "BW average" 4)
+num_between "$bw" 100 inf || { show "$VFAB_TMP/bw.cli"; fail "ib_write_bw: $bw MB/s"; }
+perf lat ib_write_lat -s 8 -n 5000
+lat=$(perftest_value "$VFAB_TMP/lat.cli" "t_typical" 5)
+num_between "$lat" 0 100 || { show "$VFAB_TMP/lat.cli"; fail "ib_write_lat: $lat us"; }
+note "rootless ib_write_bw $bw MB/s, ib_write_lat $lat us"
+
+note "rping (RDMA CM), 10 verified pings"
+start_server node1 "$VFAB_TMP/rping.srv" rping -s -a "$NODE1_IP" -p "$port" -C 10
+wait_listen node1 "$port" 30 || true
+sleep 0.3
+timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- rping -c -a "$NODE1_IP" -p "$port" -C 10 -V -v \
+	>"$VFAB_TMP/rping.cli" 2>&1 || { show "$VFAB_TMP/rping.srv" "$VFAB_TMP/rping.cli"; fail "rping failed"; }
+[ "$(grep -c '^ping data' "$VFAB_TMP/rping.cli")" = 10 ] || { show "$VFAB_TMP/rping.cli"; fail "rping: not 10 pings"; }
+wait_pid "$SERVER_PID" 30 || true
+port=$((port + 1))
+
+note "ucx_perftest tag_lat over rc_verbs"
+ucx=(env UCX_NET_DEVICES=mlx5_0:1 UCX_TLS=rc_verbs,ud_verbs)
+start_server node1 "$VFAB_TMP/ucx.srv" "${ucx[@]}" ucx_perftest -p "$port"
+wait_listen node1 "$port" 30 || { show "$VFAB_TMP/ucx.srv"; fail "ucx_perftest: no server"; }
+timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- "${ucx[@]}" ucx_perftest -p "$port" \
+	-t tag_lat -n 10000 "$NODE1_IP" >"$VFAB_TMP/ucx.cli" 2>&1 || { show "$VFAB_TMP/ucx.cli"; fail "ucx_perftest failed"; }
+grep -q '^Final:' "$VFAB_TMP/ucx.cli" || { show "$VFAB_TMP/ucx.cli"; fail "ucx_perftest: no result"; }
+wait_pid "$SERVER_PID" 30 || true
+port=$((port + 1))
+
+note "vfab shape node0/mlx5_0 bw=5, then the rate"
+"$VFAB" --fabric "$VFAB_FABRIC" shape node0/mlx5_0 bw=5 >"$VFAB_TMP/shape.txt" 2>&1 ||
+	{ show "$VFAB_TMP/shape.txt"; fail "vfab shape failed"; }
+# An iteration count, not -D: perftest's -D clock is unreliable on one-CPU nodes.
+perf shaped ib_write_bw -s 1048576 -n 600
+sbw=$(perftest_value "$VFAB_TMP/shaped.cli" "BW average" 4)
+# 5 Gb/s = 596 MiB/s, perftest's MB.
+num_between "$sbw" 536 626 || { show "$VFAB_TMP/shaped.cli"; fail "shaped to 5 Gb/s: $sbw MB/s"; }
+note "shaped: $sbw MB/s of 596"
+"$VFAB" --fabric "$VFAB_FABRIC" shape node0/mlx5_0 lat=20 >"$VFAB_TMP/shape-lat.txt" 2>&1 ||
+	{ show "$VFAB_TMP/shape-lat.txt"; fail "vfab shape lat failed"; }
+cat "$VFAB_TMP/shape-lat.txt"
+
+note "what needs root is refused with the privilege named"
+rc=0
+"$VFAB" --fabric "${VFAB_FABRIC}2" up --ssh >"$VFAB_TMP/ssh.txt" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "needs root" "$VFAB_TMP/ssh.txt" || { show "$VFAB_TMP/ssh.txt"; fail "up --ssh: $rc"; }
+
+note "down leaves nothing"
+"$VFAB" --fabric "$VFAB_FABRIC" down >"$VFAB_TMP/down.txt" 2>&1 || { show "$VFAB_TMP/down.txt"; fail "rootless down failed"; }
+for _ in $(seq 50); do
+	left=$(LD_PRELOAD='' command ps -o pid=,stat= -u "$uid" | awk '$2 !~ /^Z/' || true)
+	[ -z "$left" ] && break
+	sleep 0.1
+done
+[ -z "$left" ] || fail "processes of $user left: $left"
+[ ! -e "/tmp/vfab-$uid" ] || fail "/tmp/vfab-$uid left: $(ls -la "/tmp/vfab-$uid")"
+[ "$(ls /run/netns 2>/dev/null | sort)" = "$netns_before" ] || fail "namespaces left on the host"
+[ "$(ip -o link | awk -F': ' '{print $2}' | sort)" = "$links_before" ] || fail "links left on the host"
+[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] || fail "mounts left on the host"
+"$ROOT_VFAB" --fabric "$VFAB_FABRIC" status >/dev/null 2>&1 || fail "root's fabric went down with the user's"
+note "rootless fabric: up, traffic, shaping, down: all as $user"
