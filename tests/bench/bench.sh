@@ -35,6 +35,9 @@
 # its --post_list 32 >= 3 x raw one-per-call.
 #   VFAB_BENCH_ENG_VS_RAWN 4 MiB with 2 engines >= this x raw 2 threads     (0.5)
 #   VFAB_BENCH_UD_VS_RC    ib_send_bw -c UD -s 4096 >= this x RC's, MB/s    (0.5)
+#   VFAB_BENCH_RL_VS_ROOT  without root (a test user's fabric, skipped where user
+#                          namespaces are not allowed): ib_write_bw 1 MiB >= this x
+#                          root's, ib_write_lat <= root's / this              (0.7)
 # The fabric is always taken down on exit.
 set -euo pipefail
 export LC_ALL=C # numbers with a decimal point, whatever the locale
@@ -54,6 +57,7 @@ min_pl_raw=${VFAB_BENCH_PL_VS_RAW1:-1.5}
 min_s8_raw=${VFAB_BENCH_S8_VS_RAW1:-0.6}
 min_eng_raw=${VFAB_BENCH_ENG_VS_RAWN:-0.5}
 min_ud_rc=${VFAB_BENCH_UD_VS_RC:-0.5}
+min_rl_root=${VFAB_BENCH_RL_VS_ROOT:-0.7}
 eng_sizes="1 4 16" eng_counts="1 2 4"
 for prog in pvm_ceiling tcp_stream; do
 	[ -x "$VFAB_BIN/$prog" ] || fail "$VFAB_BIN/$prog missing (build the bench targets)"
@@ -66,6 +70,7 @@ bench_exit()
 		"$VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 ||
 			echo "bench.sh: vfab down failed; fabric $VFAB_FABRIC may be left" >&2
 	fi
+	rootless_end "$VFAB_FABRIC"
 	vfab_cleanup
 }
 trap bench_exit EXIT
@@ -209,6 +214,23 @@ done
 	{ show "$VFAB_TMP/down2.log"; fail "vfab down (engines config) failed"; }
 fabric_is_up=0
 
+note "without root: ib_write_bw 1 MiB and ib_write_lat 8 B in a test user's fabric"
+rl_bw=null rl_lat=null
+if rootless_begin vf-bench-rl; then
+	root_vfab=$VFAB VFAB=$RL_VFAB
+	"$VFAB" --fabric "$VFAB_FABRIC" up >"$VFAB_TMP/up-rl.log" 2>&1 ||
+		{ show "$VFAB_TMP/up-rl.log"; fail "vfab up without root failed"; }
+	pair_same rl_bw 18553 ib_write_bw -d mlx5_0 -x 3 -s 1048576 -D 3 --report_gbits -F -p 18553
+	v=$(perftest_value "$VFAB_TMP/rl_bw.cli" 'BW average[Gb/sec]' 4)
+	num_between "${v:-x}" 0 inf || { show "$VFAB_TMP/rl_bw.cli"; fail "no ib_write_bw average"; }
+	rl_bw=$(awk "BEGIN { printf \"%.2f\", $v / 8 }")
+	pair_same rl_lat 18554 ib_write_lat -d mlx5_0 -x 3 -s 8 -n 20000 -F -p 18554
+	rl_lat=$(perftest_value "$VFAB_TMP/rl_lat.cli" 't_typical[usec]' 5)
+	num_between "${rl_lat:-x}" 0 inf || { show "$VFAB_TMP/rl_lat.cli"; fail "no ib_write_lat t_typical"; }
+	VFAB=$root_vfab
+fi
+rootless_end "$VFAB_FABRIC"
+
 for v in "$tcp_bw" "$tcp_lat" "$raw_bw" "$raw_lat" "$raw_one" "$raw_batch"; do
 	num_between "$v" 0 inf || fail "a reference measurement is missing or not positive ('$v')"
 done
@@ -228,6 +250,16 @@ printf '%-26s %10s %10s %10s %10s %10s\n' metric vfab "raw pvm" "TCP veth" vfab/
 row "write bw 1 MiB [GB/s]" "$vfab_bw" "$raw_bw" "$tcp_bw"
 row "write lat 8 B [us]" "$vfab_lat" "$raw_lat" "$tcp_lat"
 printf '%-26s %10s\n' "vfab up [ms]" "$up_ms" "vfab down [ms]" "$down_ms"
+echo
+if [ "$rl_bw" != null ]; then
+	printf '%-26s %10s %10s %10s\n' "without root (same run)" root "no root" "x root"
+	printf '%-26s %10.2f %10.2f %10.2f\n' "write bw 1 MiB [GB/s]" "$vfab_bw" "$rl_bw" \
+		"$(calc "$rl_bw / $vfab_bw")"
+	printf '%-26s %10.2f %10.2f %10.2f\n' "write lat 8 B [us]" "$vfab_lat" "$rl_lat" \
+		"$(calc "$rl_lat / $vfab_lat")"
+else
+	printf '%-26s %10s\n' "without root" SKIPPED
+fi
 echo
 srow()
 {
@@ -288,6 +320,12 @@ check "4 MiB, 2 engines ${eng_bw[4.2]} >= $min_eng_raw x raw 2 threads ${raw_mt[
 	"${eng_bw[4.2]} >= $min_eng_raw * ${raw_mt[4.2]}"
 check "vfab up $up_ms < $max_up ms" "$up_ms < $max_up"
 check "vfab down $down_ms < $max_down ms" "$down_ms < $max_down"
+if [ "$rl_bw" != null ]; then
+	check "without root: write bw $rl_bw >= $min_rl_root x root's $vfab_bw GB/s" \
+		"$rl_bw >= $min_rl_root * $vfab_bw"
+	check "without root: write lat $rl_lat <= root's $vfab_lat / $min_rl_root us" \
+		"$rl_lat * $min_rl_root <= $vfab_lat"
+fi
 goal "ib_send_bw -s 8 $s8_rate >= 2.5 x raw $raw_one M/s" "$s8_rate >= 2.5 * $raw_one"
 goal "ib_send_bw -s 8 --post_list 32 $spl_rate >= 3 x raw $raw_one M/s" "$spl_rate >= 3 * $raw_one"
 
@@ -311,12 +349,14 @@ if [ -n "$json" ]; then
 		printf '"%s MiB, %s": {"vfab": %s, "raw_1_thread": %s, "raw_n_threads": %s}, ' \
 			"$mib" "$n" "${eng_bw[$mib.$n]}" "${raw_mt[$mib.1]}" "${raw_mt[$mib.$n]}"
 	done; done | sed 's/, $//')},
+  "without_root": {"write_bw_1MiB_gbyte_per_s": $rl_bw, "write_lat_8B_us": $rl_lat},
   "vfab_up_ms": $up_ms,
   "vfab_down_ms": $down_ms,
   "floors": {"bw_vs_raw": $min_bw_raw, "bw_vs_tcp": $min_bw_tcp, "max_lat_us": $max_lat,
              "max_up_ms": $max_up, "max_down_ms": $max_down,
              "write_8B_vs_raw_1": $min_w8_raw, "post_list_vs_raw_1": $min_pl_raw,
-             "engines_4MiB_2_vs_raw_2_threads": $min_eng_raw, "ud_vs_rc_4KiB": $min_ud_rc},
+             "engines_4MiB_2_vs_raw_2_threads": $min_eng_raw, "ud_vs_rc_4KiB": $min_ud_rc,
+             "without_root_vs_root": $min_rl_root},
   "pass": $([ "$failed" = 0 ] && echo true || echo false)
 }
 JSON

@@ -211,3 +211,51 @@ perftest_bw()
 		perftest_value "$1" "BW average" 4
 	fi
 }
+
+# rootless_begin USER: creates the test user USER (rootless_end removes it,
+# with every process of it and its run root) and writes $RL_VFAB, a vfab
+# that runs as USER: a fabric without root (netns/userns.h). Returns 1, with
+# a note, where the build or unprivileged user namespaces are out of USER's
+# reach. Sets RL_UID.
+RL_USER='' RL_UID='' RL_GID=''
+rootless_begin()
+{
+	RL_USER=$1
+	userdel "$RL_USER" 2>/dev/null || true
+	useradd --system --no-create-home --shell /usr/sbin/nologin "$RL_USER" ||
+		fail "cannot create test user $RL_USER"
+	RL_UID=$(id -u "$RL_USER") RL_GID=$(id -g "$RL_USER")
+	RL_VFAB=$VFAB_TMP/vfab-as-$RL_USER
+	cat >"$RL_VFAB" <<EOS
+#!/bin/sh
+exec setpriv --reuid=$RL_UID --regid=$RL_GID --clear-groups "$VFAB_BIN/vfab" "\$@"
+EOS
+	chmod 755 "$VFAB_TMP" "$RL_VFAB"
+	local lib
+	lib=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | head -1)
+	if ! "$RL_VFAB" help >/dev/null 2>&1 ||
+		! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups test -r "$lib"; then
+		note "the build is out of reach of users other than root"
+		return 1
+	fi
+	if ! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups unshare -U true 2>/dev/null; then
+		note "unprivileged user namespaces are not allowed here (see vfab doctor)"
+		return 1
+	fi
+}
+
+# rootless_end FABRIC...: the user's fabrics down, its processes (all this
+# test's: the user is) ended by pid, its run root and the user removed.
+rootless_end()
+{
+	local f pids
+	[ -n "$RL_UID" ] || return 0
+	for f in "$@"; do
+		"$RL_VFAB" --fabric "$f" down >/dev/null 2>&1 || true
+	done
+	pids=$(pgrep -u "$RL_UID" || true)
+	[ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+	rm -rf "/tmp/vfab-$RL_UID"
+	userdel "$RL_USER" 2>/dev/null || true
+	RL_UID=''
+}

@@ -11,53 +11,11 @@ set -euo pipefail
 port=$1
 ROOT_VFAB=$VFAB
 who=$(echo "$VFAB_FABRIC" | tr 'A-Z_' 'a-z-' | cut -c1-24)
-user=vf-$who-rl
-uid=
-
-# Every process of the test user is this test's: ended by pid.
-end_user_procs()
-{
-	local pids
-	[ -n "$uid" ] || return 0
-	pids=$(LD_PRELOAD='' command pgrep -u "$uid" || true)
-	[ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
-}
-cleanup()
-{
-	if [ -n "$uid" ]; then
-		VFAB=$ROOT_VFAB
-		setpriv --reuid="$uid" --regid="$gid" --clear-groups \
-			"$ROOT_VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 || true
-		end_user_procs
-		rm -rf "/tmp/vfab-$uid"
-	fi
-	userdel "$user" 2>/dev/null || true
-	vfab_cleanup
-}
-trap cleanup EXIT
-userdel "$user" 2>/dev/null || true
-useradd --system --no-create-home --shell /usr/sbin/nologin "$user" ||
-	fail "cannot create test user $user"
-uid=$(id -u "$user") gid=$(id -g "$user")
-
-lib=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | head -1)
-if ! setpriv --reuid="$uid" --regid="$gid" --clear-groups test -r "$lib" ||
-	! setpriv --reuid="$uid" --regid="$gid" --clear-groups test -x "$ROOT_VFAB"; then
-	note "the build is out of reach of users other than root; skipped"
-	exit 77
-fi
-if ! setpriv --reuid="$uid" --regid="$gid" --clear-groups unshare -U true 2>/dev/null; then
-	note "unprivileged user namespaces are not allowed here (see vfab doctor); skipped"
-	exit 77
-fi
-
+trap 'VFAB=$ROOT_VFAB; rootless_end "$VFAB_FABRIC" "${VFAB_FABRIC}2"; vfab_cleanup' EXIT
+rootless_begin "vf-$who-rl" || exit 77
+uid=$RL_UID user=$RL_USER
 # From here on the lib's helpers (vx, start_server, wait_listen) run vfab as the user.
-cat >"$VFAB_TMP/vfab-as-user" <<EOF
-#!/bin/sh
-exec setpriv --reuid=$uid --regid=$gid --clear-groups "$ROOT_VFAB" "\$@"
-EOF
-chmod 755 "$VFAB_TMP" "$VFAB_TMP/vfab-as-user"
-VFAB=$VFAB_TMP/vfab-as-user
+VFAB=$RL_VFAB
 
 netns_before=$(ls /run/netns 2>/dev/null | sort)
 links_before=$(ip -o link | awk -F': ' '{print $2}' | sort)
