@@ -219,6 +219,34 @@ static int read_anchor(const char *fabric, pid_t *pid)
 	return 0;
 }
 
+/*
+ * A process of this user in a user namespace of its own: the keeper, or,
+ * once the keeper is gone (killed), the fabric's vfabd, which lives in the
+ * same namespaces, so that `vfab down` still reaches what is left.
+ */
+static int ns_holder(const char *fabric, pid_t *pid)
+{
+	char path[4096], text[32], comm[32];
+	struct stat mine, theirs, st;
+	int p;
+
+	if (read_anchor(fabric, pid) == 0)
+		return 0;
+	if (vfab_run_dir(path, sizeof(path), fabric) ||
+	    vfab_pathf(path + strlen(path), sizeof(path) - strlen(path), "/" VFAB_VFABD_PID_FILE) ||
+	    vfab_read_file(path, text, sizeof(text)) <= 0 || sscanf(text, "%d", &p) != 1 || p <= 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", p);
+	if (vfab_pid_comm(p, comm, sizeof(comm)) || strcmp(comm, "vfabd") || stat(path, &theirs) ||
+	    stat("/proc/self/ns/user", &mine) || theirs.st_ino == mine.st_ino)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d", p);
+	if (stat(path, &st) || st.st_uid != geteuid())
+		return -ENOENT;
+	*pid = p;
+	return 0;
+}
+
 int vfab_userns_join(const char *fabric)
 {
 	static const struct {
@@ -229,7 +257,7 @@ int vfab_userns_join(const char *fabric)
 	char path[64], cwd[PATH_MAX];
 	pid_t pid;
 
-	ret = read_anchor(fabric, &pid);
+	ret = ns_holder(fabric, &pid);
 	if (ret)
 		return ret;
 	if (!getcwd(cwd, sizeof(cwd)))

@@ -5,14 +5,13 @@
  *
  * `vfab up` forks a keeper: a process that makes the user namespace (its
  * uid and gid mapped to 0, setgroups denied) and a mount and a network
- * namespace owned by it (the fabric's host), builds there a /dev of its own (the host's entries bound one by one,
- * an empty infiniband/ for the nodes' views, a private /dev/shm for the
- * region) and then only waits. The CLI joins both namespaces and brings the
- * fabric up exactly as root does: every namespace, mount, veth and process
- * of the fabric belongs to that user namespace, so the host sees none of
- * them and another user's or root's fabric of the same name is another
- * fabric. Every later verb joins the keeper's namespaces first; `vfab down`
- * ends the keeper last, and with it everything the fabric mounted.
+ * namespace owned by it (the fabric's host), builds there a /dev of its own (the host's entries
+ * bound one by one, an empty infiniband/ for the nodes' views, a private /dev/shm for the region)
+ * and then only waits. The CLI joins both namespaces and brings the fabric up exactly as root does:
+ * every namespace, mount, veth and process of the fabric belongs to that user namespace, so the
+ * host sees none of them and another user's or root's fabric of the same name is another fabric.
+ * Every later verb joins the keeper's namespaces first; `vfab down` ends the keeper last, and with
+ * it everything the fabric mounted.
  *
  * The CLI joins the keeper's network namespace too.
  *
