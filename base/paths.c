@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,12 +66,16 @@ long vfab_fabric_owner_uid(void)
 int vfab_run_root(char *buf, size_t len)
 {
 	long uid = vfab_fabric_owner_uid();
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	char session[64];
 	struct stat st;
 
 	if (uid < 0)
 		return vfab_pathf(buf, len, VFAB_RUN_ROOT);
 	/* Inside the user namespace the user's files are root's: the same test holds there. */
+	if (xdg && xdg[0] == '/' && lstat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == geteuid())
+		return vfab_pathf(buf, len, "%s/vfab", xdg);
 	snprintf(session, sizeof(session), "/run/user/%ld", uid);
 	if (lstat(session, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
 		return vfab_pathf(buf, len, VFAB_USER_RUN_ROOT, (unsigned)uid);

@@ -10,16 +10,16 @@
 
 #include <stddef.h>
 
-#define VFAB_RUN_ROOT "/run/vfab"	  /* root's run dirs: /run/vfab/<fabric> */
-#define VFAB_NETNS_DIR "/run/netns"	  /* root's published namespaces, as `ip netns` */
+#define VFAB_RUN_ROOT "/run/vfab"	       /* root's run dirs: /run/vfab/<fabric> */
+#define VFAB_NETNS_DIR "/run/netns"	       /* root's published namespaces, as `ip netns` */
 #define VFAB_USER_RUN_ROOT "/run/user/%u/vfab" /* a rootless user's, when that dir is theirs */
-#define VFAB_TMP_RUN_ROOT "/tmp/vfab-%u"	    /* ... else (no login session: su, CI) */
-#define VFAB_FABRIC_NS_SUFFIX "fab"	  /* reserved: no node may be called so */
-#define VFAB_FABRIC_NAME_MAX 32		  /* letters, digits, '_' and '-' */
-#define VFAB_DEFAULT_FABRIC "vfab"	  /* vfab and vfabd without --fabric */
-#define VFAB_CTL_SOCK "vfabd.sock"	  /* in the run dir */
-#define VFAB_VFABD_PID_FILE "vfabd.pid"	  /* in the run dir */
-#define VFAB_HOLDER_PID_FILE "holder.pid" /* in the run dir's nodes/<node>/ */
+#define VFAB_TMP_RUN_ROOT "/tmp/vfab-%u"       /* ... else (no login session: su, CI) */
+#define VFAB_FABRIC_NS_SUFFIX "fab"	       /* reserved: no node may be called so */
+#define VFAB_FABRIC_NAME_MAX 32		       /* letters, digits, '_' and '-' */
+#define VFAB_DEFAULT_FABRIC "vfab"	       /* vfab and vfabd without --fabric */
+#define VFAB_CTL_SOCK "vfabd.sock"	       /* in the run dir */
+#define VFAB_VFABD_PID_FILE "vfabd.pid"	       /* in the run dir */
+#define VFAB_HOLDER_PID_FILE "holder.pid"      /* in the run dir's nodes/<node>/ */
 /* Room for a path below a run dir built from names of the config (ids are <= 64 bytes). */
 #define VFAB_PATH_REL_MAX 512
 /* The host's sysfs: what the nodes' PCI views copy and extend (netns/pci_view.h). */
@@ -46,9 +46,10 @@ long vfab_fabric_owner_uid(void);
 
 /*
  * The directory of run dirs: VFAB_RUN_ROOT for root's fabrics; for a
- * user's, VFAB_USER_RUN_ROOT when /run/user/<uid> is a directory of that
- * user (a login session), else VFAB_TMP_RUN_ROOT (netns/userns.c makes it
- * mode 0700 and refuses one that is not the user's own).
+ * user's, $XDG_RUNTIME_DIR/vfab when that variable names a directory of the
+ * user, else VFAB_USER_RUN_ROOT when /run/user/<uid> is one (a login
+ * session), else VFAB_TMP_RUN_ROOT (netns/userns.c makes it mode 0700 and
+ * refuses one that is not the user's own).
  */
 int vfab_run_root(char *buf, size_t len);
 

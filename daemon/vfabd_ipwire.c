@@ -145,7 +145,6 @@ void vfabd_ipwire_free(struct vfabd *d)
 	d->ipw = NULL;
 }
 
-
 int vfabd_ipwire_has_netem(const struct vfabd *d)
 {
 	return d->ipw ? d->ipw->has_netem : -1;

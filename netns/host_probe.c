@@ -384,8 +384,9 @@ static void probe_userns(struct vfab_probe_result *p)
 	p->needed_by = "vfab without root (a user namespace per fabric)";
 	ret = in_child(try_userns, text, sizeof(text));
 	if (max == 0)
-		say(p->detail, sizeof(p->detail), "user.max_user_namespaces is 0 (sysctl "
-						  "user.max_user_namespaces=15000 allows them)");
+		say(p->detail, sizeof(p->detail),
+		    "user.max_user_namespaces is 0 (sysctl "
+		    "user.max_user_namespaces=15000 allows them)");
 	else if (clone == 0)
 		say(p->detail, sizeof(p->detail),
 		    "kernel.unprivileged_userns_clone is 0 (Debian: sysctl "
@@ -398,8 +399,10 @@ static void probe_userns(struct vfab_probe_result *p)
 	else if (ret)
 		say(p->detail, sizeof(p->detail), "%s", text);
 	else
-		say(p->detail, sizeof(p->detail), "allowed to users who are not root "
-						  "(user.max_user_namespaces %d)", max);
+		say(p->detail, sizeof(p->detail),
+		    "allowed to users who are not root "
+		    "(user.max_user_namespaces %d)",
+		    max);
 	if (ret && !p->detail[0])
 		say(p->detail, sizeof(p->detail), "%s", strerror(-ret));
 	/* Root needs none: a warning there, what a user's fabric needs otherwise. */

@@ -26,16 +26,56 @@ static int file_exists(const char *path)
 }
 
 /*
- * The hierarchy that has the cpuset controller, and its top directory. None
- * for a fabric without root: the cgroup names are root's fabrics' (a user's
- * fabric may have the same name), and its nodes get CPU affinity only.
+ * The cgroup v2 subtree delegated to this user (systemd's user@<uid>.service
+ * with Delegate=): the highest directory above this process's cgroup that
+ * the user owns, when the cpuset controller reaches it. -ENOENT otherwise.
+ */
+static int delegated_v2(char *top, size_t len)
+{
+	char line[4096], path[4096], ctl[256] = "";
+	size_t root_len = strlen(CGROUP_ROOT);
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	struct stat st;
+	int found = 0;
+
+	if (!f)
+		return -ENOENT;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strncmp(line, "0::/", 4) == 0;
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	if (!found || vfab_pathf(path, sizeof(path), CGROUP_ROOT "%s", line + 3))
+		return -ENOENT;
+	found = 0;
+	/* Inside the fabric's user namespace the user's files show as root's: euid either way. */
+	while (strlen(path) > root_len && stat(path, &st) == 0 && st.st_uid == geteuid()) {
+		if (vfab_pathf(top, len, "%s", path))
+			return -ENOENT;
+		found = 1;
+		*strrchr(path, '/') = '\0';
+	}
+	if (!found || vfab_pathf(path, sizeof(path), "%s/cgroup.controllers", top) ||
+	    vfab_read_file(path, ctl, sizeof(ctl)) <= 0 || !strstr(ctl, "cpuset"))
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * The hierarchy that has the cpuset controller, and its top directory. A
+ * fabric without root never uses root's (its names are root's fabrics'): its
+ * user's delegated v2 subtree where there is one, else none (CPU affinity).
  */
 static enum cg_kind cg_find(const char **top)
 {
+	static char delegated[4096];
 	char ctl[256] = "";
 
-	if (vfab_fabric_owner_uid() >= 0)
-		return CG_NONE;
+	if (vfab_fabric_owner_uid() >= 0) {
+		if (delegated_v2(delegated, sizeof(delegated)))
+			return CG_NONE;
+		*top = delegated;
+		return CG_V2;
+	}
 
 	if (file_exists(CGROUP_V1_CPUSET "/cpuset.cpus")) {
 		*top = CGROUP_V1_CPUSET;

@@ -9,6 +9,10 @@
  * the cpuset controller), whichever the host mounts at /sys/fs/cgroup:
  *   v1: /sys/fs/cgroup/cpuset/vfab-<fabric>/<node>
  *   v2: /sys/fs/cgroup/vfab-<fabric>/<node>
+ *   a fabric without root (netns/userns.h): <D>/vfab-<fabric>/<node>, D the
+ *       cgroup v2 subtree delegated to the user (the highest directory above
+ *       its own cgroup that it owns, e.g. systemd's user@<uid>.service) when
+ *       cpuset reaches D; otherwise no cgroup (root's names are root's)
  * The node's list and cgroup directory are kept in <rundir>/nodes/<node>/,
  * which is what a process joining the node reads; where no cpuset cgroup can be made (a
  * read-only cgroup file system in a container) the CPUs still apply through

@@ -183,7 +183,10 @@ static void print_rootless(const struct vfab_cli *cli, const char *node)
 	if (*node && vfab_node_dir(dir, sizeof(dir), cli->rundir, node) == 0 &&
 	    vfab_pathf(path, sizeof(path), "%s/" VFAB_NODE_CGROUP_FILE, dir) == 0 &&
 	    access(path, F_OK))
-		printf("; node CPUs by affinity (no cpuset cgroup this user may write)");
+		printf("; node CPUs by affinity (no cgroup v2 subtree with cpuset delegated to "
+		       "this user)");
+	else if (*node)
+		printf("; node CPUs in cpuset cgroups of this user's delegated subtree");
 	printf("\n");
 }
 

@@ -76,8 +76,7 @@ static int enter_rootless(const char *verb, const char *fabric, bool *made)
 	int ret;
 
 	*made = false;
-	if (!vfab_userns_outside() || !strcmp(verb, "doctor") ||
-	    vfab_fabric_name_check(fabric))
+	if (!vfab_userns_outside() || !strcmp(verb, "doctor") || vfab_fabric_name_check(fabric))
 		return 0;
 	if (strcmp(verb, "up")) {
 		ret = vfab_userns_join(fabric);
