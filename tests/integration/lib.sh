@@ -122,13 +122,13 @@ wait_listen()
 }
 
 # wait_cm_listen PORT: until a live process listens on RDMA CM port PORT (its
-# entry in the fabric's listener directory, "CM_QPN PID START"; a killed
+# entry in the fabric's listener directory, in VFAB_RUN_DIR when set, "CM_QPN PID START"; a killed
 # one's stays) or the server (SERVER_PID) exited.
 wait_cm_listen()
 {
 	local f pid
 	for _ in $(seq 300); do
-		for f in "/run/vfab/$VFAB_FABRIC/cm"/*-"$1"; do
+		for f in "${VFAB_RUN_DIR:-/run/vfab/$VFAB_FABRIC}/cm"/*-"$1"; do
 			[ -f "$f" ] || continue
 			pid=$(awk '{print $2}' "$f" 2>/dev/null || true)
 			[ -n "$pid" ] && [ -d "/proc/$pid" ] && return 0

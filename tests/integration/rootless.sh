@@ -28,6 +28,7 @@ grep -q "run dir /tmp/vfab-$uid/$VFAB_FABRIC\|run dir /run/user/$uid/vfab/$VFAB_
 	"$VFAB_TMP/up.txt" || fail "the run dir is not the user's"
 grep -q "without root: a user namespace of uid $uid" "$VFAB_TMP/up.txt" ||
 	fail "up does not say it runs without root"
+VFAB_RUN_DIR=$(sed -n 's/.*, run dir \(.*\)$/\1/p' "$VFAB_TMP/up.txt")
 
 note "the host and root's fabric see nothing of it"
 [ "$(ls /run/netns 2>/dev/null | sort)" = "$netns_before" ] || fail "a namespace was published on the host"
@@ -71,8 +72,7 @@ note "rootless ib_write_bw $bw MB/s, ib_write_lat $lat us"
 
 note "rping (RDMA CM), 10 verified pings"
 start_server node1 "$VFAB_TMP/rping.srv" rping -s -a "$NODE1_IP" -p "$port" -C 10
-wait_listen node1 "$port" 30 || true
-sleep 0.3
+wait_cm_listen "$port" || { show "$VFAB_TMP/rping.srv"; fail "rping: no listener"; }
 timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- rping -c -a "$NODE1_IP" -p "$port" -C 10 -V -v \
 	>"$VFAB_TMP/rping.cli" 2>&1 || { show "$VFAB_TMP/rping.srv" "$VFAB_TMP/rping.cli"; fail "rping failed"; }
 [ "$(grep -c '^ping data' "$VFAB_TMP/rping.cli")" = 10 ] || { show "$VFAB_TMP/rping.cli"; fail "rping: not 10 pings"; }
