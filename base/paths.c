@@ -29,15 +29,15 @@ int vfab_region_path(const char *fabric, char *buf, size_t len)
 }
 
 /*
- * The host uid behind this process's effective uid: /proc/self/uid_map maps
- * it ("inside outside count" lines); the host's own namespace maps 0 to 0
- * over the whole range. -1 in the host's namespace.
+ * The host id behind this process's effective uid or gid: /proc/self/uid_map
+ * (gid_map) maps it ("inside outside count" lines); the host's own namespace
+ * maps 0 to 0 over the whole range. -1 in the host's namespace.
  */
-static long outer_uid(uid_t euid)
+static long outer_id(const char *map, unsigned long id)
 {
 	unsigned long in, out, count;
 	long found = -1;
-	FILE *f = fopen("/proc/self/uid_map", "re");
+	FILE *f = fopen(map, "re");
 
 	if (!f)
 		return -1;
@@ -46,8 +46,8 @@ static long outer_uid(uid_t euid)
 			found = -1;
 			break;
 		}
-		if (euid >= in && euid - in < count)
-			found = (long)(out + (euid - in));
+		if (id >= in && id - in < count)
+			found = (long)(out + (id - in));
 	}
 	fclose(f);
 	return found;
@@ -56,11 +56,20 @@ static long outer_uid(uid_t euid)
 long vfab_fabric_owner_uid(void)
 {
 	uid_t euid = geteuid();
-	long outer = outer_uid(euid);
+	long outer = outer_id("/proc/self/uid_map", euid);
 
 	if (outer >= 0)
 		return outer;
 	return euid == 0 ? -1 : (long)euid;
+}
+
+long vfab_fabric_owner_gid(void)
+{
+	long outer = outer_id("/proc/self/gid_map", getegid());
+
+	if (vfab_fabric_owner_uid() < 0)
+		return -1;
+	return outer >= 0 ? outer : (long)getegid();
 }
 
 int vfab_run_root(char *buf, size_t len)

@@ -43,6 +43,8 @@
  * the host, or -1 for root's.
  */
 long vfab_fabric_owner_uid(void);
+/* The primary gid of that user on the host, -1 for root's fabrics. */
+long vfab_fabric_owner_gid(void);
 
 /*
  * The directory of run dirs: VFAB_RUN_ROOT for root's fabrics; for a

@@ -2,6 +2,7 @@
 #include "netns/launch_files.h"
 
 #include <arpa/inet.h>
+#include <pwd.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "base/fsutil.h"
+#include "base/paths.h"
 #include "netns/etc_view.h"
 
 /* A growing text buffer: the files are a few hundred bytes per node. */
@@ -105,10 +107,28 @@ int vfab_launch_files_write(const char *rundir, const struct vfab_config *cfg)
 	return ret;
 }
 
+/*
+ * Who logs in: root, or in a fabric without root the user, whose sshd runs
+ * as that user (node_sshd.c) and lets only that user in.
+ */
+static int login_user(char *buf, size_t len)
+{
+	long uid = vfab_fabric_owner_uid();
+	struct passwd *pw;
+
+	if (uid < 0)
+		return vfab_pathf(buf, len, "root");
+	pw = getpwuid((uid_t)uid);
+	return pw ? vfab_pathf(buf, len, "%s", pw->pw_name) : -ENOENT;
+}
+
 int vfab_ssh_client_config_write(const char *rundir, const struct vfab_config *cfg)
 {
 	struct text t = {0};
-	char path[4096], addr[INET6_ADDRSTRLEN];
+	char path[4096], addr[INET6_ADDRSTRLEN], user[256];
+
+	if (login_user(user, sizeof(user)))
+		return -ENOENT;
 
 	if (vfab_pathf(path, sizeof(path), "%s/" VFAB_SSH_CONFIG, rundir))
 		return -ENAMETOOLONG;
@@ -123,14 +143,14 @@ int vfab_ssh_client_config_write(const char *rundir, const struct vfab_config *c
 		add(&t,
 		    "Host %s %s%s %s\n"
 		    "\tHostName %s\n"
-		    "\tPort 22\n"
-		    "\tUser root\n"
+		    "\tPort %d\n"
+		    "\tUser %s\n"
 		    "\tIdentityFile %s/" VFAB_SSH_DIR "/" VFAB_SSH_CLIENT_KEY "\n"
 		    "\tIdentitiesOnly yes\n"
 		    "\tStrictHostKeyChecking no\n"
 		    "\tUserKnownHostsFile /dev/null\n"
 		    "\tLogLevel ERROR\n",
-		    n->id, n->id, VFAB_HOSTS_DOMAIN, addr, addr, rundir);
+		    n->id, n->id, VFAB_HOSTS_DOMAIN, addr, addr, VFAB_SSH_PORT, user, rundir);
 	}
 	return save(&t, path, 0644);
 }
@@ -154,8 +174,8 @@ int vfab_sshd_config_write(const char *rundir, const struct vfab_config *cfg, ui
 
 		if (addr_text(a, addr, sizeof(addr)))
 			continue;
-		add(&t, a->family == AF_INET6 ? "ListenAddress [%s]:22\n" : "ListenAddress %s:22\n",
-		    addr);
+		add(&t, a->family == AF_INET6 ? "ListenAddress [%s]:%d\n" : "ListenAddress %s:%d\n",
+		    addr, VFAB_SSH_PORT);
 		listens++;
 	}
 	if (!listens) {
@@ -171,11 +191,19 @@ int vfab_sshd_config_write(const char *rundir, const struct vfab_config *cfg, ui
 	    "PasswordAuthentication no\n"
 	    "KbdInteractiveAuthentication no\n"
 	    "UsePAM no\n"
+	    "%s"
 	    "X11Forwarding no\n"
 	    "PrintMotd no\n"
 	    "PrintLastLog no\n"
 	    "AcceptEnv LANG LC_*\n"
 	    "Subsystem sftp internal-sftp\n",
-	    rundir, rundir, rundir, n->id);
+	    rundir, rundir, rundir, n->id,
+	    /*
+	     * Without root sshd runs as the user in a nested user namespace
+	     * (node_sshd.c), where root's directories (/, /tmp) show as nobody's:
+	     * StrictModes would refuse every key. The keys lie in the run root,
+	     * which vfab up makes mode 0700 (netns/userns.c).
+	     */
+	    vfab_fabric_owner_uid() >= 0 ? "StrictModes no\n" : "");
 	return save(&t, path, 0644);
 }

@@ -17,6 +17,7 @@
 #define VFAB_HOSTS_LIST "hosts"	     /* one node id per line */
 #define VFAB_SSH_CONFIG "ssh_config" /* ssh -F <rundir>/ssh_config node1 */
 #define VFAB_SSH_DIR "ssh"	     /* keys, sshd configs, pid files and logs */
+#define VFAB_SSH_PORT 22	     /* the nodes' sshd listens here */
 #define VFAB_SSH_CLIENT_KEY "id_ed25519"
 #define VFAB_SSH_HOST_KEY "ssh_host_ed25519_key"
 #define VFAB_SSH_AUTHORIZED_KEYS "authorized_keys"

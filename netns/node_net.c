@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/paths.h"
 #include "netns/fabric_net.h"
 #include "netns/netcfg.h"
+#include "netns/launch_files.h"
 #include "netns/netns_file.h"
 
 /*
@@ -56,6 +58,12 @@ static int node_defaults(void)
 		ret = vfab_net_sysctl("ipv4/conf/all/rp_filter", "0");
 	if (ret == 0)
 		ret = vfab_net_sysctl("ipv4/conf/default/rp_filter", "0");
+	/*
+	 * A fabric without root: the nodes' sshd runs as the user (node_sshd.c)
+	 * and must bind port 22. Every process of such a node is that user's.
+	 */
+	if (ret == 0 && vfab_fabric_owner_uid() >= 0)
+		ret = vfab_net_sysctl("ipv4/ip_unprivileged_port_start", VFAB_STR(VFAB_SSH_PORT));
 	return ret;
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/fsutil.h"
+#include "base/paths.h"
 #include "base/proc.h"
 #include "netns/host_dirs.h"
 #include "netns/launch_files.h"
@@ -131,6 +132,9 @@ int vfab_ssh_prepare(const char *rundir, const struct vfab_config *cfg, char *er
 	ret = vfab_ssh_client_config_write(rundir, cfg);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "write %s/" VFAB_SSH_CONFIG, rundir);
+	/* Run as the user (a fabric without root), sshd needs no privilege separation dir. */
+	if (vfab_fabric_owner_uid() >= 0)
+		return 0;
 	ret = vfab_host_dir_claim(rundir, VFAB_RUN_SSHD, VFAB_RUN_SSHD_MARKER, 0755);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "create " VFAB_RUN_SSHD);
@@ -174,6 +178,16 @@ static int sshd_files(const char *rundir, const char *node, char *pidfile, size_
 	return 0;
 }
 
+/* A running sshd of the fabric (of any node), whose user namespace the next one enters; 0: none. */
+static pid_t sessions_holder(const char *rundir, const struct vfab_config *cfg)
+{
+	pid_t pid = 0;
+
+	for (uint32_t i = 0; !pid && i < cfg->nnodes; i++)
+		pid = vfab_sshd_pid(rundir, cfg->nodes[i].id);
+	return pid;
+}
+
 int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint32_t node, char *err,
 			size_t errlen)
 {
@@ -192,10 +206,35 @@ int vfab_ssh_node_start(const char *rundir, const struct vfab_config *cfg, uint3
 		return vfab_fail(err, errlen, ret, "write the sshd config of node %s", id);
 	unlink(pidfile);
 	{
+		long uid = vfab_fabric_owner_uid();
+		char map_user[32], map_group[32], ns[64];
+		pid_t peer = sessions_holder(rundir, cfg);
 		char *argv[] = {(char *)sshd, "-f", conf, "-E", log, NULL};
+		/*
+		 * A fabric without root: root of its user namespace cannot be
+		 * sshd's root (privilege separation calls setgroups(), denied
+		 * there), so sshd runs as the user in a user namespace nested in
+		 * it, where the user's uid maps back to the fabric's root: as sshd
+		 * runs for a user who is not root, letting only that user in. One
+		 * such namespace for every node's sshd (the first makes it, the
+		 * others enter it), so that what logins start in different nodes
+		 * may copy into each other (process_vm_writev: ptrace rules).
+		 */
+		char *make[] = {"unshare", "--user", map_user, map_group, "--", (char *)sshd,
+				"-f",	   conf,     "-E",     log,	  NULL};
+		char *enter[] = {
+		    "nsenter", ns,  "--preserve-credentials", "--", (char *)sshd, "-f", conf, "-E",
+		    log,       NULL};
 
+		snprintf(map_user, sizeof(map_user), "--map-user=%ld", uid);
+		snprintf(map_group, sizeof(map_group), "--map-group=%ld", vfab_fabric_owner_gid());
+		snprintf(ns, sizeof(ns), "--user=/proc/%d/ns/user", (int)peer);
 		/* It daemonizes: the first process returns before sshd listens. */
-		ret = vfab_node_run(rundir, id, argv, -1, &status, &failed);
+		ret = vfab_node_run(rundir, id,
+				    uid < 0 ? argv
+				    : peer  ? enter
+					    : make,
+				    -1, &status, &failed);
 	}
 	if (ret)
 		return vfab_fail(err, errlen, ret, "sshd in node %s: %s", id, failed);

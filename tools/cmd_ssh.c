@@ -20,8 +20,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: vfab [--fabric NAME] ssh [--from NODE] NODE [CMD [ARGS...]]\n"
-		   "ssh to NODE's sshd (fabrics brought up with 'vfab up --ssh') as root with the\n"
-		   "fabric's key: a login shell, or CMD. The client runs inside --from NODE\n"
+		   "ssh to NODE's sshd (fabrics brought up with 'vfab up --ssh') as root (in a\n"
+		   "fabric without root: as its user) with the fabric's key: a login shell, or\n"
+		   "CMD. The client runs inside --from NODE\n"
 		   "(default: the first node), since only the nodes reach the fabric's addresses;\n"
 		   "inside any node plain 'ssh NODE' works the same way. ARGS are passed to ssh\n"
 		   "as they are: the remote side joins them with spaces for its shell.\n"

@@ -174,12 +174,16 @@ static const char *topo_first_node(const struct vfab_region *r)
 }
 
 /* What a fabric without root has in place of root's means (netns/userns.h). */
-static void print_rootless(const struct vfab_cli *cli, const char *node)
+static void print_rootless(const struct vfab_cli *cli, const char *node, int ssh)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
 
 	printf("  without root: a user namespace of uid %ld (root only inside it)",
 	       vfab_fabric_owner_uid());
+	if (ssh)
+		printf("; ssh logins run as the user without that root: start a job's ranks"
+		       " all over ssh or all with vfab exec/run (the kernel refuses copies"
+		       " from a login's processes into theirs)");
 	if (*node && vfab_node_dir(dir, sizeof(dir), cli->rundir, node) == 0 &&
 	    vfab_pathf(path, sizeof(path), "%s/" VFAB_NODE_CGROUP_FILE, dir) == 0 &&
 	    access(path, F_OK))
@@ -237,7 +241,7 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		       fname, r->nnodes ? r->nodes[r->nnodes - 1].id : "node1",
 		       r->nnodes ? r->nodes[r->nnodes - 1].id : "node1");
 	if (vfab_fabric_owner_uid() >= 0)
-		print_rootless(cli, topo_first_node(r));
+		print_rootless(cli, topo_first_node(r), o->ssh);
 	printf("next: vfab%s%s exec %s -- ibv_devinfo\n", fopt, fname,
 	       r->nnodes ? r->nodes[0].id : "node0");
 }
@@ -369,13 +373,6 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 			if (ret != VFAB_CLI_GO_ON)
 				return ret;
 		}
-	}
-	if (o.ssh && vfab_fabric_owner_uid() >= 0) {
-		fprintf(stderr,
-			"vfab up: --ssh needs root: sshd's privilege separation calls setgroups(),"
-			" which the user namespace of a fabric without root denies; use 'vfab exec'"
-			" and 'vfab run', or bring the fabric up as root\n");
-		return VFAB_EXIT_USAGE;
 	}
 	/* At most one operand: CONFIG. */
 	ret = vfab_cli_no_more_operands("up", argc, argv, optind + 1, usage);

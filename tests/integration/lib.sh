@@ -222,7 +222,8 @@ rootless_begin()
 {
 	RL_USER=$1
 	userdel "$RL_USER" 2>/dev/null || true
-	useradd --system --no-create-home --shell /usr/sbin/nologin "$RL_USER" ||
+	# A login shell: `vfab up --ssh` lets the user in.
+	useradd --system --no-create-home --shell /bin/sh "$RL_USER" ||
 		fail "cannot create test user $RL_USER"
 	RL_UID=$(id -u "$RL_USER") RL_GID=$(id -g "$RL_USER")
 	RL_VFAB=$VFAB_TMP/vfab-as-$RL_USER

@@ -3,8 +3,10 @@
 # (created here, removed on any exit) brings up a fabric of the same name as
 # the root fabric the suite runs on; between its nodes: ibv_devinfo,
 # ib_write_bw and ib_write_lat, rping, UCX's ucx_perftest, then `vfab shape`
-# and the shaped rate. Meanwhile the host and root's fabric see nothing of
-# it; `vfab down` leaves no process, mount, namespace, shared memory or file.
+# and the shaped rate; a second fabric with sshd in its nodes (`up --ssh`),
+# the user's logins and RDMA between them. Meanwhile the host and root's
+# fabric see nothing of it; `vfab down` leaves no process, mount,
+# namespace, shared memory or file.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -102,10 +104,26 @@ note "shaped: $sbw MB/s of 596"
 	{ show "$VFAB_TMP/shape-lat.txt"; fail "vfab shape lat failed"; }
 cat "$VFAB_TMP/shape-lat.txt"
 
-note "what needs root is refused with the privilege named"
-rc=0
-"$VFAB" --fabric "${VFAB_FABRIC}2" up --ssh >"$VFAB_TMP/ssh.txt" 2>&1 || rc=$?
-[ "$rc" = 2 ] && grep -q "needs root" "$VFAB_TMP/ssh.txt" || { show "$VFAB_TMP/ssh.txt"; fail "up --ssh: $rc"; }
+note "up --ssh: sshd in every node lets the user in; RDMA between logins"
+"$VFAB" --fabric "${VFAB_FABRIC}2" up --ssh >"$VFAB_TMP/ssh-up.txt" 2>&1 ||
+	{ show "$VFAB_TMP/ssh-up.txt"; fail "up --ssh failed"; }
+who_in=$("$VFAB" --fabric "${VFAB_FABRIC}2" ssh node1 id -un 2>"$VFAB_TMP/ssh-id.err") ||
+	{ show "$VFAB_TMP/ssh-id.err"; fail "vfab ssh node1 failed"; }
+[ "$who_in" = "$user" ] || fail "ssh logged in as '$who_in', not $user"
+# (No home directory: sshd says so on stderr.)
+timeout 30 "$VFAB" --fabric "${VFAB_FABRIC}2" exec node0 -- ssh node1 hostname >"$VFAB_TMP/ssh-host.txt" \
+	2>"$VFAB_TMP/ssh-host.err" && [ "$(cat "$VFAB_TMP/ssh-host.txt")" = node1 ] ||
+	{ show "$VFAB_TMP/ssh-host.txt" "$VFAB_TMP/ssh-host.err"; fail "ssh node1 from node0"; }
+timeout 60 "$VFAB" --fabric "${VFAB_FABRIC}2" ssh node1 ib_write_bw -s 65536 -n 1000 -p "$port" \
+	>"$VFAB_TMP/sshbw.srv" 2>&1 &
+SERVER_PID=$!
+VFAB_SERVER_PIDS+=("$SERVER_PID")
+sleep 1
+timeout 60 "$VFAB" --fabric "${VFAB_FABRIC}2" ssh node0 ib_write_bw -s 65536 -n 1000 -p "$port" "$NODE1_IP" \
+	>"$VFAB_TMP/sshbw.cli" 2>&1 || { show "$VFAB_TMP/sshbw.srv" "$VFAB_TMP/sshbw.cli"; fail "ib_write_bw over ssh"; }
+wait_pid "$SERVER_PID" 30 || { show "$VFAB_TMP/sshbw.srv"; fail "ib_write_bw server over ssh"; }
+port=$((port + 1))
+"$VFAB" --fabric "${VFAB_FABRIC}2" down >/dev/null 2>&1 || fail "down of the ssh fabric"
 
 note "down leaves nothing"
 "$VFAB" --fabric "$VFAB_FABRIC" down >"$VFAB_TMP/down.txt" 2>&1 || { show "$VFAB_TMP/down.txt"; fail "rootless down failed"; }
