@@ -52,19 +52,45 @@ static void usage(FILE *f)
 }
 
 /*
- * The fabric a command names, wherever --fabric stands (before or after the
- * verb, up to "--"): a user who is not root enters the fabric's user
- * namespace (netns/userns.h) before the verb looks at anything.
+ * The fabric a command names: main's --fabric, or the verb's, found as the
+ * verb's getopt finds it (up to "--"; up and capture take options after
+ * their operands, the other verbs stop at the first operand, so that
+ * `vfab ssh node1 tail -f log` names no fabric "log"). A user who is not
+ * root enters that fabric's user namespace (netns/userns.h) before the verb
+ * looks at anything. The verbs' options that take a separate argument:
  */
-static const char *named_fabric(int argc, char **argv, const char *dflt)
+static const char opt_arg_short[] = "fFicnopwL";
+static const char *const opt_arg_long[] = {"count",  "fabric",	 "for",	   "from",
+					   "html",   "interval", "libdir", "nodes",
+					   "output", "port",	 "snaplen"};
+
+static int takes_arg(const char *a)
 {
+	if (a[1] != '-')
+		return a[1] && !a[2] && strchr(opt_arg_short, a[1]);
+	for (size_t i = 0; i < sizeof(opt_arg_long) / sizeof(opt_arg_long[0]); i++)
+		if (!strcmp(a + 2, opt_arg_long[i]))
+			return 1;
+	return 0;
+}
+
+static const char *named_fabric(int argc, char **argv, int verb, const char *dflt)
+{
+	bool permute = !strcmp(argv[verb], "up") || !strcmp(argv[verb], "capture");
 	const char *name = dflt;
 
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-		if ((!strcmp(argv[i], "--fabric") || !strcmp(argv[i], "-f")) && i + 1 < argc)
-			name = argv[++i];
-		else if (!strncmp(argv[i], "--fabric=", 9))
+	for (int i = verb + 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (argv[i][0] != '-' || !argv[i][1]) {
+			if (!permute)
+				break;
+		} else if (!strcmp(argv[i], "--fabric") || !strcmp(argv[i], "-f")) {
+			if (i + 1 < argc)
+				name = argv[++i];
+		} else if (!strncmp(argv[i], "--fabric=", 9)) {
 			name = argv[i] + 9;
+		} else if (takes_arg(argv[i])) {
+			i++;
+		}
 	}
 	return name;
 }
@@ -126,7 +152,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[optind], verbs[i].name))
 			continue;
-		const char *fabric = named_fabric(argc, argv, cli.fabric);
+		const char *fabric = named_fabric(argc, argv, optind, cli.fabric);
 		bool made;
 
 		if (enter_rootless(verbs[i].name, fabric, &made))
