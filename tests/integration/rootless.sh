@@ -3,7 +3,8 @@
 # (created here, removed on any exit) brings up a fabric of the same name as
 # the root fabric the suite runs on; between its nodes: ibv_devinfo,
 # ib_write_bw and ib_write_lat, rping, UCX's ucx_perftest, then `vfab shape`
-# and the shaped rate; a second fabric with sshd in its nodes (`up --ssh`),
+# and the shaped rate; a second user's fabric of the same name beside it
+# (its own run dir, unshaped); a fabric with sshd in its nodes (`up --ssh`),
 # the user's logins and RDMA between them. Meanwhile the host and root's
 # fabric see nothing of it; `vfab down` leaves no process, mount,
 # namespace, shared memory or file.
@@ -13,7 +14,18 @@ set -euo pipefail
 port=$1
 ROOT_VFAB=$VFAB
 who=$(echo "$VFAB_FABRIC" | tr 'A-Z_' 'a-z-' | cut -c1-24)
-trap 'VFAB=$ROOT_VFAB; rootless_end "$VFAB_FABRIC" "${VFAB_FABRIC}2"; vfab_cleanup' EXIT
+# The user of the moment (RL_*) and, while a second one exists, the first (U1_*).
+end_users()
+{
+	VFAB=$ROOT_VFAB
+	rootless_end "$VFAB_FABRIC" "${VFAB_FABRIC}2"
+	if [ -n "${U1_UID:-}" ]; then
+		RL_USER=$U1_USER RL_UID=$U1_UID RL_VFAB=$U1_VFAB
+		rootless_end "$VFAB_FABRIC" "${VFAB_FABRIC}2"
+	fi
+	vfab_cleanup
+}
+trap end_users EXIT
 rootless_begin "vf-$who-rl" || exit 77
 uid=$RL_UID user=$RL_USER
 # From here on the lib's helpers (vx, start_server, wait_listen) run vfab as the user.
@@ -103,6 +115,25 @@ note "shaped: $sbw MB/s of 596"
 "$VFAB" --fabric "$VFAB_FABRIC" shape node0/mlx5_0 lat=20 >"$VFAB_TMP/shape-lat.txt" 2>&1 ||
 	{ show "$VFAB_TMP/shape-lat.txt"; fail "vfab shape lat failed"; }
 cat "$VFAB_TMP/shape-lat.txt"
+
+note "a second user's fabric of the same name, beside the first's: its own, unshaped"
+U1_USER=$RL_USER U1_UID=$RL_UID U1_VFAB=$RL_VFAB U1_RUN_DIR=$VFAB_RUN_DIR
+rootless_begin "vf-$who-rl2" || fail "a second test user cannot run vfab"
+VFAB=$RL_VFAB
+"$VFAB" --fabric "$VFAB_FABRIC" up >"$VFAB_TMP/up2.txt" 2>&1 || { show "$VFAB_TMP/up2.txt"; fail "second user's up"; }
+grep -q "run dir /tmp/vfab-$RL_UID/$VFAB_FABRIC" "$VFAB_TMP/up2.txt" || { show "$VFAB_TMP/up2.txt"; fail "second run dir"; }
+! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups ls "$U1_RUN_DIR" >/dev/null 2>&1 ||
+	fail "the second user reads the first user's run dir"
+perf other ib_write_bw -s 1048576 -n 1000
+obw=$(perftest_value "$VFAB_TMP/other.cli" "BW average" 4)
+num_between "$obw" 1000 inf || { show "$VFAB_TMP/other.cli"; fail "the second fabric is shaped too: $obw MB/s"; }
+"$VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 || fail "second user's down"
+rootless_end
+RL_USER=$U1_USER RL_UID=$U1_UID RL_VFAB=$U1_VFAB VFAB=$U1_VFAB U1_UID=
+note "second user: $obw MB/s unshaped; the first's link stays at 5 Gb/s"
+perf shaped2 ib_write_bw -s 1048576 -n 600
+sbw=$(perftest_value "$VFAB_TMP/shaped2.cli" "BW average" 4)
+num_between "$sbw" 536 626 || { show "$VFAB_TMP/shaped2.cli"; fail "the first fabric lost its shape: $sbw MB/s"; }
 
 note "up --ssh: sshd in every node lets the user in; RDMA between logins"
 "$VFAB" --fabric "${VFAB_FABRIC}2" up --ssh >"$VFAB_TMP/ssh-up.txt" 2>&1 ||
