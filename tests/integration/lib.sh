@@ -214,31 +214,39 @@ perftest_bw()
 
 # rootless_begin USER: creates the test user USER (rootless_end removes it,
 # with every process of it and its run root) and writes $RL_VFAB, a vfab
-# that runs as USER: a fabric without root (netns/userns.h). Returns 1, with
-# a note, where the build or unprivileged user namespaces are out of USER's
-# reach. Sets RL_UID.
+# that runs as USER: a fabric without root (netns/userns.h). A build USER
+# cannot reach (a clone under a mode-700 /root) is installed into $VFAB_TMP
+# first (cmake --install: vfab finds its parts next to itself). Returns 1,
+# with a note, where unprivileged user namespaces are not allowed. Sets
+# RL_UID and RL_GID.
 RL_USER='' RL_UID='' RL_GID=''
 rootless_begin()
 {
+	local vfab_bin=$VFAB_BIN/vfab lib
 	RL_USER=$1
 	userdel "$RL_USER" 2>/dev/null || true
 	# A login shell: `vfab up --ssh` lets the user in.
 	useradd --system --no-create-home --shell /bin/sh "$RL_USER" ||
 		fail "cannot create test user $RL_USER"
 	RL_UID=$(id -u "$RL_USER") RL_GID=$(id -g "$RL_USER")
+	chmod 755 "$VFAB_TMP"
+	lib=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | head -1)
+	if ! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups test -x "$vfab_bin" ||
+		! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups test -r "$lib"; then
+		if [ ! -x "$VFAB_TMP/inst/bin/vfab" ]; then
+			note "the build is out of reach of $RL_USER: installed into $VFAB_TMP/inst"
+			cmake --install "$VFAB_BUILD_DIR" --prefix "$VFAB_TMP/inst" >"$VFAB_TMP/inst.log" 2>&1 ||
+				{ show "$VFAB_TMP/inst.log"; fail "cmake --install for $RL_USER"; }
+		fi
+		vfab_bin=$VFAB_TMP/inst/bin/vfab
+	fi
 	RL_VFAB=$VFAB_TMP/vfab-as-$RL_USER
 	cat >"$RL_VFAB" <<EOS
 #!/bin/sh
-exec setpriv --reuid=$RL_UID --regid=$RL_GID --clear-groups "$VFAB_BIN/vfab" "\$@"
+exec setpriv --reuid=$RL_UID --regid=$RL_GID --clear-groups "$vfab_bin" "\$@"
 EOS
-	chmod 755 "$VFAB_TMP" "$RL_VFAB"
-	local lib
-	lib=$(ls "$VFAB_BUILD_DIR"/lib/libvfab-rdmav*.so | head -1)
-	if ! "$RL_VFAB" help >/dev/null 2>&1 ||
-		! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups test -r "$lib"; then
-		note "the build is out of reach of users other than root"
-		return 1
-	fi
+	chmod 755 "$RL_VFAB"
+	"$RL_VFAB" help >/dev/null 2>&1 || fail "vfab does not run as $RL_USER"
 	if ! setpriv --reuid="$RL_UID" --regid="$RL_GID" --clear-groups unshare -U true 2>/dev/null; then
 		note "unprivileged user namespaces are not allowed here (see vfab doctor)"
 		return 1

@@ -47,7 +47,8 @@ VFAB_RUN_DIR=$(sed -n 's/.*, run dir \(.*\)$/\1/p' "$VFAB_TMP/up.txt")
 note "the host and root's fabric see nothing of it"
 [ "$(ls /run/netns 2>/dev/null | sort)" = "$netns_before" ] || fail "a namespace was published on the host"
 [ "$(ip -o link | awk -F': ' '{print $2}' | sort)" = "$links_before" ] || fail "the host's links changed"
-[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] || fail "the host's mounts changed"
+[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] ||
+	fail "the host's mounts changed: $(diff <(echo "$mounts_before") <(findmnt -rn -o TARGET | sort))"
 [ -z "$(find /dev/shm /dev/infiniband -user "$uid" 2>/dev/null)" ] || fail "files of $user in the host's /dev"
 "$ROOT_VFAB" --fabric "$VFAB_FABRIC" status >"$VFAB_TMP/root-status.txt" 2>&1 ||
 	{ show "$VFAB_TMP/root-status.txt"; fail "root's fabric is no longer up"; }
@@ -167,6 +168,7 @@ done
 [ ! -e "/tmp/vfab-$uid" ] || fail "/tmp/vfab-$uid left: $(ls -la "/tmp/vfab-$uid")"
 [ "$(ls /run/netns 2>/dev/null | sort)" = "$netns_before" ] || fail "namespaces left on the host"
 [ "$(ip -o link | awk -F': ' '{print $2}' | sort)" = "$links_before" ] || fail "links left on the host"
-[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] || fail "mounts left on the host"
+[ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] ||
+	fail "mounts left on the host: $(diff <(echo "$mounts_before") <(findmnt -rn -o TARGET | sort))"
 "$ROOT_VFAB" --fabric "$VFAB_FABRIC" status >/dev/null 2>&1 || fail "root's fabric went down with the user's"
 note "rootless fabric: up, traffic, shaping, down: all as $user"
