@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -14,7 +15,8 @@
 #include "base/paths.h"
 #include "netns/mountinfo.h"
 
-#define MAX_DEV_SUBMOUNTS 64
+/* The host's /dev submounts; a fabric without root binds every entry of its /dev (userns.c). */
+#define MAX_DEV_SUBMOUNTS 4096
 
 int vfab_node_gpus_write(const char *rundir, const char *node, const struct vfab_gpu_plan *p,
 			 uint32_t cfg_node)
@@ -117,6 +119,37 @@ static int whiteouts(const struct vfab_node_gpus *g, const char *upper)
 	return ret;
 }
 
+/* The overlay at stage, with the host's /dev submounts bound back where the overlay shows them. */
+static int overlay_dev(const char *layer, const char *stage, const char *opts, char *err,
+		       size_t errlen)
+{
+	char(*subs)[VFAB_MOUNTPOINT_MAX] = malloc(MAX_DEV_SUBMOUNTS * sizeof(*subs));
+	char dst[4096];
+	int nsubs, ret = 0;
+
+	if (!subs)
+		return vfab_fail(err, errlen, -ENOMEM, "room for the /dev submounts");
+	nsubs = vfab_mount_children(VFAB_HOST_DEV, subs, MAX_DEV_SUBMOUNTS);
+	if (nsubs < 0)
+		ret = vfab_fail(err, errlen, nsubs, "read /proc/self/mountinfo");
+	else if (mount("overlay", stage, "overlay", MS_NOSUID, opts))
+		ret = vfab_fail(err, errlen, -errno, "overlay on %s (%s)", stage, opts);
+	/* The overlay keeps its layers; nobody in the node edits them behind its back. */
+	if (!ret)
+		umount2(layer, MNT_DETACH);
+	for (int i = 0; !ret && i < nsubs; i++) {
+		struct stat st;
+
+		if (vfab_pathf(dst, sizeof(dst), "%s%s", stage, subs[i] + strlen(VFAB_HOST_DEV)) ||
+		    lstat(dst, &st))
+			continue; /* its mount point is not in the lower layer (or hidden) */
+		if (mount(subs[i], dst, NULL, MS_BIND | MS_REC, NULL))
+			ret = vfab_fail(err, errlen, -errno, "bind %s again", subs[i]);
+	}
+	free(subs);
+	return ret;
+}
+
 /*
  * The node's /dev: overlay(upper = whiteouts on a private tmpfs, lower = the
  * host's /dev), built at <nd>/mnt/dev with the host's /dev submounts bound
@@ -124,9 +157,8 @@ static int whiteouts(const struct vfab_node_gpus *g, const char *upper)
  */
 static int mount_dev(const char *nd, const struct vfab_node_gpus *g, char *err, size_t errlen)
 {
-	char layer[4096], upper[4096], work[4096], stage[4096], opts[12800], dst[4096];
-	char subs[MAX_DEV_SUBMOUNTS][VFAB_MOUNTPOINT_MAX];
-	int nsubs, ret;
+	char layer[4096], upper[4096], work[4096], stage[4096], opts[12800];
+	int ret;
 
 	if (vfab_pathf(layer, sizeof(layer), "%s/mnt/dev-layer", nd) ||
 	    vfab_pathf(upper, sizeof(upper), "%s/upper", layer) ||
@@ -151,22 +183,9 @@ static int mount_dev(const char *nd, const struct vfab_node_gpus *g, char *err, 
 	ret = whiteouts(g, upper);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "whiteouts in %s", upper);
-	nsubs = vfab_mount_children(VFAB_HOST_DEV, subs, MAX_DEV_SUBMOUNTS);
-	if (nsubs < 0)
-		return vfab_fail(err, errlen, nsubs, "read /proc/self/mountinfo");
-	if (mount("overlay", stage, "overlay", MS_NOSUID, opts))
-		return vfab_fail(err, errlen, -errno, "overlay on %s (%s)", stage, opts);
-	/* The overlay keeps its layers; nobody in the node edits them behind its back. */
-	umount2(layer, MNT_DETACH);
-	for (int i = 0; i < nsubs; i++) {
-		struct stat st;
-
-		if (vfab_pathf(dst, sizeof(dst), "%s%s", stage, subs[i] + strlen(VFAB_HOST_DEV)) ||
-		    lstat(dst, &st))
-			continue; /* its mount point is not in the lower layer */
-		if (mount(subs[i], dst, NULL, MS_BIND | MS_REC, NULL))
-			return vfab_fail(err, errlen, -errno, "bind %s again", subs[i]);
-	}
+	ret = overlay_dev(layer, stage, opts, err, errlen);
+	if (ret)
+		return ret;
 	if (mount(stage, VFAB_HOST_DEV, NULL, MS_MOVE, NULL))
 		return vfab_fail(err, errlen, -errno, "move %s to " VFAB_HOST_DEV, stage);
 	return 0;
