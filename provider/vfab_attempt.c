@@ -227,6 +227,7 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 	vfab_msg_build(&m, qp, w, iov, n, len, d, &qp->req.dest.kq, qp->req.dest.hca,
 		       qp->req.dest.port, qp->req.dest.memfd);
 	m.pidfd1 = qp->req.dest.pidfd + 1;
+	m.refused = qp->req.dest.refused;
 	m.psn = w->psn;
 	m.npkts = w->npkts;
 	vfab_resp_rc(&m, &res);

@@ -42,7 +42,7 @@ uint32_t vfab_attempt_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, uint
 	 * The chain's one copy goes by pid: its owner must still be the one,
 	 * and the pid ours to name (no pidfd: pids of another namespace).
 	 */
-	if (qp->req.dest.pidfd < 0 || !vfab_xfer_alive(qp->req.dest.pidfd))
+	if (qp->req.dest.pidfd < 0 || qp->req.dest.refused || !vfab_xfer_alive(qp->req.dest.pidfd))
 		return 0;
 	/* memfd -1: one process_vm_writev for all. Messages differ in WR and segments. */
 	vfab_msg_build(&m[0], qp, w[0], NULL, 0, 0, d, &qp->req.dest.kq, qp->req.dest.hca,
@@ -123,7 +123,8 @@ uint32_t vfab_attempt_ud_chain(struct vfab_qp *qp, struct vfab_swqe *const *w, u
 		return 0;
 	/* Only to the registered owner, by its pid while its pidfd says it runs. */
 	d = vfab_qp_lookup(ctx->r, to.hca, qpn);
-	if (!d || vfab_dest_ud_owner(qp, &to.kq, &f) || f->pidfd < 0 || !vfab_xfer_alive(f->pidfd))
+	if (!d || vfab_dest_ud_owner(qp, &to.kq, &f) || f->pidfd < 0 || f->refused ||
+	    !vfab_xfer_alive(f->pidfd))
 		return 0;
 	for (i = 0; i < n; i++) {
 		struct iovec *iov = qp->req.chain_iov + nl;

@@ -20,6 +20,7 @@ static int owner_open(const struct vfab_context *ctx, struct vfab_dest *dc)
 		return -ESRCH;
 	dc->pidfd = f.pidfd;
 	dc->memfd = f.memfd;
+	dc->refused = f.refused;
 	return 0;
 }
 

@@ -43,6 +43,7 @@ void vfab_owner_fds_init(struct vfab_owner_fds *f)
 	f->start_ticks = 0;
 	f->pidfd = -1;
 	f->memfd = -1;
+	f->refused = false;
 }
 
 void vfab_owner_fds_close(struct vfab_owner_fds *f)
@@ -83,6 +84,7 @@ int vfab_owner_open(const struct vfab_pidview *v, const struct vfab_owner *o,
 	}
 	fd = open_mem(v, o->pid);
 	f->memfd = fd >= 0 ? fd : -1;
+	f->refused = fd == -EACCES || fd == -EPERM;
 	if ((v->foreign && f->memfd < 0) || vfab_proc_stat_in(v->proc, o->pid, &state, &start) ||
 	    state == 'Z' || (o->start_ticks && start != o->start_ticks)) {
 		vfab_owner_fds_close(f);

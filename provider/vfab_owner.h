@@ -30,11 +30,16 @@ struct vfab_pidview {
  */
 void vfab_pidview_init(struct vfab_pidview *v, const char *rundir, struct vfab_owner *self);
 
-/* Handles on one owner: a pidfd (-1 for foreign pids) and its /proc/<pid>/mem (-1 none). */
+/*
+ * Handles on one owner: a pidfd (-1 for foreign pids) and its /proc/<pid>/mem
+ * (-1 none). refused: the kernel refused that /proc/<pid>/mem (EACCES: the
+ * ptrace rules, another user), so it refuses every copy into the owner too.
+ */
 struct vfab_owner_fds {
 	int32_t pid;
 	uint64_t start_ticks;
 	int pidfd, memfd;
+	bool refused;
 };
 
 void vfab_owner_fds_init(struct vfab_owner_fds *f);

@@ -253,6 +253,11 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 
 	res->kind = VFAB_RESP_NO_ANSWER;
 	res->tm_fin = false;
+	/* The kernel would refuse the copy: the message never arrives, nothing there changes. */
+	if (m->refused) {
+		copy_failed(m, -EPERM, res);
+		return;
+	}
 	if (vfab_lock(&d->lock))
 		return;
 	if (vfab_resp_check_state(m) != VFAB_RESP_PASS)

@@ -40,6 +40,12 @@ struct vfab_msg {
 	int memfd;
 	int pidfd1;   /* the owner's pidfd + 1 (struct vfab_peer); 0 none */
 	bool foreign; /* the owner's pid is of another PID namespace (vfab_owner.h) */
+	/*
+	 * The kernel refuses this process's copies into the owner (another
+	 * user): the message cannot arrive, so it touches nothing there (no
+	 * receive WQE is taken) and gets no answer.
+	 */
+	bool refused;
 	uint32_t dst_hca, dst_port;
 	/*
 	 * XRC_RECV destination: vfabd's record of the SRQ the WR names, when

@@ -83,7 +83,8 @@ void vfab_resp_ud(const struct vfab_msg *m)
 	uint64_t cap;
 	int rc;
 
-	if (vfab_lock(&d->lock))
+	/* The kernel would refuse the copy (another user): dropped, no receive taken. */
+	if (m->refused || vfab_lock(&d->lock))
 		return;
 	if (vfab_resp_check_ud(m) != VFAB_RESP_PASS)
 		goto out;
@@ -127,6 +128,7 @@ void vfab_resp_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, struct iov
 	    (kq.owner.pid == ctx->owner.pid || !vfab_dest_ud_owner(qp, &kq, &f))) {
 		vfab_msg_build_ud(&m, qp, w, iov, n, len, d, &kq, h, p, f ? f->memfd : -1, type);
 		m.pidfd1 = f ? f->pidfd + 1 : 0;
+		m.refused = f && f->refused;
 		if (vfab_cap_on(ctx->r))
 			vfab_cap_ud(qp, &m, qpn);
 		vfab_resp_ud(&m);

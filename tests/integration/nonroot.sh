@@ -5,7 +5,8 @@
 # RDMA CM (issue 28) rping and ib_write_bw -R, while a listen on port 80 is
 # refused as the kernel refuses it (EACCES without CAP_NET_BIND_SERVICE);
 # then a server of the first user and a client of the second must fail,
-# with vfab's message saying why (copies need the same user).
+# with vfab's message saying why (copies need the same user); datagrams of
+# the second user to a UD QP of the first take none of its receives.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -122,3 +123,23 @@ SERVER_WAIT=1 pair "$u1" "$u2" cross ibv_rc_pingpong -d mlx5_0 -g 3 -n 10
 grep -q 'vfab: cannot copy into pid .*permission denied' "$VFAB_TMP/cross.client.log" ||
 	fail "no clear error for traffic between users"
 note "between users: fails with vfab's message"
+
+# Datagrams the kernel refuses (another user's) take none of the receiver's
+# receives: the next datagram of its own user lands in the first one.
+cp "$(dirname "$0")/refused_ud.py" "$VFAB_TMP/refused_ud.py"
+chmod 755 "$VFAB_TMP" "$VFAB_TMP/refused_ud.py"
+srv=$VFAB_TMP/refused.victim.log
+# shellcheck disable=SC2046
+start_server node1 "$srv" $(as "$u1" /usr/bin/python3 "$VFAB_TMP/refused_ud.py" victim "$port")
+wait_listen node1 "$port" 30 || { show "$srv"; fail "refused_ud victim did not listen"; }
+for who in "$u2 4 intruder" "$u1 1 legit"; do
+	set -- $who
+	# shellcheck disable=SC2046
+	timeout 30 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- $(as "$1" /usr/bin/python3 \
+		"$VFAB_TMP/refused_ud.py" sender "$NODE1_IP" "$port" "$2" "$3") >"$VFAB_TMP/refused.$3.log" 2>&1 ||
+		{ show "$VFAB_TMP/refused.$3.log"; fail "refused_ud sender $3 failed"; }
+done
+wait_pid "$SERVER_PID" 30 || { show "$srv"; fail "refused datagrams took receives"; }
+show "$srv"
+note "4 datagrams of $u2 refused: $u1's next one took its first receive"
+port=$((port + 1))
