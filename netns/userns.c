@@ -27,12 +27,6 @@ bool vfab_userns_outside(void)
 	return geteuid() != 0;
 }
 
-static int fail(char *err, size_t errlen, int ret, const char *what)
-{
-	snprintf(err, errlen, "%s", what);
-	return ret;
-}
-
 /*
  * The run root is the user's: under /tmp anybody could have made it first
  * (with links in it), so it must be a directory of this user that nobody
@@ -45,16 +39,15 @@ static int make_run_root(char *err, size_t errlen)
 	int ret = vfab_run_root(root, sizeof(root));
 
 	if (ret)
-		return fail(err, errlen, ret, "run root path");
+		return vfab_fail(err, errlen, ret, "run root path");
 	if (mkdir(root, 0700) && errno != EEXIST)
-		return snprintf(err, errlen, "create %s", root), -errno;
+		return vfab_fail(err, errlen, -errno, "create %s", root);
 	if (lstat(root, &st))
-		return snprintf(err, errlen, "stat %s", root), -errno;
+		return vfab_fail(err, errlen, -errno, "stat %s", root);
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-		return snprintf(err, errlen,
-				"%s is not a directory of uid %u that only it may write", root,
-				(unsigned)geteuid()),
-		       -EPERM;
+		return vfab_fail(err, errlen, -EPERM,
+				 "%s is not a directory of uid %u that only it may write", root,
+				 (unsigned)geteuid());
 	return 0;
 }
 
@@ -109,18 +102,15 @@ static int build_dev(char *err, size_t errlen)
 {
 	struct dirent *de;
 	DIR *d;
-	int dir = open("/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret, dir = open("/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (dir < 0)
-		return fail(err, errlen, -errno, "open /dev");
-	if (mount("vfab-dev", "/dev", "tmpfs", MS_NOSUID, "mode=0755")) {
-		close(dir);
-		return fail(err, errlen, -errno, "tmpfs on /dev");
-	}
-	d = fdopendir(dup(dir));
+		return vfab_fail(err, errlen, -errno, "open /dev");
+	d = mount("vfab-dev", "/dev", "tmpfs", MS_NOSUID, "mode=0755") ? NULL : fdopendir(dup(dir));
 	if (!d) {
+		ret = vfab_fail(err, errlen, -errno, "a tmpfs /dev with the host's entries");
 		close(dir);
-		return fail(err, errlen, -errno, "read the host's /dev");
+		return ret;
 	}
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
@@ -131,7 +121,7 @@ static int build_dev(char *err, size_t errlen)
 	close(dir);
 	if (mkdir("/dev/shm", 01777) || chmod("/dev/shm", 01777) ||
 	    mount("vfab-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"))
-		return fail(err, errlen, -errno, "a private /dev/shm");
+		return vfab_fail(err, errlen, -errno, "a private /dev/shm");
 	return 0;
 }
 
@@ -161,11 +151,11 @@ static int keeper_setup(char *err, size_t errlen)
 	int ret = vfab_userns_unshare(CLONE_NEWNS | CLONE_NEWNET);
 
 	if (ret)
-		return fail(err, errlen, ret,
-			    "a user, mount and network namespace of its own (are unprivileged "
-			    "user namespaces allowed? see vfab doctor)");
+		return vfab_fail(err, errlen, ret,
+				 "a user, mount and network namespace of its own (are unprivileged "
+				 "user namespaces allowed? see vfab doctor)");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return fail(err, errlen, -errno, "make the mounts private");
+		return vfab_fail(err, errlen, -errno, "make the mounts private");
 	return build_dev(err, errlen);
 }
 
@@ -291,14 +281,14 @@ int vfab_userns_create(const char *fabric, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (read_anchor(fabric, &any) == 0)
-		return fail(err, errlen, -EEXIST, "the fabric's user namespace exists");
+		return vfab_fail(err, errlen, -EEXIST, "the fabric's user namespace exists");
 	if (pipe2(fds, O_CLOEXEC))
-		return fail(err, errlen, -errno, "pipe");
+		return vfab_fail(err, errlen, -errno, "pipe");
 	pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		return fail(err, errlen, -errno, "fork");
+		return vfab_fail(err, errlen, -errno, "fork");
 	}
 	if (pid == 0) {
 		close(fds[0]);
@@ -310,7 +300,8 @@ int vfab_userns_create(const char *fabric, char *err, size_t errlen)
 	if (!ret)
 		memcpy(&ret, msg, sizeof(int));
 	if (ret) {
-		snprintf(err, errlen, "%s", ret == -EIO ? "the keeper died" : msg + sizeof(int));
+		vfab_fail(err, errlen, ret, "%s",
+			  ret == -EIO ? "the keeper died" : msg + sizeof(int));
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		return ret;
@@ -326,7 +317,7 @@ int vfab_userns_create(const char *fabric, char *err, size_t errlen)
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		unlink(path);
-		return fail(err, errlen, ret, "join the fabric's user namespace");
+		return vfab_fail(err, errlen, ret, "join the fabric's user namespace");
 	}
 	return 0;
 }

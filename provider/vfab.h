@@ -314,8 +314,8 @@ struct vfab_dest {
 	 */
 	bool plain_known, plain;
 	uint32_t link_gen;
-	int memfd; /* the owner's /proc/<pid>/mem for small copies, -1 none */
-	int pidfd; /* the owner's pidfd, opened while its start time matched; -1 none */
+	int memfd;    /* the owner's /proc/<pid>/mem for small copies, -1 none */
+	int pidfd;    /* the owner's pidfd, opened while its start time matched; -1 none */
 	bool refused; /* the kernel refuses copies into the owner (struct vfab_owner_fds) */
 	/* The destination as vfabd sealed it, copied at the resolution: its owner, PD, CQ, SRQ. */
 	struct vfab_qp_slot kq;

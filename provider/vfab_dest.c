@@ -71,6 +71,7 @@ void vfab_dest_close(struct vfab_qp *qp)
 		close(qp->req.dest.pidfd);
 	qp->req.dest.memfd = -1;
 	qp->req.dest.pidfd = -1;
+	qp->req.dest.refused = false;
 	for (int i = 0; i < VFAB_UD_PEERS; i++)
 		vfab_owner_fds_close(&qp->req.ud_peers[i]);
 }

@@ -168,11 +168,6 @@ static void print_note(const char *text)
 	fprintf(stderr, "vfab up: note: %s\n", text);
 }
 
-static const char *topo_first_node(const struct vfab_region *r)
-{
-	return r->nnodes ? r->nodes[0].id : "";
-}
-
 /* What a fabric without root has in place of root's means (netns/userns.h). */
 static void print_rootless(const struct vfab_cli *cli, const char *node, int ssh)
 {
@@ -241,7 +236,7 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		       fname, r->nnodes ? r->nodes[r->nnodes - 1].id : "node1",
 		       r->nnodes ? r->nodes[r->nnodes - 1].id : "node1");
 	if (vfab_fabric_owner_uid() >= 0)
-		print_rootless(cli, topo_first_node(r), o->ssh);
+		print_rootless(cli, r->nnodes ? r->nodes[0].id : "", o->ssh);
 	printf("next: vfab%s%s exec %s -- ibv_devinfo\n", fopt, fname,
 	       r->nnodes ? r->nodes[0].id : "node0");
 }
