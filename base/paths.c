@@ -28,6 +28,16 @@ int vfab_region_path(const char *fabric, char *buf, size_t len)
 	return vfab_pathf(buf, len, "/dev/shm/vfab-%s", fabric);
 }
 
+int vfab_shard_dir(const char *region_path, char *buf, size_t len)
+{
+	return vfab_pathf(buf, len, "%s.users", region_path);
+}
+
+int vfab_shard_path(const char *region_path, unsigned uid, char *buf, size_t len)
+{
+	return vfab_pathf(buf, len, "%s.users/u%u", region_path, uid);
+}
+
 /*
  * The host id behind this process's effective uid or gid: /proc/self/uid_map
  * (gid_map) maps it ("inside outside count" lines); the host's own namespace

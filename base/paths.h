@@ -69,6 +69,12 @@ int vfab_fabric_name_check(const char *name);
 
 /* The shared-memory region: /dev/shm/vfab-<fabric>. */
 int vfab_region_path(const char *fabric, char *buf, size_t len);
+/*
+ * The directory of its users' shards, <region>.users (vfabd's, mode 0755),
+ * and the shard of uid in it, <region>.users/u<uid> (that user's, 0600).
+ */
+int vfab_shard_dir(const char *region_path, char *buf, size_t len);
+int vfab_shard_path(const char *region_path, unsigned uid, char *buf, size_t len);
 
 /* The run dir: <run root>/<fabric> (/run/vfab/<fabric> for root). */
 int vfab_run_dir(char *buf, size_t len, const char *fabric);

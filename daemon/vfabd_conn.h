@@ -19,6 +19,7 @@ struct vfabd_conn {
 	pid_t pid;	/* from HELLO (the kernel's peer pid, never a claim); 0 before */
 	pid_t peer_pid; /* SO_PEERCRED at accept: who connected */
 	uid_t peer_uid;
+	gid_t peer_gid;
 	unsigned long long peer_start; /* its start time (/proc), 0 unknown */
 	int pidfd;	 /* the connecting process (SO_PEERPIDFD or pidfd_open), -1 none */
 	bool bye;	 /* closed cleanly: its objects were freed by their owner */

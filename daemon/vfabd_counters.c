@@ -47,11 +47,12 @@ void vfabd_counters_free(struct vfabd *d)
 static void update_port(struct vfabd *d, uint32_t hca, uint32_t port)
 {
 	struct vfabd_port_cache *cache = &d->counters.cache[hca * VFAB_MAX_PORTS + port - 1];
+	struct vfab_port_counters c;
 	uint64_t v[VFAB_NCOUNTERS];
 	int dirs[2] = {-1, -1};
 
-	vfab_sysfs_counter_values(&d->r->hcas[hca].ports[port - 1], d->link.downed[hca][port - 1],
-				  v);
+	vfab_port_counters_sum(d->r, hca, port, &c);
+	vfab_sysfs_counter_values(&c, d->link.downed[hca][port - 1], v);
 	/*
 	 * hw_counters/ first: a reader that sees a counters/ file of this tick
 	 * then finds the hw counters read with it already written.

@@ -327,8 +327,10 @@ static int take(const struct vfabd *d, const struct pos *p, struct snapshot *s)
 	size_t nf;
 	const char *const *names = vfab_sysfs_counter_files(p->sub == 1, &nf);
 
-	vfab_sysfs_counter_values(&d->r->hcas[h].ports[p->port - 1], d->link.downed[h][p->port - 1],
-				  v);
+	struct vfab_port_counters c;
+
+	vfab_port_counters_sum(d->r, h, p->port, &c);
+	vfab_sysfs_counter_values(&c, d->link.downed[h][p->port - 1], v);
 	s->len = vfab_sysfs_counter_text(v, names[p->file], s->text, sizeof(s->text));
 	s->taken = s->len >= 0;
 	return s->len < 0 ? s->len : 0;

@@ -107,17 +107,18 @@ void vfabd_history_sample(struct vfabd *d, uint64_t unix_ms)
 		return;
 	row = &h->points[(size_t)h->head * h->nlinks];
 	for (uint32_t i = 0; i < h->nlinks; i++) {
-		const struct vfab_link *l = &d->r->links[i];
+		struct vfab_link_clock l;
 
 		if (!d->t->links[i].in_use) {
 			row[i] = (struct vfabd_history_point){0};
 			continue;
 		}
+		vfab_link_stats_sum(d->r, i, &l); /* every user's */
 		row[i] = (struct vfabd_history_point){
-		    .bytes = atomic_load(&l->bytes),
-		    .msgs = atomic_load(&l->msgs),
-		    .queue_ns = atomic_load(&l->queue_ns),
-		    .drops = atomic_load(&l->drops),
+		    .bytes = l.bytes,
+		    .msgs = l.msgs,
+		    .queue_ns = l.queue_ns,
+		    .drops = l.drops,
 		};
 	}
 	h->unix_ms[h->head] = unix_ms;

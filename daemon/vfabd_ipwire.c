@@ -451,6 +451,15 @@ int vfabd_ipwire_due(struct vfabd *d)
 	return c < 0 || (dl >= 0 && dl < c) ? dl : c;
 }
 
+/* RDMA bytes over a link so far, every user's. */
+static uint64_t link_bytes(const struct vfab_region *r, uint32_t link)
+{
+	struct vfab_link_clock sum;
+
+	vfab_link_stats_sum(r, link, &sum);
+	return sum.bytes;
+}
+
 /*
  * One direction: the IP bytes that crossed it occupy the RDMA link, and the
  * IP rate becomes what RDMA's last period leaves (vfab_ip_shared_rate).
@@ -458,8 +467,7 @@ int vfabd_ipwire_due(struct vfabd *d)
 static void couple(struct vfabd *d, uint32_t link, uint64_t ip_bytes, uint64_t *rdma_last,
 		   uint64_t *rate_now, struct nl_sock *sk, int ifindex, uint64_t now, uint64_t dt)
 {
-	struct vfab_link *l = &d->r->links[link];
-	uint64_t rate = l->rate_bps, bytes = atomic_load(&l->bytes);
+	uint64_t rate = d->r->links[link].rate_bps, bytes = link_bytes(d->r, link);
 	uint64_t rdma = bytes >= *rdma_last ? bytes - *rdma_last : 0, want;
 
 	*rdma_last = bytes;
@@ -527,8 +535,8 @@ void vfabd_ipwire_run(struct vfabd *d)
 			       w->host_ifindex, now, dt);
 		} else {
 			/* `vfab up` shaped the wire at the links' rates. */
-			w->rdma_up = atomic_load(&d->r->links[w->up].bytes);
-			w->rdma_down = atomic_load(&d->r->links[w->down].bytes);
+			w->rdma_up = link_bytes(d->r, w->up);
+			w->rdma_down = link_bytes(d->r, w->down);
 			w->rate_up = w->rate_up ? w->rate_up : d->r->links[w->up].rate_bps;
 			w->rate_down = w->rate_down ? w->rate_down : d->r->links[w->down].rate_bps;
 		}

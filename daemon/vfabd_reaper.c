@@ -52,12 +52,14 @@ bool vfabd_owner_alive(const struct vfab_owner *o)
 	return !o->start_ticks || vfab_proc_stat(o->pid, &state, &start) || start == o->start_ticks;
 }
 
-#define COLLECT(set, tbl, count)                                                                   \
+/* The owners of a table's used slots; next: vfab_slot_next or vfab_ktab_next over t. */
+#define COLLECT(set, t, tbl, kind, next)                                                           \
 	do {                                                                                       \
-		for (size_t i_ = 0; i_ < (count); i_++)                                            \
-			if (atomic_load_explicit(&(tbl)[i_].state, memory_order_relaxed) ==        \
+		for (uint32_t i_ = next(t, kind, 0); i_ != VFAB_SLOT_END;                          \
+		     i_ = next(t, kind, i_ + 1))                                                   \
+			if (atomic_load_explicit(&(t)->tbl[i_].state, memory_order_relaxed) ==     \
 			    VFAB_SLOT_USED)                                                        \
-				owner_add((set), &(tbl)[i_].owner);                                \
+				owner_add((set), &(t)->tbl[i_].owner);                             \
 	} while (0)
 
 int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
@@ -66,17 +68,17 @@ int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
 	int total = 0;
 
 	memset(&set, 0, sizeof(set));
-	COLLECT(&set, r->qps, vfab_slot_top(r, VFAB_OBJ_QP));
-	COLLECT(&set, r->srqs, vfab_slot_top(r, VFAB_OBJ_SRQ));
-	COLLECT(&set, r->cqs, vfab_slot_top(r, VFAB_OBJ_CQ));
-	COLLECT(&set, r->mrs, vfab_slot_top(r, VFAB_OBJ_MR));
-	COLLECT(&set, r->pds, vfab_slot_top(r, VFAB_OBJ_PD));
+	COLLECT(&set, r, qps, VFAB_OBJ_QP, vfab_slot_next);
+	COLLECT(&set, r, srqs, VFAB_OBJ_SRQ, vfab_slot_next);
+	COLLECT(&set, r, cqs, VFAB_OBJ_CQ, vfab_slot_next);
+	COLLECT(&set, r, mrs, VFAB_OBJ_MR, vfab_slot_next);
+	COLLECT(&set, r, pds, VFAB_OBJ_PD, vfab_slot_next);
 	if (k) { /* the owners vfabd sealed, whatever the region says now */
-		COLLECT(&set, k->qps, vfab_ktab_top(k, VFAB_OBJ_QP));
-		COLLECT(&set, k->srqs, vfab_ktab_top(k, VFAB_OBJ_SRQ));
-		COLLECT(&set, k->cqs, vfab_ktab_top(k, VFAB_OBJ_CQ));
-		COLLECT(&set, k->mrs, vfab_ktab_top(k, VFAB_OBJ_MR));
-		COLLECT(&set, k->pds, vfab_ktab_top(k, VFAB_OBJ_PD));
+		COLLECT(&set, k, qps, VFAB_OBJ_QP, vfab_ktab_next);
+		COLLECT(&set, k, srqs, VFAB_OBJ_SRQ, vfab_ktab_next);
+		COLLECT(&set, k, cqs, VFAB_OBJ_CQ, vfab_ktab_next);
+		COLLECT(&set, k, mrs, VFAB_OBJ_MR, vfab_ktab_next);
+		COLLECT(&set, k, pds, VFAB_OBJ_PD, vfab_ktab_next);
 	}
 	for (size_t i = 0; i < set.n; i++) {
 		int n;
@@ -92,4 +94,48 @@ int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
 		total += n;
 	}
 	return total;
+}
+
+/* Whether vfabd holds a record of any object in shard s. */
+static bool shard_sealed(const struct vfab_ktab *k, uint32_t s)
+{
+	static const size_t state_off[VFAB_OBJ_KINDS] = {
+	    offsetof(struct vfab_ktab, pds), offsetof(struct vfab_ktab, mrs),
+	    offsetof(struct vfab_ktab, cqs), offsetof(struct vfab_ktab, srqs),
+	    offsetof(struct vfab_ktab, qps)};
+
+	for (int j = 0; k && j < VFAB_OBJ_KINDS; j++) {
+		enum vfab_obj kind = (enum vfab_obj)j;
+
+		for (uint32_t i = vfab_ktab_next(k, kind, vfab_shard_lo(kind, s));
+		     i < vfab_shard_lo(kind, s + 1); i = vfab_ktab_next(k, kind, i + 1))
+			if (vfab_ktab_used((const _Atomic uint32_t *)((const char *)k +
+								     state_off[j] +
+								     i * vfab_table_stride(kind))))
+				return true;
+	}
+	return false;
+}
+
+int vfabd_reap_shards(struct vfab_region *r, const struct vfab_ktab *k, const uid_t *busy,
+		      size_t nbusy)
+{
+	int n = 0;
+
+	for (uint32_t s = 1; s < VFAB_SHARDS; s++) {
+		bool used = false;
+
+		if (!atomic_load(&r->shard_on[s]))
+			continue;
+		for (size_t i = 0; i < nbusy && !used; i++)
+			used = (uint32_t)busy[i] == r->shard_uid[s];
+		if (used || !vfab_shard_empty(r, s) || shard_sealed(k, s))
+			continue;
+		vfabd_log("shard %u of uid %u dropped: none of its processes holds a context or an "
+			  "object",
+			  s, r->shard_uid[s]);
+		vfab_shard_drop(r, s);
+		n++;
+	}
+	return n;
 }

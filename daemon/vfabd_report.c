@@ -102,9 +102,11 @@ static void links(struct vjson_buf *b, const struct vfabd *d)
 	vjson_text(b, ",\n\"links\":[");
 	for (uint32_t i = 0; i < d->t->nlinks && i < VFAB_MAX_LINKS; i++) {
 		const struct vfab_link *own = &d->t->links[i], *l = &d->r->links[i];
+		struct vfab_link_clock sum;
 
 		if (!own->in_use)
 			continue;
+		vfab_link_stats_sum(d->r, i, &sum);
 		vjson_printf(b, "%s\n{\"index\":%u,\"name\":", first ? "" : ",", i);
 		vjson_str(b, own->name);
 		vjson_printf(b,
@@ -113,10 +115,8 @@ static void links(struct vjson_buf *b, const struct vfabd *d)
 			     "\"queue_ns\":%llu,\"drops\":%llu}",
 			     link_kind(own->kind), (unsigned long long)LOAD(l->rate_bps),
 			     LOAD(l->latency_ns), d->faults.spike_add_ns[i], LOAD(l->loss_ppm),
-			     (unsigned long long)atomic_load(&l->bytes),
-			     (unsigned long long)atomic_load(&l->msgs),
-			     (unsigned long long)atomic_load(&l->queue_ns),
-			     (unsigned long long)atomic_load(&l->drops));
+			     (unsigned long long)sum.bytes, (unsigned long long)sum.msgs,
+			     (unsigned long long)sum.queue_ns, (unsigned long long)sum.drops);
 		first = false;
 	}
 	vjson_text(b, "\n]");
@@ -127,6 +127,7 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	/* Names and wiring from vfabd's own topology; state and counters from the region. */
 	const struct vfab_hca *hca = &d->t->hcas[h];
 	const struct vfab_port *own = &hca->ports[p - 1], *pt = &d->r->hcas[h].ports[p - 1];
+	struct vfab_port_counters c;
 	uint64_t v[VFAB_NCOUNTERS];
 	uint32_t state = atomic_load(&pt->state);
 	char rate[64];
@@ -145,7 +146,8 @@ static void port(struct vjson_buf *b, const struct vfabd *d, uint32_t h, uint32_
 	vjson_str(b, own->netdev);
 	vjson_printf(b, ",\"link_up\":%u,\"link_down\":%u,\"counters\":{", own->link_up,
 		     own->link_down);
-	vfab_sysfs_counter_values(pt, d->link.downed[h][p - 1], v);
+	vfab_port_counters_sum(d->r, h, p, &c);
+	vfab_sysfs_counter_values(&c, d->link.downed[h][p - 1], v);
 	for (int i = 0; i < VFAB_NCOUNTERS; i++)
 		vjson_printf(b, "%s\"%s\":%llu", i ? "," : "", vfab_sysfs_counter_names[i],
 			     (unsigned long long)v[i]);
@@ -174,7 +176,7 @@ static const struct vfab_qp_slot *sealed_qp(const struct vfabd *d, uint32_t qpn)
 	uint32_t i = vfab_qpn_slot(qpn);
 	const struct vfab_qp_slot *k;
 
-	if (i >= vfab_ktab_top(d->k, VFAB_OBJ_QP))
+	if (!vfab_ktab_live(d->k, VFAB_OBJ_QP, i))
 		return NULL;
 	k = &d->k->qps[i];
 	return vfab_ktab_used(&k->state) && k->qpn == qpn ? k : NULL;
@@ -247,7 +249,8 @@ static void qps(struct vjson_buf *b, const struct vfabd *d)
 	bool first = true;
 
 	vjson_text(b, ",\n\"qps\":[");
-	for (uint32_t i = 0, top = vfab_slot_top(d->r, VFAB_OBJ_QP); i < top; i++) {
+	for (uint32_t i = vfab_slot_next(d->r, VFAB_OBJ_QP, 0); i != VFAB_SLOT_END;
+	     i = vfab_slot_next(d->r, VFAB_OBJ_QP, i + 1)) {
 		const struct vfab_qp_slot *q = &d->r->qps[i], *k;
 		const struct vfab_hca *h;
 		char comm[32] = "";

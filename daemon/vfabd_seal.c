@@ -16,10 +16,22 @@
 #include "vfabd.h"
 #include "vfabd_conn.h"
 
+/*
+ * Whether shard s is the caller's: the one vfabd made for its uid, or
+ * shard 0 for the fabric's owner and root (the kernel's credentials).
+ */
+static bool caller_shard(const struct vfabd *d, const struct vfabd_conn *c, uint32_t s)
+{
+	if (s == 0)
+		return c->privileged;
+	return s < VFAB_SHARDS && atomic_load(&d->r->shard_on[s]) &&
+	       d->r->shard_uid[s] == (uint32_t)c->peer_uid;
+}
+
 /* The caller's PD: sealed, and by the same process. */
 static bool own_pd(const struct vfab_ktab *k, uint32_t pd, const struct vfab_owner *o)
 {
-	return pd < vfab_ktab_top(k, VFAB_OBJ_PD) && vfab_ktab_used(&k->pds[pd].state) &&
+	return vfab_ktab_live(k, VFAB_OBJ_PD, pd) && vfab_ktab_used(&k->pds[pd].state) &&
 	       vfab_owner_same(&k->pds[pd].owner, o);
 }
 
@@ -353,9 +365,9 @@ int vfabd_seal_reap_owner(struct vfab_region *r, struct vfab_ktab *k, int32_t pi
 		return 0;
 	for (size_t j = 0; j < sizeof(order) / sizeof(order[0]); j++) {
 		enum vfab_obj kind = order[j];
-		uint32_t top = vfab_ktab_top(k, kind);
 
-		for (uint32_t i = 0; i < top; i++) {
+		for (uint32_t i = vfab_ktab_next(k, kind, 0); i != VFAB_SLOT_END;
+		     i = vfab_ktab_next(k, kind, i + 1)) {
 			const struct vfab_owner *o;
 			_Atomic uint32_t *st = kstate(k, kind, i, &o);
 
@@ -368,7 +380,7 @@ int vfabd_seal_reap_owner(struct vfab_region *r, struct vfab_ktab *k, int32_t pi
 			 * names now.
 			 */
 			clear(k, kind, i);
-			if (i < vfab_slot_top(r, kind))
+			if (vfab_slot_live(r, kind, i))
 				region_free(r, kind, i);
 			n++;
 		}
@@ -408,10 +420,15 @@ void vfabd_req_seal(struct vfabd *d, struct vfabd_conn *c, char *arg, bool on)
 	errno = 0;
 	slot = sp ? strtoul(sp, &end, 10) : 0;
 	if (kind == VFAB_OBJ_KINDS || !sp || end == sp || *end || errno || slot >= size[kind] ||
-	    slot >= vfab_slot_top(d->r, (enum vfab_obj)kind) || on != (fields != NULL)) {
+	    !vfab_slot_live(d->r, (enum vfab_obj)kind, (uint32_t)slot) || on != (fields != NULL)) {
 		vfabd_reply_err(c, -EINVAL,
 				on ? "usage: SEAL pd|mr|cq|srq|qp <slot in use> <name>=<value>..."
 				   : "usage: UNSEAL pd|mr|cq|srq|qp <slot>");
+		return;
+	}
+	if (on && !caller_shard(d, c, vfab_shard_of((enum vfab_obj)kind, (uint32_t)slot))) {
+		vfabd_reply_err(c, -EPERM, "%s %s %lu: a slot of another user's shard", what, arg,
+				slot);
 		return;
 	}
 	if (on) {
@@ -423,7 +440,7 @@ void vfabd_req_seal(struct vfabd *d, struct vfabd_conn *c, char *arg, bool on)
 						       : "not a sound object");
 			return;
 		}
-	} else if (slot < vfab_ktab_top(d->k, (enum vfab_obj)kind)) {
+	} else if (vfab_ktab_live(d->k, (enum vfab_obj)kind, (uint32_t)slot)) {
 		_Atomic uint32_t *st = kstate(d->k, (enum vfab_obj)kind, (uint32_t)slot, &o);
 
 		if (atomic_load(st) == VFAB_SLOT_USED) {

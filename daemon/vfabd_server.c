@@ -150,6 +150,7 @@ static bool peer_identify(struct vfabd_conn *c)
 		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
 	c->peer_pid = cred.pid;
 	c->peer_uid = cred.uid;
+	c->peer_gid = cred.gid;
 	/* Read after the pidfd: if it names the peer, so does this start time. */
 	{
 		char state;
@@ -237,8 +238,16 @@ static void on_tick(struct vfabd *d)
 		vfabd_counters_tick(d);
 	vfabd_addrwatch_tick(d);
 	vfabd_history_tick(d); /* a sample on every 4th tick (once a second) */
-	if (++d->srv.ticks % VFABD_REAP_TICKS == 0)
+	if (++d->srv.ticks % VFABD_REAP_TICKS == 0) {
+		static uid_t busy[VFABD_MAX_CONNS];
+		size_t n = 0;
+
 		vfabd_reap_dead(d->r, d->k);
+		for (size_t i = 0; i < d->srv.nconns && n < VFABD_MAX_CONNS; i++)
+			if (d->srv.conns[i].pid && !d->srv.conns[i].bye)
+				busy[n++] = d->srv.conns[i].peer_uid;
+		vfabd_reap_shards(d->r, d->k, busy, n);
+	}
 }
 
 /*

@@ -16,13 +16,16 @@
 #include "vfabd.h"
 #include "vfabd_conn.h"
 #include "vfabd_events.h"
+#include "vfabd_log.h"
 
-#define COUNT_USED(tbl, max, out)                                                                  \
+/* Slots in use of a table, every user's shard's (vfabd maps them all). */
+#define COUNT_USED(r, tbl, kind, out)                                                              \
 	do {                                                                                       \
 		(out) = 0;                                                                         \
-		for (size_t i_ = 0; i_ < (max); i_++)                                              \
-			(out) += atomic_load_explicit(&(tbl)[i_].state, memory_order_relaxed) ==   \
-				 VFAB_SLOT_USED;                                                   \
+		for (uint32_t i_ = vfab_slot_next(r, kind, 0); i_ != VFAB_SLOT_END;                \
+		     i_ = vfab_slot_next(r, kind, i_ + 1))                                         \
+			(out) += atomic_load_explicit(&(r)->tbl[i_].state,                         \
+						      memory_order_relaxed) == VFAB_SLOT_USED;     \
 	} while (0)
 
 void vfabd_req_status(struct vfabd *d, struct vfabd_conn *c)
@@ -32,11 +35,11 @@ void vfabd_req_status(struct vfabd *d, struct vfabd_conn *c)
 	    clients = vfabd_conn_clients(d->srv.conns, d->srv.nconns);
 	char line[VFABD_LINE_MAX * 2];
 
-	COUNT_USED(r->qps, vfab_slot_top(r, VFAB_OBJ_QP), qps);
-	COUNT_USED(r->mrs, vfab_slot_top(r, VFAB_OBJ_MR), mrs);
-	COUNT_USED(r->cqs, vfab_slot_top(r, VFAB_OBJ_CQ), cqs);
-	COUNT_USED(r->pds, vfab_slot_top(r, VFAB_OBJ_PD), pds);
-	COUNT_USED(r->srqs, vfab_slot_top(r, VFAB_OBJ_SRQ), srqs);
+	COUNT_USED(r, qps, VFAB_OBJ_QP, qps);
+	COUNT_USED(r, mrs, VFAB_OBJ_MR, mrs);
+	COUNT_USED(r, cqs, VFAB_OBJ_CQ, cqs);
+	COUNT_USED(r, pds, VFAB_OBJ_PD, pds);
+	COUNT_USED(r, srqs, VFAB_OBJ_SRQ, srqs);
 	/* The fabric name is restricted to [A-Za-z0-9_-]: no JSON escaping needed. */
 	snprintf(line, sizeof(line),
 		 "{\"fabric\":\"%s\",\"nodes\":%u,\"hcas\":%u,\"qps\":%u,\"mrs\":%u,\"cqs\":%u,"
@@ -79,5 +82,15 @@ void vfabd_req_hello(struct vfabd *d, struct vfabd_conn *c, char *arg)
 	 * lie) only passes the syntax check above.
 	 */
 	c->pid = c->peer_pid;
+	/*
+	 * A user other than the fabric's owner and root writes its objects into
+	 * a shard of its own (fabric/region.h), made at its first HELLO.
+	 */
+	if (!c->privileged) {
+		rc = vfab_shard_create(d->r, (uint32_t)c->peer_uid, (uint32_t)c->peer_gid);
+		if (rc < 0)
+			vfabd_log("no shard for uid %u: %s%s", (unsigned)c->peer_uid, strerror(-rc),
+				  rc == -ENOSPC ? " (every shard is taken: 16 users at most)" : "");
+	}
 	vfabd_reply(c, "OK");
 }

@@ -44,8 +44,7 @@ struct vfab_capture {
 	uint32_t pkt_bytes;
 	int32_t tool_pid; /* the capturing tool, so a killed one's slot can be taken over */
 	uint32_t pad;
-	uint64_t tool_start;	/* its start time (/proc/<pid>/stat, clock ticks) */
-	_Atomic uint64_t drops; /* datagrams the socket could not take */
+	uint64_t tool_start; /* its start time (/proc/<pid>/stat, clock ticks) */
 };
 
 /* What became of an attempt, as the requester learnt it. */

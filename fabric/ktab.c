@@ -116,23 +116,25 @@ void vfab_ktab_close(const struct vfab_ktab *k)
 
 int vfab_ktab_reserve(struct vfab_ktab *k, enum vfab_obj kind, uint32_t slot)
 {
-	uint32_t top = vfab_ktab_top(k, kind);
+	uint32_t sh, top;
 	size_t base = tables[kind].off, stride = tables[kind].stride;
 	uint64_t from, to, end;
 
 	if (slot >= tables[kind].size)
 		return -EINVAL;
+	sh = vfab_shard_of(kind, slot);
+	top = vfab_ktab_top(k, kind, sh);
 	if (slot < top)
 		return 0;
 	from = (base + (uint64_t)top * stride) & ~4095ull;
 	to = (base + (uint64_t)(slot + 1) * stride + KTAB_RESERVE_BYTES - 1) &
 	     ~(uint64_t)(KTAB_RESERVE_BYTES - 1);
-	end = base + (uint64_t)tables[kind].size * stride;
+	end = base + (uint64_t)vfab_shard_lo(kind, sh + 1) * stride;
 	if (to > end)
 		to = end;
 	if (ktab_fd >= 0 && posix_fallocate(ktab_fd, (off_t)from, (off_t)(to - from)))
 		return -ENOMEM;
-	atomic_store_explicit(&k->top[kind], (uint32_t)((to - base) / stride),
+	atomic_store_explicit(&k->top[sh][kind], (uint32_t)((to - base) / stride),
 			      memory_order_release);
 	return 0;
 }

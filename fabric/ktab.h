@@ -37,17 +37,18 @@
 
 #define VFAB_KTAB_NAME "objects"	      /* in the run dir */
 #define VFAB_KTAB_MAGIC 0x766661626b746231ull /* "vfabktb1" */
-#define VFAB_KTAB_VERSION 2
+#define VFAB_KTAB_VERSION 3
 
 struct vfab_ktab {
 	uint64_t magic;
 	uint32_t version;
 	uint32_t hdr_size;
 	/*
-	 * Slots whose pages vfabd reserved in the file, per kind: lookups stop
-	 * there (reading a page tmpfs never allocated would allocate it).
+	 * Per shard and kind, one past the slots whose pages vfabd reserved in
+	 * the file (a shard's slots start at vfab_shard_lo): lookups stop there
+	 * (reading a page tmpfs never allocated would allocate it).
 	 */
-	_Atomic uint32_t top[VFAB_OBJ_KINDS];
+	_Atomic uint32_t top[VFAB_SHARDS][VFAB_OBJ_KINDS];
 	_Alignas(4096) struct vfab_pd_slot pds[VFAB_MAX_PDS];
 	struct vfab_mr_slot mrs[VFAB_MAX_MRS];
 	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
@@ -85,9 +86,34 @@ void vfab_ktab_close(const struct vfab_ktab *k);
 int vfab_ktab_reserve(struct vfab_ktab *k, enum vfab_obj kind, uint32_t slot);
 
 /* The records up to here may be read (the reserved ones). */
-static inline uint32_t vfab_ktab_top(const struct vfab_ktab *k, enum vfab_obj kind)
+/* One past the reserved slots of shard sh (at least vfab_shard_lo, at most the shard's end). */
+static inline uint32_t vfab_ktab_top(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t sh)
 {
-	return atomic_load_explicit(&k->top[kind], memory_order_acquire);
+	uint32_t lo = vfab_shard_lo(kind, sh), hi = vfab_shard_lo(kind, sh + 1);
+	uint32_t top = atomic_load_explicit(&k->top[sh][kind], memory_order_acquire);
+
+	return top < lo ? lo : top > hi ? hi : top;
+}
+
+/* Whether slot i's record may be read (its page reserved). */
+static inline bool vfab_ktab_live(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t i)
+{
+	return i < vfab_table_size(kind) && i < vfab_ktab_top(k, kind, vfab_shard_of(kind, i));
+}
+
+/* A scan: the first readable slot at or after i, or VFAB_SLOT_END (as vfab_slot_next). */
+static inline uint32_t vfab_ktab_next(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t i)
+{
+	for (uint32_t s = i < vfab_table_size(kind) ? vfab_shard_of(kind, i) : VFAB_SHARDS;
+	     s < VFAB_SHARDS; s++) {
+		uint32_t lo = vfab_shard_lo(kind, s);
+
+		if (i < lo)
+			i = lo;
+		if (i < vfab_ktab_top(k, kind, s))
+			return i;
+	}
+	return VFAB_SLOT_END;
 }
 
 static inline bool vfab_ktab_used(const _Atomic uint32_t *state)
@@ -107,7 +133,7 @@ static inline const struct vfab_mr_slot *vfab_kmr(const struct vfab_ktab *k, uin
 	uint32_t i = key >> 8;
 	const struct vfab_mr_slot *s;
 
-	if (!k || i >= vfab_ktab_top(k, VFAB_OBJ_MR))
+	if (!k || !vfab_ktab_live(k, VFAB_OBJ_MR, i))
 		return NULL;
 	s = &k->mrs[i];
 	return vfab_ktab_used(&s->state) && s->key == key ? s : NULL;
@@ -122,7 +148,7 @@ static inline const struct vfab_mr_slot *vfab_kmr_copy(const struct vfab_ktab *k
 {
 	uint32_t i = key >> 8;
 
-	if (!k || i >= vfab_ktab_top(k, VFAB_OBJ_MR))
+	if (!k || !vfab_ktab_live(k, VFAB_OBJ_MR, i))
 		return NULL;
 	for (int tries = 0; tries < 8; tries++) {
 		const struct vfab_mr_slot *s = &k->mrs[i];
@@ -146,7 +172,7 @@ static inline const struct vfab_qp_slot *vfab_kqp(const struct vfab_ktab *k, uin
 	uint32_t i = vfab_qpn_slot(qpn);
 	const struct vfab_qp_slot *s;
 
-	if (!k || i >= vfab_ktab_top(k, VFAB_OBJ_QP))
+	if (!k || !vfab_ktab_live(k, VFAB_OBJ_QP, i))
 		return NULL;
 	s = &k->qps[i];
 	return vfab_ktab_used(&s->state) && s->qpn == qpn && s->hca == hca ? s : NULL;
@@ -177,7 +203,7 @@ static inline const struct vfab_cq_slot *vfab_kcq(const struct vfab_ktab *k, uin
 {
 	const struct vfab_cq_slot *s;
 
-	if (!k || i >= vfab_ktab_top(k, VFAB_OBJ_CQ))
+	if (!k || !vfab_ktab_live(k, VFAB_OBJ_CQ, i))
 		return NULL;
 	s = &k->cqs[i];
 	return vfab_ktab_used(&s->state) && (!owner || vfab_owner_same(&s->owner, owner)) ? s
@@ -190,7 +216,7 @@ static inline const struct vfab_srq_slot *vfab_ksrq(const struct vfab_ktab *k, u
 {
 	const struct vfab_srq_slot *s;
 
-	if (!k || i >= vfab_ktab_top(k, VFAB_OBJ_SRQ))
+	if (!k || !vfab_ktab_live(k, VFAB_OBJ_SRQ, i))
 		return NULL;
 	s = &k->srqs[i];
 	return vfab_ktab_used(&s->state) && (!owner || vfab_owner_same(&s->owner, owner)) ? s

@@ -109,8 +109,8 @@ struct hop_state {
  * arrival or the link's clock, end no earlier than start + ser nor than the
  * last bit's arrival (cut-through). Returns start; *end gets the end.
  */
-static uint64_t take_link(struct vfab_link *l, uint64_t arrive, uint64_t last_in, uint64_t ser,
-			  uint64_t *end)
+static uint64_t take_link(struct vfab_link_clock *l, uint64_t arrive, uint64_t last_in,
+			  uint64_t ser, uint64_t *end)
 {
 	uint64_t busy = atomic_load_explicit(&l->busy_until_ns, memory_order_relaxed), start;
 
@@ -132,7 +132,8 @@ void fabric_link_occupy(struct vfab_region *r, uint32_t link, uint64_t now_ns, u
 	l = &r->links[link];
 	rate = rate_of(l);
 	if (rate)
-		take_link(l, now_ns, now_ns, fabric_ser_ns(bytes, rate), &end);
+		take_link(&vfab_own(r)->clk[link], now_ns, now_ns, fabric_ser_ns(bytes, rate),
+			  &end);
 }
 
 static uint64_t book_chunk(struct vfab_region *r, const struct fabric_path *p, uint64_t now,
@@ -148,7 +149,8 @@ static uint64_t book_chunk(struct vfab_region *r, const struct fabric_path *p, u
 		if (rate) {
 			uint64_t own = max64(arrive, hs[h].own_end);
 
-			start = take_link(l, arrive, last_in, ser, &end);
+			start =
+			    take_link(&vfab_own(r)->clk[p->link[h]], arrive, last_in, ser, &end);
 			hs[h].queued += start > own ? start - own : 0;
 			hs[h].own_end = end;
 			i_start = max64(i_arrive, hs[h].idle_end);
@@ -184,7 +186,7 @@ void fabric_path_book(struct vfab_region *r, const struct fabric_path *p, uint64
 		left -= size;
 	} while (left);
 	for (uint32_t h = 0; h < p->nhops; h++) {
-		struct vfab_link *l = &r->links[p->link[h]];
+		struct vfab_link_clock *l = &vfab_own(r)->clk[p->link[h]];
 
 		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
 		if (new_msg)
@@ -225,7 +227,8 @@ bool fabric_path_drop(struct vfab_region *r, const struct fabric_path *p, uint64
 		uint32_t ppm = __atomic_load_n(&l->loss_ppm, __ATOMIC_RELAXED);
 
 		if (ppm && next_random(rng) % 1000000u < ppm) {
-			atomic_fetch_add_explicit(&l->drops, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&vfab_own(r)->clk[p->link[h]].drops, 1,
+						  memory_order_relaxed);
 			return true;
 		}
 	}

@@ -2,9 +2,10 @@
 /*
  * The link model (docs/LINK_MODEL.md): the time a message takes through the
  * fabric. Every link direction in the region has a rate, a one-way latency
- * and a busy-until clock; a message books serialization time on each hop of
- * its path with atomic compare-and-swap updates of that clock, so processes
- * that share a link queue behind each other without a lock or a daemon.
+ * and a busy-until clock (one per user: struct vfab_shard); a message books
+ * serialization time on each hop of its path with atomic compare-and-swap
+ * updates of that clock, so processes that share a link queue behind each
+ * other without a lock or a daemon.
  *
  * Hops are cut-through: a hop starts sending when the first bit arrives and
  * cannot finish before the last bit has arrived. Messages travel as chunks

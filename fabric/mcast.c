@@ -19,8 +19,8 @@ int vfab_mcast_check(uint32_t qp_type, const uint8_t gid[16])
 	return qp_type == IBV_QPT_UD && vfab_mcast_gid_is_mc(gid) ? 0 : -EINVAL;
 }
 
-/* The table's bound as a reader may trust it: any user can write mcast_top. */
-static uint32_t top_of(struct vfab_region *r)
+/* The table's bound as a reader may trust it: its user can write mcast_top. */
+static uint32_t top_of(struct vfab_shard *r)
 {
 	uint32_t top = atomic_load_explicit(&r->mcast_top, memory_order_acquire);
 
@@ -39,8 +39,19 @@ static bool names(const struct vfab_mcast_slot *s, uint32_t hca, uint32_t qpn,
 	       (!gid || !memcmp(s->gid, gid, 16));
 }
 
-/* Frees slot i (r->lock held) and lowers the bound past free slots at the top. */
-static void release(struct vfab_region *r, uint32_t i)
+/*
+ * The table a QP's attachments are in: its shard's (NULL when that shard is
+ * not mapped here: another user's).
+ */
+static struct vfab_shard *shard_of_qp(struct vfab_region *r, uint32_t qpn)
+{
+	uint32_t s = vfab_shard_of(VFAB_OBJ_QP, vfab_qpn_slot(qpn));
+
+	return r->local.mapped & (1u << s) ? &r->shard[s] : NULL;
+}
+
+/* Frees slot i (the shard's lock held) and lowers the bound past free slots at the top. */
+static void release(struct vfab_shard *r, uint32_t i)
 {
 	struct vfab_mcast_slot *s = &r->mcast[i];
 	uint32_t top = top_of(r);
@@ -51,12 +62,15 @@ static void release(struct vfab_region *r, uint32_t i)
 	atomic_store_explicit(&r->mcast_top, top, memory_order_release);
 }
 
-int vfab_mcast_attach(struct vfab_region *r, uint32_t hca, uint32_t qpn, const uint8_t gid[16])
+int vfab_mcast_attach(struct vfab_region *reg, uint32_t hca, uint32_t qpn, const uint8_t gid[16])
 {
 	uint32_t i, top, members = 0, free_idx = VFAB_MAX_MCAST_ATTACH;
+	struct vfab_shard *r = shard_of_qp(reg, qpn);
 	struct vfab_mcast_slot *s;
 	int rc = 0;
 
+	if (!r)
+		return -EPERM;
 	if (vfab_lock(&r->lock))
 		return -EIO;
 	top = top_of(r);
@@ -94,11 +108,14 @@ out:
 	return rc;
 }
 
-int vfab_mcast_detach(struct vfab_region *r, uint32_t hca, uint32_t qpn, const uint8_t gid[16])
+int vfab_mcast_detach(struct vfab_region *reg, uint32_t hca, uint32_t qpn, const uint8_t gid[16])
 {
+	struct vfab_shard *r = shard_of_qp(reg, qpn);
 	uint32_t i, top;
 	int rc = -EINVAL;
 
+	if (!r)
+		return -EINVAL;
 	if (vfab_lock(&r->lock))
 		return -EIO;
 	top = top_of(r);
@@ -112,12 +129,13 @@ int vfab_mcast_detach(struct vfab_region *r, uint32_t hca, uint32_t qpn, const u
 	return rc;
 }
 
-int vfab_mcast_detach_qp(struct vfab_region *r, uint32_t hca, uint32_t qpn)
+int vfab_mcast_detach_qp(struct vfab_region *reg, uint32_t hca, uint32_t qpn)
 {
+	struct vfab_shard *r = shard_of_qp(reg, qpn);
 	uint32_t i;
 	int n = 0;
 
-	if (!top_of(r) || vfab_lock(&r->lock))
+	if (!r || !top_of(r) || vfab_lock(&r->lock))
 		return 0;
 	for (i = top_of(r); i-- > 0;)
 		if (names(&r->mcast[i], hca, qpn, NULL)) {
@@ -128,30 +146,41 @@ int vfab_mcast_detach_qp(struct vfab_region *r, uint32_t hca, uint32_t qpn)
 	return n;
 }
 
-int vfab_mcast_next(struct vfab_region *r, const uint8_t gid[16], uint32_t *cursor, uint32_t *hca,
+int vfab_mcast_next(struct vfab_region *reg, const uint8_t gid[16], uint32_t *cursor, uint32_t *hca,
 		    uint32_t *qpn)
 {
-	uint32_t top = top_of(r);
+	/*
+	 * The cursor runs over the tables of every shard this process may write
+	 * (root: every user's), one after the other.
+	 */
+	if (!*cursor)
+		vfab_region_map_shards(reg);
+	for (uint32_t sh = *cursor / VFAB_MAX_MCAST_ATTACH; sh < VFAB_SHARDS; sh++) {
+		struct vfab_shard *r = &reg->shard[sh];
+		uint32_t top = reg->local.mapped & (1u << sh) ? top_of(r) : 0;
+		uint32_t i =
+		    sh == *cursor / VFAB_MAX_MCAST_ATTACH ? *cursor % VFAB_MAX_MCAST_ATTACH : 0;
 
-	for (uint32_t i = *cursor; i < top; i++) {
-		struct vfab_mcast_slot *s = &r->mcast[i];
-		uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-		uint32_t h, q;
-		bool match;
+		for (; i < top; i++) {
+			struct vfab_mcast_slot *s = &r->mcast[i];
+			uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+			uint32_t h, q;
+			bool match;
 
-		if (!used(st))
-			continue;
-		h = s->hca;
-		q = s->qpn;
-		match = !memcmp(s->gid, gid, 16);
-		atomic_thread_fence(memory_order_acquire);
-		if (!match || atomic_load_explicit(&s->state, memory_order_relaxed) != st)
-			continue;
-		*hca = h;
-		*qpn = q;
-		*cursor = i + 1;
-		return 0;
+			if (!used(st))
+				continue;
+			h = s->hca;
+			q = s->qpn;
+			match = !memcmp(s->gid, gid, 16);
+			atomic_thread_fence(memory_order_acquire);
+			if (!match || atomic_load_explicit(&s->state, memory_order_relaxed) != st)
+				continue;
+			*hca = h;
+			*qpn = q;
+			*cursor = sh * VFAB_MAX_MCAST_ATTACH + i + 1;
+			return 0;
+		}
 	}
-	*cursor = top;
+	*cursor = VFAB_SHARDS * VFAB_MAX_MCAST_ATTACH;
 	return -ENOENT;
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * UD multicast groups: which QPs of the fabric are attached to which MGID
- * (the region's mcast[] table), with the rules ib_attach_mcast and the
- * uverbs commands apply, and the numbers a ConnectX-6 reports. A sender
- * reads the table without a lock (vfab_mcast_next) and delivers to each QP
- * it names as to a unicast destination: through vfab_qp_lookup and every
- * check of a UD datagram, so an entry written by anyone can name a QP but
- * never make a process write anywhere a unicast datagram could not.
- * Attach and detach take r->lock. Errors are negative errno.
+ * (the mcast[] table of the QP's shard, region.h), with the rules
+ * ib_attach_mcast and the uverbs commands apply, and the numbers a
+ * ConnectX-6 reports. A sender reads the tables of the shards it maps
+ * without a lock (vfab_mcast_next: its own user's; root's, every user's it
+ * reached) and delivers to each QP named as to a unicast destination:
+ * through vfab_qp_lookup and every check of a UD datagram, so an entry can
+ * name a QP but never make a process write anywhere a unicast datagram
+ * could not. Attach and detach take the shard's lock. Errors are negative
+ * errno.
  */
 #ifndef VFAB_MCAST_H
 #define VFAB_MCAST_H

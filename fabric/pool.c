@@ -9,8 +9,8 @@
  * serves every size again: after any sequence of allocations and frees that
  * ends with everything freed, the pool is again the blocks it started as.
  *
- * Every process of every user runs this code on memory every user can write,
- * vfabd (root) included when it frees a dead process's rings. So no offset
+ * Every process runs this code on its shard's pool, which its user can
+ * write, and vfabd (root) on every shard's when it frees a dead process's rings. So no offset
  * read from the region (a list link, a slot's ring offset) is followed
  * before it is checked against the pool's bounds as this process mapped it
  * (region_map.h), never the region's own pool_off/pool_size: a corrupt pool
@@ -42,8 +42,9 @@ struct pool_free_hdr {
 /* Where this process's mapping says the pool is (region offsets). */
 struct pool_bounds {
 	uint64_t start, bytes;
-	uint32_t max_order; /* largest order a block of this pool can have */
-	int fd;		    /* the region file, for reservations; -1: none */
+	uint32_t max_order;    /* largest order a block of this pool can have */
+	int fd;		       /* the shard's file, for reservations; -1: none */
+	struct vfab_shard *sh; /* its free lists and lock */
 };
 
 #define FREE_TAG 0x76666162706f6f6cull /* "vfabpool" */
@@ -64,19 +65,45 @@ static uint64_t free_tag(uint64_t off, uint32_t order)
 	return FREE_TAG ^ off ^ ((uint64_t)order << 56);
 }
 
-static int bounds_of(const struct vfab_region *r, struct pool_bounds *b)
+/*
+ * Shard s's pool as this process mapped it, reserving in fd (-2: this
+ * process's shard file); -ENOMEM when the shard is not mapped here from
+ * its file (another user's: it reads as zero pages).
+ */
+static int bounds_fd(const struct vfab_region *r, uint32_t s, int fd, struct pool_bounds *b)
 {
 	struct vfab_region_map m;
 
-	if (vfab_region_map_get(r, &m) || m.bytes <= VFAB_POOL_OFF)
+	if (s >= VFAB_SHARDS || !(r->local.mapped & (1u << s)) || vfab_region_map_get(r, &m) ||
+	    !vfab_pool_shard_bytes(m.bytes))
 		return -ENOMEM;
-	b->start = VFAB_POOL_OFF;
-	b->bytes = m.bytes - VFAB_POOL_OFF;
-	b->fd = m.fd;
+	b->bytes = vfab_pool_shard_bytes(m.bytes);
+	b->start = VFAB_POOL_OFF + (uint64_t)s * b->bytes;
+	b->fd = fd == -2 ? m.fd : fd;
+	b->sh = (struct vfab_shard *)&r->shard[s];
 	b->max_order = VFAB_POOL_MIN_ORDER;
 	while (b->max_order + 1 < VFAB_POOL_CLASSES && (2ull << b->max_order) <= b->bytes)
 		b->max_order++;
 	return 0;
+}
+
+static int bounds_of(const struct vfab_region *r, uint32_t s, struct pool_bounds *b)
+{
+	return bounds_fd(r, s, s == r->local.own ? -2 : -1, b);
+}
+
+/* The shard whose pool holds region offset off (VFAB_SHARDS: none). */
+static uint32_t shard_at(const struct vfab_region *r, uint64_t off)
+{
+	struct vfab_region_map m;
+	uint64_t per;
+
+	if (off < VFAB_POOL_OFF || vfab_region_map_get(r, &m))
+		return VFAB_SHARDS;
+	per = vfab_pool_shard_bytes(m.bytes);
+	return per && (off - VFAB_POOL_OFF) / per < VFAB_SHARDS
+		   ? (uint32_t)((off - VFAB_POOL_OFF) / per)
+		   : VFAB_SHARDS;
 }
 
 /* Reserves [off, off + len) of the region file (whole pages); -ENOMEM when /dev/shm is full. */
@@ -115,12 +142,12 @@ static bool is_free(struct vfab_region *r, const struct pool_bounds *b, uint64_t
 	return block_ok(b, off, order) && hdr(r, off)->tag == free_tag(off, order);
 }
 
-/* Puts a block on its free list (r->lock held). */
+/* Puts a block on its free list (the shard's lock held). */
 static void push_free(struct vfab_region *r, const struct pool_bounds *b, uint64_t off,
 		      uint32_t order)
 {
 	struct pool_free_hdr *h = hdr(r, off);
-	uint64_t head = r->pool_free[order];
+	uint64_t head = b->sh->pool_free[order];
 
 	if (!is_free(r, b, head, order))
 		head = 0; /* a corrupt list is dropped, not followed */
@@ -129,11 +156,11 @@ static void push_free(struct vfab_region *r, const struct pool_bounds *b, uint64
 	h->tag = free_tag(off, order);
 	if (head)
 		hdr(r, head)->prev = off;
-	r->pool_free[order] = off;
+	b->sh->pool_free[order] = off;
 }
 
 /*
- * Takes a free block off its list (r->lock held). false, and nothing
+ * Takes a free block off its list (the shard's lock held). false, and nothing
  * changed, when the links around it do not hold together.
  */
 static bool unlink_free(struct vfab_region *r, const struct pool_bounds *b, uint64_t off,
@@ -143,12 +170,12 @@ static bool unlink_free(struct vfab_region *r, const struct pool_bounds *b, uint
 	uint64_t next = h->next, prev = h->prev;
 
 	if ((next && !is_free(r, b, next, order)) || (prev && !is_free(r, b, prev, order)) ||
-	    (prev ? hdr(r, prev)->next != off : r->pool_free[order] != off))
+	    (prev ? hdr(r, prev)->next != off : b->sh->pool_free[order] != off))
 		return false;
 	if (prev)
 		hdr(r, prev)->next = next;
 	else
-		r->pool_free[order] = next;
+		b->sh->pool_free[order] = next;
 	if (next)
 		hdr(r, next)->prev = prev;
 	h->tag = 0; /* no longer free: a later buddy check must not take it */
@@ -168,7 +195,7 @@ static uint32_t order_of(uint64_t bytes)
 /*
  * A large free block gives its memory back to the host (all but its first
  * page, which holds the header): the pool file is sparse again where nothing
- * is allocated. r->lock held, so nobody can take the block meanwhile.
+ * is allocated. The shard's lock held, so nobody can take the block meanwhile.
  */
 static void give_back(struct vfab_region *r, uint64_t off, uint32_t order)
 {
@@ -178,14 +205,14 @@ static void give_back(struct vfab_region *r, uint64_t off, uint32_t order)
 		madvise(vfab_at(r, off + 4096), size - 4096, MADV_REMOVE);
 }
 
-int vfab_pool_init(struct vfab_region *r)
+int vfab_pool_init(struct vfab_region *r, uint32_t s, int fd)
 {
 	struct pool_bounds b;
 	uint64_t off;
 
-	memset(r->pool_free, 0, sizeof(r->pool_free));
-	if (bounds_of(r, &b))
+	if (bounds_fd(r, s, fd, &b))
 		return -EINVAL;
+	memset(b.sh->pool_free, 0, sizeof(b.sh->pool_free));
 	/*
 	 * The largest aligned blocks that fit, largest first: each one starts
 	 * where the bigger ones before it ended, so it is aligned to its size.
@@ -208,20 +235,20 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 	struct pool_bounds b;
 	uint64_t off = 0;
 
-	if (bounds_of(r, &b) || k > b.max_order)
+	if (bounds_of(r, r->local.own, &b) || k > b.max_order)
 		return -ENOMEM;
-	vfab_lock(&r->lock);
+	vfab_lock(&b.sh->lock);
 	for (j = k; j <= b.max_order; j++) {
-		off = r->pool_free[j];
+		off = b.sh->pool_free[j];
 		if (!off)
 			continue;
 		if (is_free(r, &b, off, j) && unlink_free(r, &b, off, j))
 			break;
-		r->pool_free[j] = 0; /* corrupt: the list is dropped */
+		b.sh->pool_free[j] = 0; /* corrupt: the list is dropped */
 		off = 0;
 	}
 	if (!off) {
-		vfab_unlock(&r->lock);
+		vfab_unlock(&b.sh->lock);
 		return -ENOMEM;
 	}
 	/*
@@ -232,14 +259,14 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 	for (uint32_t i = j; i > k; i--)
 		if (reserve(&b, off + (1ull << (i - 1)), sizeof(struct pool_free_hdr))) {
 			push_free(r, &b, off, j);
-			vfab_unlock(&r->lock);
+			vfab_unlock(&b.sh->lock);
 			return -ENOMEM;
 		}
 	while (j > k) {
 		j--;
 		push_free(r, &b, off + (1ull << j), j);
 	}
-	vfab_unlock(&r->lock);
+	vfab_unlock(&b.sh->lock);
 	if (reserve(&b, off, 1ull << k)) {
 		vfab_pool_free(r, off, 1ull << k);
 		return -ENOMEM;
@@ -250,14 +277,19 @@ int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes)
 
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
 {
+	vfab_pool_free_shard(r, shard_at(r, off), off, bytes);
+}
+
+void vfab_pool_free_shard(struct vfab_region *r, uint32_t s, uint64_t off, uint64_t bytes)
+{
 	uint32_t k = order_of(bytes ? bytes : 1);
 	struct pool_bounds b;
 
-	if (!off || bounds_of(r, &b) || !block_ok(&b, off, k))
-		return; /* not a block of this pool: a forged ring offset frees nothing */
-	vfab_lock(&r->lock);
+	if (!off || bounds_of(r, s, &b) || !block_ok(&b, off, k))
+		return; /* not a block of a pool mapped here: a forged ring offset frees nothing */
+	vfab_lock(&b.sh->lock);
 	if (is_free(r, &b, off, k)) { /* freed twice (the reaper racing the owner) */
-		vfab_unlock(&r->lock);
+		vfab_unlock(&b.sh->lock);
 		return;
 	}
 	while (k < b.max_order) {
@@ -270,7 +302,7 @@ void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes)
 	}
 	give_back(r, off, k);
 	push_free(r, &b, off, k);
-	vfab_unlock(&r->lock);
+	vfab_unlock(&b.sh->lock);
 }
 
 uint64_t vfab_pool_free_bytes(struct vfab_region *r)
@@ -278,17 +310,17 @@ uint64_t vfab_pool_free_bytes(struct vfab_region *r)
 	struct pool_bounds b;
 	uint64_t total = 0;
 
-	if (bounds_of(r, &b))
+	if (bounds_of(r, r->local.own, &b))
 		return 0;
-	vfab_lock(&r->lock);
+	vfab_lock(&b.sh->lock);
 	for (uint32_t k = VFAB_POOL_MIN_ORDER; k <= b.max_order; k++) {
 		/* At most as many blocks as the pool holds: a looping list ends too. */
 		uint64_t n = 0, cap = b.bytes >> k;
 
-		for (uint64_t off = r->pool_free[k]; off && n <= cap && is_free(r, &b, off, k);
+		for (uint64_t off = b.sh->pool_free[k]; off && n <= cap && is_free(r, &b, off, k);
 		     off = hdr(r, off)->next, n++)
 			total += 1ull << k;
 	}
-	vfab_unlock(&r->lock);
+	vfab_unlock(&b.sh->lock);
 	return total;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Creating, mapping and allocating inside the shared fabric region. */
+/* Object slots of the shared fabric region: allocation in this process's shard, lookups, reaping.
+ */
 #include "region.h"
 
 #include <infiniband/verbs.h>
@@ -9,219 +10,74 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/fsutil.h"
 #include "fabric/mcast.h"
 #include "fabric/region_map.h"
 
-int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out)
-{
-	return vfab_region_create_pool(fabric, rundir, VFAB_POOL_BYTES, out);
-}
-
-int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t pool_bytes,
-			    struct vfab_region **out)
-{
-	char path[256];
-	struct vfab_region *r;
-	uint64_t size = VFAB_POOL_OFF + pool_bytes;
-	int fd, rc;
-
-	rc = vfab_region_path(fabric, path, sizeof(path));
-	if (rc)
-		return rc;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	/*
-	 * Every user of a node may open the HCAs, as /dev/infiniband/uverbs*
-	 * (0666) allows on a real host: the region is theirs to map. What that
-	 * gives a local user is in docs/TRUST.md.
-	 */
-	if (fchmod(fd, 0666) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if (ftruncate(fd, (off_t)size) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	/*
-	 * The file is sparse, and a page of it that /dev/shm has no room for
-	 * kills whoever touches it with SIGBUS. The header up to the object
-	 * tables is reserved now; the tables page by page as their slots are
-	 * first handed out (slot_grow), the pool block by block (pool.c). A
-	 * full /dev/shm is then -ENOSPC here, -ENOMEM later.
-	 */
-	rc = posix_fallocate(fd, 0, (off_t)VFAB_REGION_FIXED_BYTES);
-	if (rc) {
-		rc = -rc;
-		goto fail;
-	}
-	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r == MAP_FAILED) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = vfab_region_map_add(r, size, fd);
-	if (rc) {
-		munmap(r, size);
-		goto fail;
-	}
-
-	r->version = VFAB_REGION_VERSION;
-	r->hdr_size = sizeof(*r);
-	r->total_size = size;
-	snprintf(r->fabric, sizeof(r->fabric), "%s", fabric);
-	snprintf(r->rundir, sizeof(r->rundir), "%s", rundir);
-	vfab_mutex_init_shared(&r->lock);
-	vfab_mutex_init_shared(&r->atomic_lock);
-	r->pool_off = VFAB_POOL_OFF;
-	r->pool_size = pool_bytes;
-	rc = vfab_pool_init(r);
-	if (rc) {
-		vfab_region_close(r);
-		unlink(path);
-		return rc;
-	}
-	r->next_ctx_id = 1;
-	atomic_thread_fence(memory_order_release);
-	r->magic = VFAB_REGION_MAGIC;
-	*out = r;
-	return 0;
-fail:
-	close(fd);
-	unlink(path);
-	return rc;
-}
-
-int vfab_region_open(const char *path, struct vfab_region **out)
-{
-	struct vfab_region *r;
-	struct stat st;
-	int fd = open(path, O_RDWR | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < sizeof(*r)) {
-		close(fd);
-		return -EPROTO;
-	}
-	r = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r == MAP_FAILED) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	rc = -EPROTO;
-	if (r->magic == VFAB_REGION_MAGIC && r->version == VFAB_REGION_VERSION &&
-	    r->hdr_size == sizeof(*r) && r->total_size == (uint64_t)st.st_size &&
-	    (uint64_t)st.st_size > VFAB_POOL_OFF)
-		rc = vfab_region_map_add(r, (uint64_t)st.st_size, fd); /* keeps fd: pool.c */
-	if (rc) {
-		munmap(r, (size_t)st.st_size);
-		close(fd);
-		return rc;
-	}
-	*out = r;
-	return 0;
-}
-
-void vfab_region_close(struct vfab_region *r)
-{
-	struct vfab_region_map m;
-
-	/* The size this process mapped: the region's total_size is anyone's to rewrite. */
-	if (r && vfab_region_map_remove(r, &m) == 0) {
-		munmap(r, m.bytes);
-		if (m.fd >= 0)
-			close(m.fd);
-	}
-}
-
-int vfab_region_unlink(const char *fabric)
-{
-	char path[256];
-	int rc = vfab_region_path(fabric, path, sizeof(path));
-
-	if (rc)
-		return rc;
-	return unlink(path) < 0 ? -errno : 0;
-}
+/* Where a slot's lock is in each table's slots (-1: none). */
+static const long slot_lock[VFAB_OBJ_KINDS] = {
+    [VFAB_OBJ_PD] = -1,
+    [VFAB_OBJ_MR] = -1,
+    [VFAB_OBJ_CQ] = offsetof(struct vfab_cq_slot, lock),
+    [VFAB_OBJ_SRQ] = offsetof(struct vfab_srq_slot, lock),
+    [VFAB_OBJ_QP] = offsetof(struct vfab_qp_slot, lock),
+};
 
 /* ---- object slots ---- */
 
-static uint32_t next_gen(struct vfab_region *r)
-{
-	return ++r->gen_counter; /* under r->lock */
-}
-
 /*
- * Counts an object against its owner's device (r->lock held): false when the
- * device has given all it gives. An owner outside the table counts nowhere.
+ * Counts an object against its owner's device in this process's shard
+ * (its lock held): false when the device has given all it gives. An owner
+ * outside the table counts nowhere.
  */
-static bool dev_take(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+static bool dev_take(struct vfab_region *r, struct vfab_shard *sh, const struct vfab_owner *o,
+		     enum vfab_obj kind)
 {
 	if (o->hca >= VFAB_MAX_HCAS)
 		return true;
-	if (atomic_load(&r->hcas[o->hca].used[kind]) >= vfab_dev_limit(r, o->hca, kind))
+	if (atomic_load(&sh->used[o->hca][kind]) >= vfab_dev_limit(r, o->hca, kind))
 		return false;
-	atomic_fetch_add(&r->hcas[o->hca].used[kind], 1);
+	atomic_fetch_add(&sh->used[o->hca][kind], 1);
 	return true;
 }
 
-static void dev_give(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
+static void dev_give(struct vfab_shard *sh, const struct vfab_owner *o, enum vfab_obj kind)
 {
 	if (o->hca < VFAB_MAX_HCAS)
-		atomic_fetch_sub(&r->hcas[o->hca].used[kind], 1);
+		atomic_fetch_sub(&sh->used[o->hca][kind], 1);
 }
-
-/* Each table's place in the region, its slots' size and where a slot's lock is (-1: none). */
-static const struct {
-	size_t off, stride;
-	uint32_t size;
-	long lock;
-} tables[VFAB_OBJ_KINDS] = {
-    [VFAB_OBJ_PD] = {offsetof(struct vfab_region, pds), sizeof(struct vfab_pd_slot), VFAB_MAX_PDS,
-		     -1},
-    [VFAB_OBJ_MR] = {offsetof(struct vfab_region, mrs), sizeof(struct vfab_mr_slot), VFAB_MAX_MRS,
-		     -1},
-    [VFAB_OBJ_CQ] = {offsetof(struct vfab_region, cqs), sizeof(struct vfab_cq_slot), VFAB_MAX_CQS,
-		     offsetof(struct vfab_cq_slot, lock)},
-    [VFAB_OBJ_SRQ] = {offsetof(struct vfab_region, srqs), sizeof(struct vfab_srq_slot),
-		      VFAB_MAX_SRQS, offsetof(struct vfab_srq_slot, lock)},
-    [VFAB_OBJ_QP] = {offsetof(struct vfab_region, qps), sizeof(struct vfab_qp_slot), VFAB_MAX_QPS,
-		     offsetof(struct vfab_qp_slot, lock)},
-};
 
 /* Every slot begins with its state word. */
 static _Atomic uint32_t *slot_state(struct vfab_region *r, enum vfab_obj kind, uint32_t i)
 {
-	return (_Atomic uint32_t *)((char *)r + tables[kind].off + (size_t)i * tables[kind].stride);
+	return (_Atomic uint32_t *)((char *)r + vfab_table_off(kind) +
+				    (size_t)i * vfab_table_stride(kind));
 }
 
 #define SLOT_RESERVE_BYTES (64u << 10) /* the tables' pages are reserved this much at a time */
 
 /*
- * Makes slot top of a table usable (r->lock held): its pages reserved in
- * the file, its lock initialised, then top published past it.
+ * Makes slot top of this process's shard s usable (its lock held): its
+ * pages reserved in the shard's file, its lock initialised, then top
+ * published past it.
  */
-static int slot_grow(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
+static int slot_grow(struct vfab_region *r, uint32_t s, enum vfab_obj kind, uint32_t top)
 {
-	struct vfab_slot_table *t = &r->tab[kind];
-	size_t base = tables[kind].off, stride = tables[kind].stride;
+	struct vfab_slot_table *t = &r->shard[s].tab[kind];
+	size_t base = vfab_table_off(kind), stride = vfab_table_stride(kind);
+	uint32_t hi = vfab_shard_lo(kind, s + 1);
 	struct vfab_region_map m;
 
-	if (top >= tables[kind].size)
+	if (top >= hi)
 		return -ENOMEM;
-	if (t->reserved <= top) {
+	if (t->reserved <= top || t->reserved > hi) {
 		uint64_t from = (base + (uint64_t)top * stride) & ~4095ull;
 		uint64_t to = (base + (uint64_t)(top + 1) * stride + SLOT_RESERVE_BYTES - 1) &
 			      ~(uint64_t)(SLOT_RESERVE_BYTES - 1);
-		uint64_t end = base + (uint64_t)tables[kind].size * stride;
+		uint64_t end = base + (uint64_t)hi * stride;
 
 		if (to > end)
 			to = end;
@@ -230,22 +86,23 @@ static int slot_grow(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
 			return -ENOMEM;
 		t->reserved = (uint32_t)((to - base) / stride);
 	}
-	if (tables[kind].lock >= 0)
+	if (slot_lock[kind] >= 0)
 		vfab_mutex_init_shared(
-		    (pthread_mutex_t *)((char *)slot_state(r, kind, top) + tables[kind].lock));
+		    (pthread_mutex_t *)((char *)slot_state(r, kind, top) + slot_lock[kind]));
 	atomic_store(slot_state(r, kind, top), VFAB_SLOT_FREE);
 	atomic_store_explicit(&t->top, top + 1, memory_order_release);
 	return 0;
 }
 
-/* The next free slot below top from the cursor on (r->lock held); -ENOMEM: none. */
-static int slot_reuse(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
+/* The next free slot of shard s below top from the cursor on (its lock held); -ENOMEM: none. */
+static int slot_reuse(struct vfab_region *r, uint32_t s, enum vfab_obj kind, uint32_t top)
 {
-	struct vfab_slot_table *t = &r->tab[kind];
-	uint32_t start = t->cursor < top ? t->cursor : 0;
+	struct vfab_slot_table *t = &r->shard[s].tab[kind];
+	uint32_t lo = vfab_shard_lo(kind, s), n = top - lo;
+	uint32_t start = t->cursor >= lo && t->cursor < top ? t->cursor - lo : 0;
 
-	for (uint32_t n = 0; n < top; n++) {
-		uint32_t i = start + n < top ? start + n : start + n - top;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = lo + (start + j < n ? start + j : start + j - n);
 
 		if (atomic_load(slot_state(r, kind, i)) == VFAB_SLOT_FREE) {
 			t->cursor = i + 1;
@@ -259,66 +116,94 @@ static int slot_reuse(struct vfab_region *r, enum vfab_obj kind, uint32_t top)
 }
 
 /*
- * A free slot of the table for o's device (r->lock held), counted against
- * that device: its index, or -ENOMEM. The caller fills it and marks it used.
+ * A free slot of this process's shard for o's device (the shard's lock
+ * held), counted against that device: its index, or -ENOMEM. The caller
+ * fills it and marks it used.
  */
 static int slot_claim(struct vfab_region *r, const struct vfab_owner *o, enum vfab_obj kind)
 {
-	uint32_t top = vfab_slot_top(r, kind);
+	uint32_t s = r->local.own;
+	struct vfab_shard *sh = &r->shard[s];
+	uint32_t top = vfab_shard_top(r, kind, s);
 	int idx = -ENOMEM;
 
-	if (!dev_take(r, o, kind))
+	if (!dev_take(r, sh, o, kind))
 		return -ENOMEM;
-	if (top >= VFAB_SLOT_REUSE_MIN && atomic_load(&r->tab[kind].nfree))
-		idx = slot_reuse(r, kind, top);
-	if (idx < 0 && slot_grow(r, kind, top) == 0)
+	if (top - vfab_shard_lo(kind, s) >= VFAB_SLOT_REUSE_MIN &&
+	    atomic_load(&sh->tab[kind].nfree))
+		idx = slot_reuse(r, s, kind, top);
+	if (idx < 0 && slot_grow(r, s, kind, top) == 0)
 		idx = (int)top;
 	if (idx < 0)
-		idx = slot_reuse(r, kind, top); /* no room to grow: take what was freed */
+		idx = slot_reuse(r, s, kind, top); /* no room to grow: take what was freed */
 	if (idx < 0)
-		dev_give(r, o, kind);
+		dev_give(sh, o, kind);
 	return idx;
 }
 
 /*
  * Frees a slot once (USED -> FREE) and gives its count back to the owner's
- * device; a second free of the same slot (the reaper racing the owner) does
- * nothing.
+ * device in the slot's shard; a second free of the same slot (the reaper
+ * racing the owner) does nothing.
  */
-static void release_slot(struct vfab_region *r, _Atomic uint32_t *state, const struct vfab_owner *o,
-			 enum vfab_obj kind)
+static void release_slot(struct vfab_region *r, enum vfab_obj kind, uint32_t i,
+			 const struct vfab_owner *o)
 {
+	struct vfab_shard *sh = &r->shard[vfab_shard_of(kind, i)];
 	uint32_t used = VFAB_SLOT_USED;
 
-	if (atomic_compare_exchange_strong(state, &used, VFAB_SLOT_FREE)) {
-		dev_give(r, o, kind);
-		atomic_fetch_add(&r->tab[kind].nfree, 1);
+	if (atomic_compare_exchange_strong(slot_state(r, kind, i), &used, VFAB_SLOT_FREE)) {
+		dev_give(sh, o, kind);
+		atomic_fetch_add(&sh->tab[kind].nfree, 1);
 	}
+}
+
+/*
+ * The shard this process allocates in, locked: NULL when it has none (a
+ * user whose shard vfabd has not made).
+ */
+static struct vfab_shard *own_locked(struct vfab_region *r)
+{
+	if (r->local.own >= VFAB_SHARDS)
+		return NULL;
+	vfab_lock(&r->shard[r->local.own].lock);
+	return &r->shard[r->local.own];
+}
+
+/* The slot's shard's owner may free it: a slot of a shard not mapped here reads as free. */
+static bool slot_mapped(const struct vfab_region *r, enum vfab_obj kind, int slot)
+{
+	return slot >= 0 && (uint32_t)slot < vfab_table_size(kind) &&
+	       (r->local.mapped & (1u << vfab_shard_of(kind, (uint32_t)slot)));
 }
 
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca)
 {
+	struct vfab_shard *sh = own_locked(r);
 	int idx;
 
-	vfab_lock(&r->lock);
+	if (!sh)
+		return -ENOMEM;
 	idx = slot_claim(r, o, VFAB_OBJ_PD);
 	if (idx >= 0) {
 		struct vfab_pd_slot *s = &r->pds[idx];
 
-		s->gen = next_gen(r);
+		s->gen = ++sh->gen_counter;
 		s->owner = *o;
 		s->hca = hca;
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
-	vfab_unlock(&r->lock);
+	vfab_unlock(&sh->lock);
 	return idx;
 }
 
 int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 {
+	struct vfab_shard *sh = own_locked(r);
 	int idx;
 
-	vfab_lock(&r->lock);
+	if (!sh)
+		return -ENOMEM;
 	idx = slot_claim(r, o, VFAB_OBJ_MR);
 	if (idx >= 0) {
 		struct vfab_mr_slot *s = &r->mrs[idx];
@@ -334,7 +219,7 @@ int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o)
 		atomic_store(&s->inflight, 0);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
-	vfab_unlock(&r->lock);
+	vfab_unlock(&sh->lock);
 	return idx;
 }
 
@@ -374,15 +259,17 @@ static void rq_install(struct vfab_rq *dst, const struct vfab_rq *src)
 	atomic_store(&dst->tail, 0);
 }
 
-static void rq_fini(struct vfab_region *r, struct vfab_rq *rq)
+/* Frees a ring of shard s's slot (into that shard's pool only). */
+static void rq_fini(struct vfab_region *r, uint32_t s, struct vfab_rq *rq)
 {
 	if (rq->ring_off)
-		vfab_pool_free(r, rq->ring_off, (uint64_t)rq->cap * rq->wqe_size);
+		vfab_pool_free_shard(r, s, rq->ring_off, (uint64_t)rq->cap * rq->wqe_size);
 	rq->ring_off = 0;
 }
 
 int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap)
 {
+	struct vfab_shard *sh;
 	uint32_t c = 1;
 	int64_t off;
 	int idx;
@@ -392,12 +279,12 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	off = vfab_pool_alloc(r, (uint64_t)c * sizeof(struct vfab_cqe));
 	if (off < 0)
 		return (int)off;
-	vfab_lock(&r->lock);
-	idx = slot_claim(r, o, VFAB_OBJ_CQ);
+	sh = own_locked(r);
+	idx = sh ? slot_claim(r, o, VFAB_OBJ_CQ) : -ENOMEM;
 	if (idx >= 0) {
 		struct vfab_cq_slot *s = &r->cqs[idx];
 
-		s->gen = next_gen(r);
+		s->gen = ++sh->gen_counter;
 		s->owner = *o;
 		s->cap = c;
 		s->ring_off = (uint64_t)off;
@@ -410,7 +297,8 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 		s->async_id = 0;
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
-	vfab_unlock(&r->lock);
+	if (sh)
+		vfab_unlock(&sh->lock);
 	if (idx < 0)
 		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
 	return idx;
@@ -460,6 +348,7 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 		   uint32_t max_sge, uint32_t tm_tags)
 {
 	struct vfab_rq rq, tm = {0};
+	struct vfab_shard *sh;
 	int idx, rc;
 
 	rc = rq_init(r, &rq, cap, max_sge);
@@ -475,18 +364,18 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 		    (uint32_t)(sizeof(struct vfab_tm_tag) + tm.max_sge * sizeof(struct vfab_sge));
 		off = vfab_pool_alloc(r, (uint64_t)tm.cap * tm.wqe_size);
 		if (off < 0) {
-			rq_fini(r, &rq);
+			rq_fini(r, r->local.own, &rq);
 			return (int)off;
 		}
 		tm.ring_off = (uint64_t)off;
 		memset(vfab_at(r, tm.ring_off), 0, (size_t)tm.cap * tm.wqe_size);
 	}
-	vfab_lock(&r->lock);
-	idx = slot_claim(r, o, VFAB_OBJ_SRQ);
+	sh = own_locked(r);
+	idx = sh ? slot_claim(r, o, VFAB_OBJ_SRQ) : -ENOMEM;
 	if (idx >= 0) {
 		struct vfab_srq_slot *s = &r->srqs[idx];
 
-		s->gen = next_gen(r);
+		s->gen = ++sh->gen_counter;
 		s->owner = *o;
 		atomic_store(&s->limit, 0);
 		rq_install(&s->rq, &rq);
@@ -496,10 +385,11 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 		s->tm_seq = 0;
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
-	vfab_unlock(&r->lock);
+	if (sh)
+		vfab_unlock(&sh->lock);
 	if (idx < 0) {
-		rq_fini(r, &rq);
-		rq_fini(r, &tm);
+		rq_fini(r, r->local.own, &rq);
+		rq_fini(r, r->local.own, &tm);
 	}
 	return idx;
 }
@@ -507,14 +397,15 @@ int vfab_srq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t c
 int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq_cap,
 		  uint32_t rq_max_sge)
 {
+	struct vfab_shard *sh;
 	struct vfab_rq rq;
 	int idx, rc;
 
 	rc = rq_init(r, &rq, rq_cap, rq_max_sge);
 	if (rc)
 		return rc;
-	vfab_lock(&r->lock);
-	idx = slot_claim(r, o, VFAB_OBJ_QP);
+	sh = own_locked(r);
+	idx = sh ? slot_claim(r, o, VFAB_OBJ_QP) : -ENOMEM;
 	if (idx >= 0) {
 		struct vfab_qp_slot *s = &r->qps[idx];
 		uint32_t qpn;
@@ -539,15 +430,17 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 		rq_install(&s->rq, &rq);
 		atomic_store(&s->state, VFAB_SLOT_USED);
 	}
-	vfab_unlock(&r->lock);
+	if (sh)
+		vfab_unlock(&sh->lock);
 	if (idx < 0)
-		rq_fini(r, &rq);
+		rq_fini(r, r->local.own, &rq);
 	return idx;
 }
 
 void vfab_pd_free(struct vfab_region *r, int slot)
 {
-	release_slot(r, &r->pds[slot].state, &r->pds[slot].owner, VFAB_OBJ_PD);
+	if (slot_mapped(r, VFAB_OBJ_PD, slot))
+		release_slot(r, VFAB_OBJ_PD, (uint32_t)slot, &r->pds[slot].owner);
 }
 
 void vfab_mr_revoke(struct vfab_region *r, int slot)
@@ -555,6 +448,8 @@ void vfab_mr_revoke(struct vfab_region *r, int slot)
 	struct vfab_mr_slot *s = &r->mrs[slot];
 	long long deadline;
 
+	if (!slot_mapped(r, VFAB_OBJ_MR, slot))
+		return;
 	/* Revoke first so that a concurrent remote check fails the key. */
 	s->access = 0;
 	s->length = 0;
@@ -573,8 +468,10 @@ void vfab_mr_revoke(struct vfab_region *r, int slot)
 
 void vfab_mr_free(struct vfab_region *r, int slot)
 {
+	if (!slot_mapped(r, VFAB_OBJ_MR, slot))
+		return;
 	vfab_mr_revoke(r, slot);
-	release_slot(r, &r->mrs[slot].state, &r->mrs[slot].owner, VFAB_OBJ_MR);
+	release_slot(r, VFAB_OBJ_MR, (uint32_t)slot, &r->mrs[slot].owner);
 }
 
 void vfab_cq_free(struct vfab_region *r, int slot)
@@ -582,23 +479,28 @@ void vfab_cq_free(struct vfab_region *r, int slot)
 	struct vfab_cq_slot *s = &r->cqs[slot];
 	uint64_t off, bytes;
 
+	if (!slot_mapped(r, VFAB_OBJ_CQ, slot))
+		return;
 	vfab_lock(&s->lock);
-	release_slot(r, &s->state, &s->owner, VFAB_OBJ_CQ);
+	release_slot(r, VFAB_OBJ_CQ, (uint32_t)slot, &s->owner);
 	off = s->ring_off;
 	bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
 	s->ring_off = 0;
 	vfab_unlock(&s->lock);
-	vfab_pool_free(r, off, bytes);
+	vfab_pool_free_shard(r, vfab_shard_of(VFAB_OBJ_CQ, (uint32_t)slot), off, bytes);
 }
 
 void vfab_srq_free(struct vfab_region *r, int slot)
 {
 	struct vfab_srq_slot *s = &r->srqs[slot];
+	uint32_t sh = vfab_shard_of(VFAB_OBJ_SRQ, (uint32_t)slot);
 
+	if (!slot_mapped(r, VFAB_OBJ_SRQ, slot))
+		return;
 	vfab_lock(&s->lock);
-	release_slot(r, &s->state, &s->owner, VFAB_OBJ_SRQ);
-	rq_fini(r, &s->rq);
-	rq_fini(r, &s->tm);
+	release_slot(r, VFAB_OBJ_SRQ, (uint32_t)slot, &s->owner);
+	rq_fini(r, sh, &s->rq);
+	rq_fini(r, sh, &s->tm);
 	s->tm_tags = 0;
 	vfab_unlock(&s->lock);
 }
@@ -606,77 +508,106 @@ void vfab_srq_free(struct vfab_region *r, int slot)
 void vfab_qp_free(struct vfab_region *r, int slot)
 {
 	struct vfab_qp_slot *s = &r->qps[slot];
+	uint32_t sh = vfab_shard_of(VFAB_OBJ_QP, (uint32_t)slot);
 
+	if (!slot_mapped(r, VFAB_OBJ_QP, slot))
+		return;
 	/* Its groups first (destroy_qp and the reaper alike): no copy reaches it after. */
 	vfab_mcast_detach_qp(r, s->hca, s->qpn);
 	vfab_lock(&s->lock);
 	atomic_store(&s->qp_state, IBV_QPS_ERR);
-	release_slot(r, &s->state, &s->owner, VFAB_OBJ_QP);
-	rq_fini(r, &s->rq);
+	release_slot(r, VFAB_OBJ_QP, (uint32_t)slot, &s->owner);
+	rq_fini(r, sh, &s->rq);
 	vfab_unlock(&s->lock);
+}
+
+/*
+ * After a lookup of slot i found nothing: whether its shard was mapped now
+ * (this process may write it and had not mapped it, a peer of another user
+ * that root reaches, or it mapped a file vfabd has since dropped), so that
+ * the lookup is worth trying once more.
+ */
+static bool mapped_now(struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	uint32_t s, before;
+
+	if (i >= vfab_table_size(kind))
+		return false;
+	s = vfab_shard_of(kind, i);
+	before = r->local.mapped & (1u << s) ? r->local.gen[s] + 1 : 0;
+	return vfab_region_map_shard(r, s) == 0 && before != r->local.gen[s] + 1;
+}
+
+bool vfab_shard_empty(const struct vfab_region *r, uint32_t s)
+{
+	for (int k = 0; k < VFAB_OBJ_KINDS; k++) {
+		enum vfab_obj kind = (enum vfab_obj)k;
+
+		for (uint32_t i = vfab_shard_lo(kind, s), top = vfab_shard_top(r, kind, s); i < top;
+		     i++)
+			if (atomic_load((_Atomic uint32_t *)((char *)r + vfab_table_off(kind) +
+							     (size_t)i * vfab_table_stride(kind))) ==
+			    VFAB_SLOT_USED)
+				return false;
+	}
+	return true;
 }
 
 struct vfab_mr_slot *vfab_mr_lookup(struct vfab_region *r, uint32_t key)
 {
 	uint32_t idx = key >> 8;
-	struct vfab_mr_slot *s;
 
-	if (idx >= vfab_slot_top(r, VFAB_OBJ_MR))
-		return NULL;
-	s = &r->mrs[idx];
-	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
-	    s->key != key)
-		return NULL;
-	return s;
+	for (int tries = 0; tries < 2; tries++) {
+		struct vfab_mr_slot *s = &r->mrs[idx];
+
+		if (vfab_slot_live(r, VFAB_OBJ_MR, idx) &&
+		    atomic_load_explicit(&s->state, memory_order_acquire) == VFAB_SLOT_USED &&
+		    s->key == key)
+			return s;
+		if (tries || !mapped_now(r, VFAB_OBJ_MR, idx))
+			break;
+	}
+	return NULL;
 }
 
 struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_t qpn)
 {
 	uint32_t idx = vfab_qpn_slot(qpn);
-	struct vfab_qp_slot *s;
 
-	if (idx >= vfab_slot_top(r, VFAB_OBJ_QP))
-		return NULL;
-	s = &r->qps[idx];
-	if (atomic_load_explicit(&s->state, memory_order_acquire) != VFAB_SLOT_USED ||
-	    s->qpn != qpn || s->hca != hca)
-		return NULL;
-	return s;
+	for (int tries = 0; tries < 2; tries++) {
+		struct vfab_qp_slot *s = &r->qps[idx];
+
+		if (vfab_slot_live(r, VFAB_OBJ_QP, idx) &&
+		    atomic_load_explicit(&s->state, memory_order_acquire) == VFAB_SLOT_USED &&
+		    s->qpn == qpn && s->hca == hca)
+			return s;
+		if (tries || !mapped_now(r, VFAB_OBJ_QP, idx))
+			break;
+	}
+	return NULL;
 }
 
 int vfab_region_reap_owner(struct vfab_region *r, int32_t pid, uint64_t start_ticks)
 {
-	uint32_t i, top;
+	uint32_t i;
 	int n = 0;
 
 #define OWNED_BY(o) ((o).pid == pid && (!start_ticks || (o).start_ticks == start_ticks))
+#define REAP(kind, tbl, fn)                                                                        \
+	for (i = vfab_slot_next(r, kind, 0); i != VFAB_SLOT_END;                                   \
+	     i = vfab_slot_next(r, kind, i + 1))                                                   \
+		if (atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED &&                             \
+		    OWNED_BY(r->tbl[i].owner)) {                                                   \
+			fn(r, (int)i);                                                             \
+			n++;                                                                       \
+		}
 
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++)
-		if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED && OWNED_BY(r->qps[i].owner)) {
-			vfab_qp_free(r, i);
-			n++;
-		}
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
-		if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED &&
-		    OWNED_BY(r->srqs[i].owner)) {
-			vfab_srq_free(r, i);
-			n++;
-		}
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
-		if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->cqs[i].owner)) {
-			vfab_cq_free(r, i);
-			n++;
-		}
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
-		if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED && OWNED_BY(r->mrs[i].owner)) {
-			vfab_mr_free(r, i);
-			n++;
-		}
-	for (i = 0, top = vfab_slot_top(r, VFAB_OBJ_PD); i < top; i++)
-		if (atomic_load(&r->pds[i].state) == VFAB_SLOT_USED && OWNED_BY(r->pds[i].owner)) {
-			vfab_pd_free(r, i);
-			n++;
-		}
+	REAP(VFAB_OBJ_QP, qps, vfab_qp_free)
+	REAP(VFAB_OBJ_SRQ, srqs, vfab_srq_free)
+	REAP(VFAB_OBJ_CQ, cqs, vfab_cq_free)
+	REAP(VFAB_OBJ_MR, mrs, vfab_mr_free)
+	REAP(VFAB_OBJ_PD, pds, vfab_pd_free)
+#undef REAP
 #undef OWNED_BY
 	return n;
 }

@@ -6,9 +6,11 @@
  * (nodes, HCAs, ports, GID tables, link clocks), and the verbs objects that a
  * remote requester checks or fills (MRs, QPs with their receive queues, SRQs,
  * CQ rings). The daemon is not on the data path: processes allocate and use
- * slots directly under the region's robust locks. Every local user can
- * write this file, so who owns an object and what an MR covers are taken
- * from vfabd's copy of each slot (fabric/ktab.h), never from here.
+ * slots directly under their shard's robust locks. The topology is vfabd's
+ * (the file is mode 0644); what processes write is in their user's shard
+ * ("Shards" below), which root processes read when they talk to that user,
+ * so who owns an object and what an MR covers are taken from vfabd's copy
+ * of each slot (fabric/ktab.h), never from here.
  *
  * Every object slot is found by index; handles given to users (QPN, lkey/rkey)
  * carry the slot index plus a generation so that stale handles never hit a
@@ -38,8 +40,10 @@
  * 15 vfab_mr_slot seal_seq (vfabd's object table, fabric/ktab.h);
  * 16 XRC fields; 17 packet captures (captures[], captures_on; fabric/capture.h);
  * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv);
- * 19 vfab_rwqe seq, producers' and consumer's words of CQ and RQ on lines of their own. */
-#define VFAB_REGION_VERSION 19
+ * 19 vfab_rwqe seq, producers' and consumer's words of CQ and RQ on lines of their own;
+ * 20 shards: what processes write (tables, pools, locks, counters, link clocks, multicast)
+ * per user, the topology vfabd's alone. */
+#define VFAB_REGION_VERSION 20
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -108,8 +112,9 @@
 #define VFAB_MAX_COPY_ENGINES 16	/* hcas[].copy_engines */
 #define VFAB_DEFAULT_COPY_ENGINES_MAX 8 /* the default: the node's CPUs, at most this */
 /*
- * The ring pool holds the rings (CQ, SQ, RQ, SRQ) of every process of the
- * fabric. Its size is fixed when vfabd creates the region, from the config:
+ * A ring pool holds the rings (CQ, SQ, RQ, SRQ) of the processes of one
+ * user: every shard has one of the same size, fixed when vfabd creates the
+ * region, from the config:
  * fabric.ring_pool_mib when given, else VFAB_POOL_BYTES_PER_HCA for each HCA
  * the nodes list, at least VFAB_POOL_BYTES_MIN (vfab_pool_bytes). The file
  * is sparse: the header is reserved (posix_fallocate) when the region is
@@ -156,9 +161,9 @@ struct vfab_gid {
 };
 
 /*
- * One direction of a link. The link model (fabric/link_model.h) reserves
- * serialization time by advancing busy_until_ns atomically; unshaped links
- * have rate_bps == 0 and are only counted. Times are CLOCK_MONOTONIC ns.
+ * One direction of a link, as vfabd configured it (fabric/link_model.h);
+ * unshaped links have rate_bps == 0 and are only counted. Times are
+ * CLOCK_MONOTONIC ns.
  */
 struct vfab_link {
 	uint32_t in_use;
@@ -167,6 +172,15 @@ struct vfab_link {
 	uint64_t rate_bps;   /* 0 = unshaped */
 	uint32_t latency_ns; /* one way */
 	uint32_t loss_ppm;
+};
+
+/*
+ * What requesters write for one link: its clock (the link model reserves
+ * serialization time by advancing busy_until_ns) and its counters. Kept
+ * per user (struct vfab_shard): a user's traffic is timed on that user's
+ * clock of the link, and vfabd sums the counters (vfab_link_stats_sum).
+ */
+struct vfab_link_clock {
 	_Atomic uint64_t busy_until_ns;
 	_Atomic uint64_t bytes;
 	_Atomic uint64_t msgs;
@@ -239,7 +253,6 @@ struct vfab_port {
 	_Atomic uint32_t gid_gen; /* bumped whenever the GID table changes */
 	uint32_t ngids;
 	struct vfab_gid gids[VFAB_PORT_GIDS];
-	struct vfab_port_counters cnt;
 };
 
 /* Object kinds counted per device (struct vfab_hca.used). */
@@ -247,8 +260,6 @@ enum vfab_obj { VFAB_OBJ_PD, VFAB_OBJ_MR, VFAB_OBJ_CQ, VFAB_OBJ_SRQ, VFAB_OBJ_QP
 
 struct vfab_hca {
 	uint32_t in_use;
-	/* Objects of each kind its contexts hold (vfab_dev_limit bounds them). */
-	_Atomic uint32_t used[VFAB_OBJ_KINDS];
 	/* fabric.limits, as vfabd published them; 0: the ConnectX default (VFAB_CX_MAX_*). */
 	uint32_t limit[VFAB_OBJ_KINDS];
 	uint32_t node; /* index into nodes[]: the first node that lists it */
@@ -628,6 +639,60 @@ struct vfab_slot_table {
 	uint32_t reserved;	/* slots whose pages are reserved in the file */
 };
 
+/*
+ * Shards: what the processes of one user write. Every user of the fabric
+ * (by effective uid) has a shard of its own, in a file only that user (and
+ * root) may write: the fabric's owner (vfabd's user, root's processes) has
+ * shard 0, in the region file itself; any other user a shard that vfabd
+ * makes at its first HELLO, /dev/shm/vfab-<fabric>.users/u<uid> (mode
+ * 0600, that user's). Every process maps the region as one address range
+ * (shard.c): the topology from the region file (read-only unless it may
+ * write it), each shard it may write from that shard's file, and nothing
+ * (zero pages, read-only) where a shard is another user's. So an object's
+ * slot is found by its index in one table as before, and a slot in a shard
+ * this process cannot write reads as free: it answers nothing, as the
+ * kernel refuses a copy between users.
+ *
+ * The slots of each table are split among the shards: shard 0 has the
+ * lower half, shard s >= 1 a 32nd of the table above it (vfab_shard_lo).
+ * A slot's index says whose it is, so a QPN or a key names its shard and
+ * vfabd seals a slot only in its caller's shard.
+ */
+#define VFAB_SHARDS 17
+#define VFAB_SHARD_NONE 0xffffffffu
+#define VFAB_SLOT_END 0xffffffffu /* the end of a scan (vfab_slot_next) */
+
+struct vfab_shard {
+	pthread_mutex_t lock;	     /* slot allocation, pool */
+	pthread_mutex_t atomic_lock; /* RDMA atomics into this shard's MRs: atomic w.r.t. the HCA */
+	uint32_t gen_counter;
+	uint32_t pad;
+	struct vfab_slot_table tab[VFAB_OBJ_KINDS]; /* top counts from vfab_shard_lo */
+	uint64_t pool_free[VFAB_POOL_CLASSES]; /* region offset of a free block of 2^k; 0 none */
+	/* Objects of each kind this user's contexts hold per device (vfab_dev_limit bounds them).
+	 */
+	_Atomic uint32_t used[VFAB_MAX_HCAS][VFAB_OBJ_KINDS];
+	/* Datagrams a capture's socket could not take (struct vfab_capture). */
+	_Atomic uint64_t cap_drops[VFAB_CAPTURES];
+	/* Attachments; those at or above mcast_top are all free (a scan's bound). */
+	_Atomic uint32_t mcast_top;
+	struct vfab_mcast_slot mcast[VFAB_MAX_MCAST_ATTACH];
+	/* What this user's requesters counted on each port and link (vfabd sums them). */
+	struct vfab_port_counters cnt[VFAB_MAX_HCAS][VFAB_MAX_PORTS];
+	_Alignas(64) struct vfab_link_clock clk[VFAB_MAX_LINKS];
+} __attribute__((aligned(4096)));
+
+/*
+ * What this process alone knows of its mapping: a private page of the
+ * address range (shard.c), never in a file.
+ */
+struct vfab_region_local {
+	uint32_t own;	 /* the shard this process writes its objects into; VFAB_SHARDS: none yet */
+	uint32_t mapped; /* bit s: shard s is mapped from its file */
+	uint32_t refused;	   /* bit s: shard s is another user's (not tried again) */
+	uint32_t gen[VFAB_SHARDS]; /* shard_gen[s] of the file mapped at shard s */
+} __attribute__((aligned(4096)));
+
 struct vfab_region {
 	uint64_t magic;
 	uint32_t version;
@@ -636,10 +701,6 @@ struct vfab_region {
 	char fabric[VFAB_NAME_MAX];
 	char rundir[256];	/* /run/vfab/<fabric> */
 	_Atomic uint32_t ready; /* set by vfabd once the topology is filled */
-	_Atomic uint32_t next_ctx_id;
-
-	pthread_mutex_t lock;	     /* slot allocation, pool */
-	pthread_mutex_t atomic_lock; /* RDMA atomics: atomic w.r.t. the HCA */
 
 	uint32_t nnodes, nhcas, nlinks, nleaves;
 	struct vfab_spine spine;
@@ -648,20 +709,20 @@ struct vfab_region {
 	struct vfab_link links[VFAB_MAX_LINKS];
 	struct vfab_leaf leaves[VFAB_MAX_LEAVES];
 
-	/* Attachments; those at or above mcast_top are all free (a scan's bound). */
-	struct vfab_mcast_slot mcast[VFAB_MAX_MCAST_ATTACH];
-	_Atomic uint32_t mcast_top;
-
 	/*
-	 * Informational (tools, tests): each process takes the pool's bounds
-	 * from its own mapping (VFAB_POOL_OFF, the file's size), never from
-	 * these, which any user can rewrite.
+	 * Informational (tools, tests): each process takes the pools' bounds
+	 * from its own mapping (VFAB_POOL_OFF, the file's size).
 	 */
-	uint64_t pool_off;  /* start of the ring pool, from the region start (VFAB_POOL_OFF) */
-	uint64_t pool_size; /* bytes, fixed at creation (vfab_pool_bytes) */
-	uint64_t pool_free[VFAB_POOL_CLASSES]; /* region offset of a free block of 2^k; 0 none */
-	uint32_t gen_counter;
-	struct vfab_slot_table tab[VFAB_OBJ_KINDS];
+	uint64_t pool_off; /* start of shard 0's ring pool, from the region start (VFAB_POOL_OFF) */
+	uint64_t pool_size; /* bytes of each shard's pool, fixed at creation (vfab_pool_bytes) */
+	/*
+	 * The shards vfabd made: shard_uid[s] is valid once shard_on[s] is 1;
+	 * shard_gen[s] counts the files shard s had (vfabd drops an unused one,
+	 * vfab_shard_drop, and may give s to another user later).
+	 */
+	uint32_t shard_uid[VFAB_SHARDS];
+	_Atomic uint32_t shard_on[VFAB_SHARDS];
+	_Atomic uint32_t shard_gen[VFAB_SHARDS];
 	/*
 	 * Bumped (release) after any link's rate_bps, latency_ns or loss_ppm
 	 * changes: requesters cache per destination whether its path is shaped
@@ -676,22 +737,101 @@ struct vfab_region {
 	_Atomic uint32_t captures_on;
 	struct vfab_capture captures[VFAB_CAPTURES];
 
+	/* Everything above is vfabd's (the topology); below, the shards' and this process's. */
+	struct vfab_region_local local;
+	struct vfab_shard shard[VFAB_SHARDS + 1]; /* the last: a scratch shard, this process's */
+
 	/*
-	 * The object tables: everything above is reserved when the region is
-	 * made, these page by page as their slots are first handed out.
+	 * The object tables, split among the shards (vfab_shard_lo): a
+	 * shard's slots are reserved page by page as they are first handed out.
 	 */
-	struct vfab_pd_slot pds[VFAB_MAX_PDS];
-	struct vfab_mr_slot mrs[VFAB_MAX_MRS];
-	struct vfab_cq_slot cqs[VFAB_MAX_CQS];
-	struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
-	struct vfab_qp_slot qps[VFAB_MAX_QPS];
+	_Alignas(4096) struct vfab_pd_slot pds[VFAB_MAX_PDS];
+	_Alignas(4096) struct vfab_mr_slot mrs[VFAB_MAX_MRS];
+	_Alignas(4096) struct vfab_cq_slot cqs[VFAB_MAX_CQS];
+	_Alignas(4096) struct vfab_srq_slot srqs[VFAB_MAX_SRQS];
+	_Alignas(4096) struct vfab_qp_slot qps[VFAB_MAX_QPS];
 };
 
-/* The part of the region reserved when it is made: everything before the object tables. */
-#define VFAB_REGION_FIXED_BYTES offsetof(struct vfab_region, pds)
+/* The topology: vfabd's, the part of the region file every process maps first. */
+#define VFAB_REGION_TOPO_BYTES offsetof(struct vfab_region, local)
 
-/* Where the ring pool starts in every region: after the header, 2 MiB aligned. */
+/* Where shard 0's ring pool starts in every region: after the tables, 2 MiB aligned. */
 #define VFAB_POOL_OFF ((sizeof(struct vfab_region) + (1ull << 21) - 1) & ~((1ull << 21) - 1))
+
+/* Where each object table starts in the region, and its slots' size. */
+static inline size_t vfab_table_off(enum vfab_obj kind)
+{
+	static const size_t off[VFAB_OBJ_KINDS] = {
+	    offsetof(struct vfab_region, pds), offsetof(struct vfab_region, mrs),
+	    offsetof(struct vfab_region, cqs), offsetof(struct vfab_region, srqs),
+	    offsetof(struct vfab_region, qps)};
+	return off[kind];
+}
+
+static inline size_t vfab_table_stride(enum vfab_obj kind)
+{
+	static const size_t stride[VFAB_OBJ_KINDS] = {
+	    sizeof(struct vfab_pd_slot), sizeof(struct vfab_mr_slot), sizeof(struct vfab_cq_slot),
+	    sizeof(struct vfab_srq_slot), sizeof(struct vfab_qp_slot)};
+	return stride[kind];
+}
+
+static inline uint32_t vfab_table_size(enum vfab_obj kind)
+{
+	static const uint32_t size[VFAB_OBJ_KINDS] = {VFAB_MAX_PDS, VFAB_MAX_MRS, VFAB_MAX_CQS,
+						      VFAB_MAX_SRQS, VFAB_MAX_QPS};
+	return size[kind];
+}
+
+/* The first slot of shard s in a table (s == VFAB_SHARDS: the table's end). */
+static inline uint32_t vfab_shard_lo(enum vfab_obj kind, uint32_t s)
+{
+	uint32_t n = vfab_table_size(kind);
+
+	return s == 0 ? 0 : n / 2 + (s - 1) * (n / 32);
+}
+
+static inline uint32_t vfab_shard_of(enum vfab_obj kind, uint32_t slot)
+{
+	uint32_t n = vfab_table_size(kind);
+
+	return slot < n / 2 ? 0 : 1 + (slot - n / 2) / (n / 32);
+}
+
+/*
+ * The shard of the slot that holds address p (a slot, or a ring header in
+ * one): VFAB_SHARDS when p is in no table.
+ */
+static inline uint32_t vfab_shard_of_ptr(const struct vfab_region *r, const void *p)
+{
+	size_t at = (size_t)((const char *)p - (const char *)r);
+
+	/* Comparisons only for shard 0's half (the data path's common case): no division. */
+	for (int k = 0; k < VFAB_OBJ_KINDS; k++) {
+		size_t off = vfab_table_off((enum vfab_obj)k),
+		       stride = vfab_table_stride((enum vfab_obj)k),
+		       n = vfab_table_size((enum vfab_obj)k), half = n / 2 * stride;
+
+		if (at < off || at - off >= n * stride)
+			continue;
+		return at - off < half ? 0 : 1 + (uint32_t)((at - off - half) / (n / 32 * stride));
+	}
+	return VFAB_SHARDS;
+}
+
+/* The shard this process writes into (the scratch shard before it has one). */
+static inline struct vfab_shard *vfab_own(struct vfab_region *r)
+{
+	uint32_t s = r->local.own;
+
+	return &r->shard[s < VFAB_SHARDS ? s : VFAB_SHARDS];
+}
+
+/* Bytes of each shard's ring pool in a mapping of map_bytes (this process's own). */
+static inline uint64_t vfab_pool_shard_bytes(uint64_t map_bytes)
+{
+	return map_bytes > VFAB_POOL_OFF ? (map_bytes - VFAB_POOL_OFF) / VFAB_SHARDS : 0;
+}
 
 /*
  * What one device gives of each kind (ibv_query_device's max_qp, max_mr,
@@ -729,19 +869,85 @@ static inline uint32_t vfab_qpn_slot(uint32_t qpn)
 }
 
 /*
- * How many slots of a table have ever been handed out: every scan of a
- * table stops there (a forged top is bounded by the table).
+ * One past the last slot shard s of a table has handed out (its top,
+ * bounded by the shard's slots): slots from vfab_shard_lo up to it exist.
  */
-static inline uint32_t vfab_slot_top(const struct vfab_region *r, enum vfab_obj kind)
+static inline uint32_t vfab_shard_top(const struct vfab_region *r, enum vfab_obj kind, uint32_t s)
 {
-	static const uint32_t size[VFAB_OBJ_KINDS] = {VFAB_MAX_PDS, VFAB_MAX_MRS, VFAB_MAX_CQS,
-						      VFAB_MAX_SRQS, VFAB_MAX_QPS};
-	uint32_t top = atomic_load_explicit(&r->tab[kind].top, memory_order_acquire);
+	uint32_t lo = vfab_shard_lo(kind, s), hi = vfab_shard_lo(kind, s + 1);
+	uint32_t top = atomic_load_explicit(&r->shard[s].tab[kind].top, memory_order_acquire);
 
-	return top < size[kind] ? top : size[kind];
+	return top < lo ? lo : top > hi ? hi : top;
 }
 
-/* ---- region.c: create / map / allocate ---- */
+/* Whether slot i of a table was handed out (a lookup reads it only then). */
+static inline bool vfab_slot_live(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	return i < vfab_table_size(kind) && i < vfab_shard_top(r, kind, vfab_shard_of(kind, i));
+}
+
+/*
+ * A scan of a table: the first slot at or after i that was handed out, or
+ * VFAB_SLOT_END. for (i = vfab_slot_next(r, k, 0); i != VFAB_SLOT_END;
+ * i = vfab_slot_next(r, k, i + 1)).
+ */
+static inline uint32_t vfab_slot_next(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	for (uint32_t s = i < vfab_table_size(kind) ? vfab_shard_of(kind, i) : VFAB_SHARDS;
+	     s < VFAB_SHARDS; s++) {
+		uint32_t lo = vfab_shard_lo(kind, s);
+
+		if (i < lo)
+			i = lo;
+		if (i < vfab_shard_top(r, kind, s))
+			return i;
+	}
+	return VFAB_SLOT_END;
+}
+
+/* What this process's requesters count on port (1-based) of device hca: its shard's counters. */
+static inline struct vfab_port_counters *vfab_cnt(struct vfab_region *r, uint32_t hca,
+						  uint32_t port)
+{
+	return &vfab_own(r)->cnt[hca][port - 1];
+}
+
+/*
+ * A counter block summed over the shards mapped here (vfabd and root's
+ * tools map every user's, vfab_region_map_shards): a port's counters or a
+ * link's, word by word (both are 64-bit counters only).
+ */
+static inline void vfab_sum_words(const struct vfab_region *r, size_t off, size_t bytes,
+				  uint64_t *out)
+{
+	for (size_t w = 0; w < bytes / 8; w++)
+		out[w] = 0;
+	for (uint32_t s = 0; s < VFAB_SHARDS; s++) {
+		const uint64_t *in = (const uint64_t *)((const char *)&r->shard[s] + off);
+
+		if (!(r->local.mapped & (1u << s)))
+			continue;
+		for (size_t w = 0; w < bytes / 8; w++)
+			out[w] += __atomic_load_n(&in[w], __ATOMIC_RELAXED);
+	}
+}
+
+static inline void vfab_port_counters_sum(const struct vfab_region *r, uint32_t hca, uint32_t port,
+					  struct vfab_port_counters *out)
+{
+	vfab_sum_words(r, offsetof(struct vfab_shard, cnt[hca][port - 1]), sizeof(*out),
+		       (uint64_t *)out);
+}
+
+/* A link's counters summed (busy_until_ns: the latest of any user's clock is not kept). */
+static inline void vfab_link_stats_sum(const struct vfab_region *r, uint32_t link,
+				       struct vfab_link_clock *out)
+{
+	vfab_sum_words(r, offsetof(struct vfab_shard, clk[link]), sizeof(*out), (uint64_t *)out);
+	out->busy_until_ns = 0;
+}
+
+/* ---- shard.c: create and map the region and its shards ---- */
 
 /*
  * Create (vfabd only): sizes, inits locks, empty tables; a ring pool of
@@ -751,17 +957,54 @@ int vfab_region_create_pool(const char *fabric, const char *rundir, uint64_t poo
 			    struct vfab_region **out);
 /* The same with a pool of VFAB_POOL_BYTES (tests, tools). */
 int vfab_region_create(const char *fabric, const char *rundir, struct vfab_region **out);
-/* Map an existing region (provider, tools); checks magic and version. */
+/*
+ * Map an existing region (provider, tools); checks magic and version. The
+ * fabric's owner and root write shard 0 from then on; another user has no
+ * shard until vfab_region_join.
+ */
 int vfab_region_open(const char *path, struct vfab_region **out);
 void vfab_region_close(struct vfab_region *r);
+/* Removes the region file and its users' shards. */
 int vfab_region_unlink(const char *fabric);
+/*
+ * vfabd, at a user's first HELLO: the shard of uid (a new file of that
+ * user's, mode 0600, mapped into vfabd's range): its index, or -ENOSPC
+ * when VFAB_SHARDS users have one.
+ */
+int vfab_shard_create(struct vfab_region *r, uint32_t uid, uint32_t gid);
+/*
+ * This process (a user other than the fabric's owner) takes the shard
+ * vfabd made for its effective uid: 0, -ENOENT (none yet), -EPERM (the
+ * file is not that user's alone).
+ */
+int vfab_region_join(struct vfab_region *r);
+/*
+ * Maps shard s from its file where this process may write it (root: every
+ * user's): 0, -EACCES (another user's: it stays zero pages), -ENOENT.
+ * Lookups call it for a slot of a shard not mapped yet.
+ */
+int vfab_region_map_shard(struct vfab_region *r, uint32_t s);
+/* Every shard there is (tools and vfabd, which read all users' counters and objects). */
+void vfab_region_map_shards(struct vfab_region *r);
+/*
+ * vfabd: removes shard s (its file, and its parts of vfabd's range), which
+ * no process of its user uses (no context, no object: vfab_shard_empty).
+ * A process that still maps it maps the next file of s afresh (shard_gen).
+ */
+void vfab_shard_drop(struct vfab_region *r, uint32_t s);
+/* Whether shard s holds no object (vfabd, before vfab_shard_drop). */
+bool vfab_shard_empty(const struct vfab_region *r, uint32_t s);
 
 /* ---- shmlock.c: robust-mutex helpers: recover a lock whose holder died. ---- */
 int vfab_lock(pthread_mutex_t *m);
 void vfab_unlock(pthread_mutex_t *m);
 int vfab_mutex_init_shared(pthread_mutex_t *m);
 
-/* Slot allocation: returns slot index >= 0 or -errno (-ENOMEM when full). */
+/*
+ * ---- region.c: object slots ----
+ * Allocation, in this process's shard: returns slot index >= 0 or -errno
+ * (-ENOMEM when full, or when this process has no shard).
+ */
 int vfab_pd_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t hca);
 int vfab_mr_alloc(struct vfab_region *r, const struct vfab_owner *o);
 int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t cap);
@@ -809,7 +1052,8 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
  *    pool loses memory, it never makes anyone write elsewhere;
  *  - free blocks of VFAB_POOL_GIVE_BACK bytes or more hold no memory but
  *    their first page (MADV_REMOVE).
- * Offsets are relative to the region start; all calls take r->lock.
+ * Offsets are relative to the region start; each shard has a pool of its
+ * own (vfab_pool_shard_bytes), taken under that shard's lock.
  */
 /*
  * The ring pool's size in bytes for nhcas HCAs, or override_mib MiB when not
@@ -817,27 +1061,39 @@ struct vfab_qp_slot *vfab_qp_lookup(struct vfab_region *r, uint32_t hca, uint32_
  * an override) and VFAB_POOL_BYTES_MAX.
  */
 uint64_t vfab_pool_bytes(uint32_t nhcas, uint32_t override_mib);
-/* The creator's first layout of an empty pool (vfab_region_create); -ENOSPC: /dev/shm full. */
-int vfab_pool_init(struct vfab_region *r);
 /*
- * A zeroed block of at least `bytes`, its pages reserved in the region file
- * (a full /dev/shm is -ENOMEM here, never a SIGBUS later): its region
- * offset, or -ENOMEM.
+ * The first layout of shard s's empty pool (its creator's, reserving in
+ * the shard's file fd); -ENOSPC: /dev/shm full.
+ */
+int vfab_pool_init(struct vfab_region *r, uint32_t s, int fd);
+/*
+ * A zeroed block of at least `bytes` of this process's shard's pool, its
+ * pages reserved in the shard's file (a full /dev/shm is -ENOMEM here,
+ * never a SIGBUS later): its region offset, or -ENOMEM.
  */
 int64_t vfab_pool_alloc(struct vfab_region *r, uint64_t bytes);
 /*
- * Whether [off, off + bytes) lies in the ring pool of a mapping of
+ * Whether [off, off + bytes) lies in shard s's ring pool in a mapping of
  * map_bytes (this process's own, region_map.h; never the region's word):
  * how vfabd checks a ring before it seals it, and how a requester checks
- * one before it writes there.
+ * one before it writes there (s: the shard of the slot that names it).
  */
-static inline bool vfab_pool_holds(uint64_t map_bytes, uint64_t off, uint64_t bytes)
+static inline bool vfab_pool_holds(uint64_t map_bytes, uint32_t s, uint64_t off, uint64_t bytes)
 {
-	return off >= VFAB_POOL_OFF && off <= map_bytes && bytes <= map_bytes - off;
+	uint64_t per = vfab_pool_shard_bytes(map_bytes), start = VFAB_POOL_OFF + (uint64_t)s * per;
+
+	return s < VFAB_SHARDS && off >= start && off - start <= per &&
+	       bytes <= per - (off - start);
 }
-/* Gives back a block vfab_pool_alloc returned for `bytes`; anything else is ignored. */
+/*
+ * Gives back a block vfab_pool_alloc returned for `bytes`, to the pool of
+ * the shard it lies in; anything else (a block of a shard not mapped here)
+ * is ignored.
+ */
 void vfab_pool_free(struct vfab_region *r, uint64_t off, uint64_t bytes);
-/* Bytes on the free lists (tests, diagnostics). */
+/* The same only when the block lies in shard s's pool (a slot's ring: its own shard's). */
+void vfab_pool_free_shard(struct vfab_region *r, uint32_t s, uint64_t off, uint64_t bytes);
+/* Bytes on this process's shard's free lists (tests, diagnostics). */
 uint64_t vfab_pool_free_bytes(struct vfab_region *r);
 static inline void *vfab_at(struct vfab_region *r, uint64_t off)
 {

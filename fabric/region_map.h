@@ -19,11 +19,14 @@ struct vfab_region;
 struct vfab_region_map {
 	const struct vfab_region *r;
 	uint64_t bytes; /* the mapping's length: the file's size when it was mapped */
-	int fd;		/* the region file (O_RDWR), or -1 */
+	int fd;		/* the file of this process's shard (O_RDWR), or -1 */
+	char path[256]; /* the region file: its shards' files are beside it (base/paths.h) */
 };
 
 /* Records a new mapping; -ENOSPC when VFAB_REGION_MAPS are recorded. */
-int vfab_region_map_add(const struct vfab_region *r, uint64_t bytes, int fd);
+int vfab_region_map_add(const struct vfab_region *r, uint64_t bytes, int fd, const char *path);
+/* The file of r's shard, once it has one (closing the one before); -ENOENT if unknown. */
+int vfab_region_map_set_fd(const struct vfab_region *r, int fd);
 /* Forgets r's mapping into *out (whose fd the caller closes); -ENOENT if unknown. */
 int vfab_region_map_remove(const struct vfab_region *r, struct vfab_region_map *out);
 /* r's mapping; -ENOENT if this process did not map it with region.c. */

@@ -8,9 +8,11 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
+#include "base/paths.h"
 
 static int random_bytes(uint8_t *buf, size_t len)
 {
@@ -76,21 +78,29 @@ static int bind_boot_id(const char *node_dir, char *err, size_t errlen)
 }
 
 /*
- * The region is opened before the fresh tmpfs hides it and bound back in by
- * its descriptor: the node's /dev/shm then holds nothing of the host's but it.
+ * The region and the directory of its users' shards are opened before the
+ * fresh tmpfs hides them and bound back in by their descriptors: the node's
+ * /dev/shm then holds nothing of the host's but them (shards vfabd makes
+ * later appear through the directory's bind).
  */
 static int private_shm(const char *region_path, char *err, size_t errlen)
 {
 	const char *name = strrchr(region_path, '/');
-	char fdpath[64], dst[4096];
-	int fd, ret = 0;
+	char fdpath[64], dst[4096], dir[4096];
+	int fd, dfd = -1, ret = 0;
 
-	if (!name || strncmp(region_path, VFAB_HOST_SHM "/", sizeof(VFAB_HOST_SHM)) != 0)
+	if (!name || strncmp(region_path, VFAB_HOST_SHM "/", sizeof(VFAB_HOST_SHM)) != 0 ||
+	    vfab_shard_dir(region_path, dir, sizeof(dir)))
 		return vfab_fail(err, errlen, -EINVAL, "region %s is not in " VFAB_HOST_SHM,
 				 region_path);
 	fd = open(region_path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return vfab_fail(err, errlen, -errno, "open %s", region_path);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = vfab_fail(err, errlen, -errno, "open %s", dir);
+		goto out;
+	}
 	if (mount("shm", VFAB_HOST_SHM, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")) {
 		ret = vfab_fail(err, errlen, -errno, "tmpfs on " VFAB_HOST_SHM);
 		goto out;
@@ -100,9 +110,16 @@ static int private_shm(const char *region_path, char *err, size_t errlen)
 		ret = vfab_fail(err, errlen, -EIO, "create %s in the node", region_path);
 		goto out;
 	}
-	if (mount(fdpath, dst, NULL, MS_BIND, NULL))
+	if (mount(fdpath, dst, NULL, MS_BIND, NULL)) {
 		ret = vfab_fail(err, errlen, -errno, "bind the region on %s", dst);
+		goto out;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", dfd);
+	if (mkdir(dir, 0755) < 0 || mount(fdpath, dir, NULL, MS_BIND, NULL))
+		ret = vfab_fail(err, errlen, -errno, "bind the shards on %s", dir);
 out:
+	if (dfd >= 0)
+		close(dfd);
 	close(fd);
 	return ret;
 }

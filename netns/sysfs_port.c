@@ -68,11 +68,9 @@ int vfab_sysfs_counter_find(const char *name)
 	return -1;
 }
 
-void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
+void vfab_sysfs_counter_values(const struct vfab_port_counters *c, uint64_t link_downed,
 			       uint64_t v[VFAB_NCOUNTERS])
 {
-	const struct vfab_port_counters *c = &p->cnt;
-
 	v[VFAB_CNT_XMIT_DATA] = atomic_load_explicit(&c->xmit_data_words, memory_order_relaxed);
 	v[VFAB_CNT_RCV_DATA] = atomic_load_explicit(&c->rcv_data_words, memory_order_relaxed);
 	v[VFAB_CNT_XMIT_PACKETS] = atomic_load_explicit(&c->xmit_packets, memory_order_relaxed);

@@ -229,12 +229,12 @@ out:
 }
 
 /* A new view: link_downed starts at 0 (vfabd counts the downs it makes). */
-static int write_counters(int portfd, const struct vfab_port *p)
+static int write_counters(int portfd, const struct vfab_port_counters *c)
 {
 	uint64_t v[VFAB_NCOUNTERS];
 	int dir, ret = 0;
 
-	vfab_sysfs_counter_values(p, 0, v);
+	vfab_sysfs_counter_values(c, 0, v);
 	for (int hw = 0; hw < 2 && !ret; hw++) {
 		size_t n;
 		const char *const *names = vfab_sysfs_counter_files(hw, &n);
@@ -253,7 +253,8 @@ static int write_counters(int portfd, const struct vfab_port *p)
 	return ret;
 }
 
-static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
+static int write_port(int portsfd, uint32_t num, const struct vfab_port *p,
+		      const struct vfab_port_counters *c)
 {
 	char name[16], rate[64];
 	uint32_t state = atomic_load(&p->state);
@@ -297,7 +298,7 @@ static int write_port(int portsfd, uint32_t num, const struct vfab_port *p)
 			close(pk);
 	}
 	if (!ret)
-		ret = write_counters(fd, p);
+		ret = write_counters(fd, c);
 	close(fd);
 	return ret;
 }
@@ -356,8 +357,12 @@ static int write_hca(int ibfd, const struct vfab_region *r, uint32_t node,
 	if (!ret) {
 		ports = subdir(fd, "ports");
 		ret = ports < 0 ? ports : 0;
-		for (uint32_t p = 0; !ret && p < h->nports && p < VFAB_MAX_PORTS; p++)
-			ret = write_port(ports, p + 1, &h->ports[p]);
+		for (uint32_t p = 0; !ret && p < h->nports && p < VFAB_MAX_PORTS; p++) {
+			struct vfab_port_counters c;
+
+			vfab_port_counters_sum(r, hca_idx, p + 1, &c);
+			ret = write_port(ports, p + 1, &h->ports[p], &c);
+		}
 		if (ports >= 0)
 			close(ports);
 	}

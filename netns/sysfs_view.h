@@ -79,8 +79,11 @@ extern const char *const vfab_sysfs_counter_names[VFAB_NCOUNTERS];
 bool vfab_sysfs_counter_is_hw(int counter);
 /* The live counter of a file name, -1 for the files that always read 0. */
 int vfab_sysfs_counter_find(const char *name);
-/* Every live counter of a port; link_downed is kept by vfabd, not the region. */
-void vfab_sysfs_counter_values(const struct vfab_port *p, uint64_t link_downed,
+/*
+ * Every live counter of a port from its counters (every user's summed,
+ * vfab_port_counters_sum); link_downed is kept by vfabd, not the region.
+ */
+void vfab_sysfs_counter_values(const struct vfab_port_counters *c, uint64_t link_downed,
 			       uint64_t v[VFAB_NCOUNTERS]);
 
 /*

@@ -459,20 +459,6 @@ static inline struct vfab_ah *to_vah(struct ibv_ah *ah)
 	return (struct vfab_ah *)ah;
 }
 
-/*
- * A new id, unique in the region and never 0: context ids and the FIFO
- * names <rundir>/fifo/<pid>.<id> of async events and completion channels.
- */
-static inline uint32_t vfab_next_id(struct vfab_region *r)
-{
-	uint32_t id;
-
-	do {
-		id = atomic_fetch_add(&r->next_ctx_id, 1);
-	} while (id == 0);
-	return id;
-}
-
 /* ---- vfab_context.c ---- */
 struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data);
 

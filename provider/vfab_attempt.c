@@ -174,9 +174,8 @@ static __attribute__((cold)) enum vfab_stage lost(struct vfab_qp *qp, struct vfa
 	qp->req.psn = w->psn;
 	w->stage = VFAB_ST_WAIT_TIMEOUT;
 	if (k + 1 < w->npkts) {
-		vfab_count_event(
-		    &r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_sequence,
-		    w->npkts - 1 - k);
+		vfab_count_event(&vfab_cnt(r, qp->req.dest.hca, qp->req.dest.port)->out_of_sequence,
+				 w->npkts - 1 - k);
 		w->wait = VFAB_WAIT_NAK_SEQ;
 		w->due_ns = b->deliver_ns + fabric_path_latency_ns(r, &qp->req.dest.rev);
 		return VFAB_ST_WAIT_TIMEOUT;
@@ -279,12 +278,13 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 			return no_answer(qp, w, now);
 		qp->req.psn = w->psn;
 		/* The responder found no receive WQE: its port's out_of_buffer. */
-		vfab_count_event(
-		    &m.r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_buffer, 1);
+		vfab_count_event(&vfab_cnt(m.r, qp->req.dest.hca, qp->req.dest.port)->out_of_buffer,
+				 1);
 		if (w->rnr_left == 0)
 			return failed(w, IBV_WC_RNR_RETRY_EXC_ERR);
 		/* mlx5 counts the RNR NAKs it retries (not the one that exceeds the limit). */
-		vfab_count_event(&ctx->hca->ports[qp->s->port - 1].cnt.rnr_nak_retry_err, 1);
+		vfab_count_event(&vfab_cnt(ctx->r, ctx->hca_idx, qp->s->port)->rnr_nak_retry_err,
+				 1);
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
 		w->stage = VFAB_ST_WAIT_RNR;

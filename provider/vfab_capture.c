@@ -102,7 +102,7 @@ static bool add_slices(const struct iovec *iov, unsigned int n, uint64_t off, ui
  * The message's datagrams to one capture: each packet's first pkt_bytes of
  * payload, as many packets a datagram as fit it.
  */
-static void send_all(int fd, const struct sockaddr_un *to, struct vfab_capture *c,
+static void send_all(int fd, const struct sockaddr_un *to, _Atomic uint64_t *drops,
 		     const struct vfab_cap_rec *h, const struct iovec *iov, unsigned int n,
 		     uint32_t pkt_bytes)
 {
@@ -156,8 +156,7 @@ static void send_all(int fd, const struct sockaddr_un *to, struct vfab_capture *
 		sent = sendmmsg(fd, mm, k, MSG_NOSIGNAL);
 		if (sent < (int)k) {
 			/* Still full, or gone: the rest of this message is lost to the capture. */
-			atomic_fetch_add_explicit(&c->drops,
-						  k - (sent > 0 ? (unsigned int)sent : 0u),
+			atomic_fetch_add_explicit(drops, k - (sent > 0 ? (unsigned int)sent : 0u),
 						  memory_order_relaxed);
 			return;
 		}
@@ -195,7 +194,7 @@ static void emit(const struct vfab_context *ctx, struct vfab_cap_rec *h, const s
 		if (fd < 0)
 			return;
 		pkt_bytes = c->pkt_bytes < mtu ? c->pkt_bytes : mtu;
-		send_all(fd, &to, c, h, iov, n, pkt_bytes);
+		send_all(fd, &to, &vfab_own(r)->cap_drops[i], h, iov, n, pkt_bytes);
 	}
 }
 

@@ -32,7 +32,7 @@ int vfab_create_channel(struct ibv_context *ibctx, struct ibv_comp_channel **out
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return ENOMEM;
-	c->id = vfab_next_id(ctx->r);
+	c->id = vfab_next_id();
 	c->pid = ctx->owner.pid;
 	fd = vfab_fifo_create(ctx->r, c->pid, c->id);
 	if (fd < 0) {

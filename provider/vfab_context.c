@@ -123,9 +123,9 @@ struct verbs_context *vfab_alloc_context(struct ibv_device *ibdev, int cmd_fd, v
 	 * region's may name anything (docs/TRUST.md).
 	 */
 	vfab_pidview_init(&ctx->pv, dev->rundir, &ctx->owner);
-	ctx->owner.ctx_id = vfab_next_id(ctx->r);
+	ctx->owner.ctx_id = vfab_next_id();
 	ctx->owner.hca = dev->hca; /* objects count against this device's limits */
-	ctx->async_id = vfab_next_id(ctx->r);
+	ctx->async_id = vfab_next_id();
 	ctx->ctl_fd = -1;
 
 	/* The path is for vfabd (HELLO's async=); the FIFO is made in the locator's directory. */
@@ -162,13 +162,14 @@ static void free_leftovers(struct vfab_context *ctx)
 	const struct vfab_ktab *k = ctx->k;
 	uint32_t id = ctx->owner.ctx_id;
 	int32_t pid = ctx->owner.pid;
-	uint32_t i, top;
+	uint32_t i;
 
 #define OWNED(kind, tbl, i)                                                                        \
 	(atomic_load(&k->tbl[i].state) == VFAB_SLOT_USED && k->tbl[i].owner.pid == pid &&          \
 	 k->tbl[i].owner.ctx_id == id && !vfab_ctl_unseal(ctx, kind, i))
 
-	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_QP); i < top; i++) {
+	for (i = vfab_ktab_next(k, VFAB_OBJ_QP, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_QP, i + 1)) {
 		if (!OWNED(VFAB_OBJ_QP, qps, i))
 			continue;
 		struct vfab_qp *qp = atomic_load(&ctx->map->qps[i]);
@@ -180,16 +181,20 @@ static void free_leftovers(struct vfab_context *ctx)
 		}
 		vfab_qp_free(r, i);
 	}
-	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_SRQ); i < top; i++)
+	for (i = vfab_ktab_next(k, VFAB_OBJ_SRQ, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_SRQ, i + 1))
 		if (OWNED(VFAB_OBJ_SRQ, srqs, i))
 			vfab_srq_free(r, i);
-	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_CQ); i < top; i++)
+	for (i = vfab_ktab_next(k, VFAB_OBJ_CQ, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_CQ, i + 1))
 		if (OWNED(VFAB_OBJ_CQ, cqs, i))
 			vfab_cq_free(r, i);
-	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_MR); i < top; i++)
+	for (i = vfab_ktab_next(k, VFAB_OBJ_MR, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_MR, i + 1))
 		if (OWNED(VFAB_OBJ_MR, mrs, i))
 			vfab_mr_free(r, i);
-	for (i = 0, top = vfab_ktab_top(k, VFAB_OBJ_PD); i < top; i++)
+	for (i = vfab_ktab_next(k, VFAB_OBJ_PD, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_PD, i + 1))
 		if (OWNED(VFAB_OBJ_PD, pds, i))
 			vfab_pd_free(r, i);
 #undef OWNED

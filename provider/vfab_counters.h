@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a message adds to the counters a peer reads in sysfs: the ports'
+ * What a message adds to the counters a peer reads in sysfs (this process's
+ * shard's, which vfabd sums over every user's): the ports'
  * data and packet counters (port_xmit_data etc., in 4-byte words as the
  * kernel reports them) and, for a message the link model does not time,
  * the links' byte and message counters (fabric/link_model.h counts the
@@ -16,10 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-static inline void vfab_count_port(struct vfab_port *p, bool tx, uint64_t bytes, uint32_t packets)
+static inline void vfab_count_port(struct vfab_port_counters *c, bool tx, uint64_t bytes,
+				   uint32_t packets)
 {
-	_Atomic uint64_t *words = tx ? &p->cnt.xmit_data_words : &p->cnt.rcv_data_words;
-	_Atomic uint64_t *pkts = tx ? &p->cnt.xmit_packets : &p->cnt.rcv_packets;
+	_Atomic uint64_t *words = tx ? &c->xmit_data_words : &c->rcv_data_words;
+	_Atomic uint64_t *pkts = tx ? &c->xmit_packets : &c->rcv_packets;
 
 	atomic_fetch_add_explicit(words, bytes / 4, memory_order_relaxed);
 	atomic_fetch_add_explicit(pkts, packets, memory_order_relaxed);
@@ -30,8 +32,8 @@ static inline void vfab_count_ports(struct vfab_region *r, uint32_t from_hca, ui
 				    uint32_t to_hca, uint32_t to_port, uint64_t bytes,
 				    uint32_t packets)
 {
-	vfab_count_port(&r->hcas[from_hca].ports[from_port - 1], true, bytes, packets);
-	vfab_count_port(&r->hcas[to_hca].ports[to_port - 1], false, bytes, packets);
+	vfab_count_port(vfab_cnt(r, from_hca, from_port), true, bytes, packets);
+	vfab_count_port(vfab_cnt(r, to_hca, to_port), false, bytes, packets);
 }
 
 /* What the link model counts for a message it does not time. */
@@ -39,7 +41,7 @@ static inline void vfab_count_links(struct vfab_region *r, const struct fabric_p
 				    uint64_t bytes, uint32_t msgs)
 {
 	for (uint32_t i = 0; i < p->nhops; i++) {
-		struct vfab_link *l = &r->links[p->link[i]];
+		struct vfab_link_clock *l = &vfab_own(r)->clk[p->link[i]];
 
 		atomic_fetch_add_explicit(&l->bytes, bytes, memory_order_relaxed);
 		atomic_fetch_add_explicit(&l->msgs, msgs, memory_order_relaxed);

@@ -264,7 +264,8 @@ static bool own_ring(const struct vfab_context *ctx, const struct vfab_cq_slot *
 	uint32_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
 
 	if (!cap || (cap & (cap - 1)) ||
-	    !vfab_pool_holds(ctx->map_bytes, off, (uint64_t)cap * sizeof(struct vfab_cqe)))
+	    !vfab_pool_holds(ctx->map_bytes, vfab_shard_of_ptr(ctx->r, s), off,
+			     (uint64_t)cap * sizeof(struct vfab_cqe)))
 		return false;
 	cq->ring = vfab_at(ctx->r, off);
 	cq->mask = cap - 1;

@@ -82,7 +82,7 @@ static __attribute__((cold)) void count_error(struct vfab_region *r, const struc
 
 	if (hca >= VFAB_MAX_HCAS || port < 1 || port > VFAB_MAX_PORTS)
 		return;
-	c = &r->hcas[hca].ports[port - 1].cnt;
+	c = vfab_cnt(r, hca, port);
 	if (resp) {
 		vfab_count_event(flush ? &c->resp_cqe_flush_error : &c->resp_cqe_error, 1);
 		return;
@@ -130,7 +130,8 @@ int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct v
 	off = __atomic_load_n(&s->ring_off, __ATOMIC_RELAXED);
 	cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
 	if (atomic_load(&s->state) != VFAB_SLOT_USED || !cap || (cap & (cap - 1)) ||
-	    !vfab_pool_holds(map->map_bytes, off, (uint64_t)cap * sizeof(*ring))) {
+	    !vfab_pool_holds(map->map_bytes, vfab_shard_of(VFAB_OBJ_CQ, cq_slot), off,
+			     (uint64_t)cap * sizeof(*ring))) {
 		rc = -ENOENT;
 		goto out;
 	}

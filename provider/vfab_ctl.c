@@ -36,6 +36,14 @@ static int hello_once(struct vfab_context *ctx)
 		return rc;
 	}
 	ctx->ctl_fd = fd;
+	/*
+	 * vfabd has made this user's shard by now (a user other than the
+	 * fabric's owner): objects go there (fabric/region.h).
+	 */
+	rc = vfab_region_join(ctx->r);
+	if (rc)
+		vfab_dbg("no shard of uid %u in the region: %s", (unsigned)geteuid(),
+			 strerror(-rc));
 	return 0;
 }
 

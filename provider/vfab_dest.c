@@ -38,6 +38,10 @@ struct vfab_qp_slot *vfab_dest_resolve(struct vfab_qp *qp)
 			       qp->attr.ah_attr.grh.dgid.raw, &rt))
 		return NULL;
 	d = vfab_qp_lookup(r, rt.hca, qp->attr.dest_qp_num);
+	if (!d && vfab_kqp_copy(ctx->k, rt.hca, qp->attr.dest_qp_num, &dc->kq) &&
+	    (r->local.refused &
+	     (1u << vfab_shard_of(VFAB_OBJ_QP, vfab_qpn_slot(qp->attr.dest_qp_num)))))
+		vfab_owner_refused(dc->kq.owner.pid); /* another user's QP: its shard is not ours */
 	if (!d || !vfab_kqp_copy(ctx->k, rt.hca, qp->attr.dest_qp_num, &dc->kq) ||
 	    fabric_path_resolve(r, ctx->hca_idx, qp->s->port, rt.hca, rt.port, &dc->fwd) ||
 	    fabric_path_resolve(r, rt.hca, rt.port, ctx->hca_idx, qp->s->port, &dc->rev))

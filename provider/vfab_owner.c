@@ -6,6 +6,7 @@
 #include "provider/vfab_xfer.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,4 +94,28 @@ int vfab_owner_open(const struct vfab_pidview *v, const struct vfab_owner *o,
 	f->pid = o->pid;
 	f->start_ticks = o->start_ticks;
 	return 0;
+}
+
+uint32_t vfab_next_id(void)
+{
+	static _Atomic uint32_t next = 1;
+	uint32_t id;
+
+	do {
+		id = atomic_fetch_add(&next, 1);
+	} while (id == 0);
+	return id;
+}
+
+void vfab_owner_refused(int32_t pid)
+{
+	static atomic_bool told;
+
+	if (!atomic_exchange(&told, true))
+		fprintf(stderr,
+			"vfab: cannot copy into pid %d: permission denied. vfab moves bytes with "
+			"process_vm_writev/readv, which needs ptrace rights over the peer: both "
+			"processes must run as the same user (or this one as root). Such WRs get "
+			"no answer (IBV_WC_RETRY_EXC_ERR); see docs/TRUST.md\n",
+			(int)pid);
 }

@@ -65,4 +65,17 @@ static inline int vfab_owner_get(const struct vfab_pidview *v, const struct vfab
 	return vfab_owner_open(v, o, f);
 }
 
+/*
+ * A new id, unique in this process and never 0: context ids and the FIFO
+ * names <rundir>/fifo/<pid>.<id> of async events and completion channels
+ * (the pid makes them the fabric's).
+ */
+uint32_t vfab_next_id(void);
+
+/*
+ * Says once per process that a copy into pid is not this user's to make
+ * (the kernel refused it, or the peer's QP is in another user's shard).
+ */
+void vfab_owner_refused(int32_t pid);
+
 #endif /* VFAB_OWNER_H */

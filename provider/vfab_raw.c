@@ -311,7 +311,7 @@ static void deliver(struct vfab_qp *qp, const struct vfab_frame *f)
 		goto out;
 	if (vfab_resp_check_rq(&m, &rw) != VFAB_RESP_PASS) {
 		/* No receive posted: the NIC drops the frame and counts it. */
-		vfab_count_event(&vfab_resp_dst_port(&m)->cnt.out_of_buffer, 1);
+		vfab_count_event(&vfab_resp_dst_cnt(&m)->out_of_buffer, 1);
 		goto out;
 	}
 	st = vfab_resp_scatter_list(&m, &rw, dst, pins, &n, &cap);

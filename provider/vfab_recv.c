@@ -18,7 +18,8 @@ static bool rq_geo(const struct vfab_rmap *map, const struct vfab_rq *rq, struct
 	g->max_sge = __atomic_load_n(&rq->max_sge, __ATOMIC_RELAXED);
 	return g->off && g->cap && !(g->cap & (g->cap - 1)) && g->max_sge <= VFAB_MAX_SRQ_SGE &&
 	       g->wqe_size >= sizeof(struct vfab_rwqe) + g->max_sge * sizeof(struct vfab_sge) &&
-	       vfab_pool_holds(map->map_bytes, g->off, (uint64_t)g->cap * g->wqe_size);
+	       vfab_pool_holds(map->map_bytes, vfab_shard_of_ptr(map->r, rq), g->off,
+			       (uint64_t)g->cap * g->wqe_size);
 }
 
 static struct vfab_rwqe *rq_at(const struct vfab_rmap *map, const struct vfab_rq_geo *g,

@@ -32,7 +32,7 @@ static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ib
 					       struct vfab_resp *res)
 {
 	if (st == IBV_WC_REM_ACCESS_ERR)
-		vfab_count_event(&vfab_resp_dst_port(m)->cnt.resp_remote_access_errors, 1);
+		vfab_count_event(&vfab_resp_dst_cnt(m)->resp_remote_access_errors, 1);
 	if (m->qp_type == IBV_QPT_UC) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -45,16 +45,8 @@ static __attribute__((cold)) void access_error(const struct vfab_msg *m, enum ib
 static __attribute__((cold)) void copy_failed(const struct vfab_msg *m, int rc,
 					      struct vfab_resp *res)
 {
-	static atomic_bool told;
-
-	if (rc == -EPERM && !atomic_exchange(&told, true))
-		fprintf(
-		    stderr,
-		    "vfab: cannot copy into pid %d: permission denied. vfab moves bytes with "
-		    "process_vm_writev/readv, which needs ptrace rights over the peer: both "
-		    "processes must run as the same user (or this one as root). Such WRs get no "
-		    "answer (IBV_WC_RETRY_EXC_ERR); see docs/TRUST.md\n",
-		    (int)m->kq->owner.pid);
+	if (rc == -EPERM)
+		vfab_owner_refused(m->kq->owner.pid);
 	if (rc == -ESRCH || rc == -EPERM) {
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -94,7 +86,7 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 	if (imm)
 		vfab_resp_push_recv(m, &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 				    (uint32_t)m->len, 0);
-	vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_write_requests, 1);
+	vfab_count_event(&vfab_resp_dst_cnt(m)->rx_write_requests, 1);
 	res->kind = VFAB_RESP_ACK;
 }
 
@@ -119,7 +111,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 	if (st == IBV_WC_SUCCESS && cap < m->len) {
 		vfab_resp_unpin_list(pins, n);
 		st = IBV_WC_LOC_LEN_ERR;
-		vfab_count_event(&vfab_resp_dst_port(m)->cnt.resp_local_length_error, 1);
+		vfab_count_event(&vfab_resp_dst_cnt(m)->resp_local_length_error, 1);
 	}
 	if (st != IBV_WC_SUCCESS) {
 		/* The receiver sees its own error; the sender hears why. */
@@ -179,11 +171,11 @@ static void resp_read(const struct vfab_msg *m, struct vfab_resp *res)
 			return;
 		}
 	}
-	vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_read_requests, 1);
+	vfab_count_event(&vfab_resp_dst_cnt(m)->rx_read_requests, 1);
 	res->kind = VFAB_RESP_ACK;
 }
 
-/* Atomic with respect to every other vfab atomic: IBV_ATOMIC_HCA. */
+/* Atomic with respect to every other vfab atomic on the same memory: IBV_ATOMIC_HCA. */
 static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	const struct vfab_swqe *w = m->wqe;
@@ -191,6 +183,7 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 	uint64_t orig = 0, val;
 	struct iovec target, mine = {&orig, sizeof(orig)}, next = {&val, sizeof(val)};
 	struct vfab_mr_slot *pin;
+	pthread_mutex_t *lock;
 	enum ibv_wc_status st;
 	int rc;
 
@@ -204,7 +197,9 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 		access_error(m, st, res);
 		return;
 	}
-	if (vfab_lock(&m->r->atomic_lock)) {
+	/* The target's shard's lock: every requester that may reach that MR takes it. */
+	lock = &m->r->shard[vfab_shard_of_ptr(m->r, pin)].atomic_lock;
+	if (vfab_lock(lock)) {
 		vfab_mr_unpin(pin);
 		res->kind = VFAB_RESP_NO_ANSWER;
 		return;
@@ -219,13 +214,13 @@ static void resp_atomic(const struct vfab_msg *m, struct vfab_resp *res)
 			rc = vfab_xfer_write(&p, &next, 1, &target, 1);
 		}
 	}
-	vfab_unlock(&m->r->atomic_lock);
+	vfab_unlock(lock);
 	vfab_mr_unpin(pin);
 	if (rc) {
 		copy_failed(m, rc, res);
 		return;
 	}
-	vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_atomic_requests, 1);
+	vfab_count_event(&vfab_resp_dst_cnt(m)->rx_atomic_requests, 1);
 	res->atomic_orig = orig;
 	res->kind = VFAB_RESP_ACK;
 }
@@ -236,9 +231,9 @@ static __attribute__((cold)) void resp_psn_mismatch(const struct vfab_msg *m,
 						    enum vfab_resp_kind kind, bool dup,
 						    struct vfab_resp *res)
 {
-	struct vfab_port *p = vfab_resp_dst_port(m);
+	struct vfab_port_counters *c = vfab_resp_dst_cnt(m);
 
-	vfab_count_event(dup ? &p->cnt.duplicate_request : &p->cnt.out_of_sequence, 1);
+	vfab_count_event(dup ? &c->duplicate_request : &c->out_of_sequence, 1);
 	if (kind == VFAB_RESP_PASS)
 		resp_read(m, res);
 	else
@@ -268,7 +263,7 @@ void vfab_resp_rc(const struct vfab_msg *m, struct vfab_resp *res)
 	 * were lost, and the responder takes up the new message where it is.
 	 */
 	if (m->qp_type == IBV_QPT_UC && (kind != VFAB_RESP_PASS || dup)) {
-		vfab_count_event(&vfab_resp_dst_port(m)->cnt.out_of_sequence, 1);
+		vfab_count_event(&vfab_resp_dst_cnt(m)->out_of_sequence, 1);
 		kind = VFAB_RESP_PASS;
 		dup = false;
 	}

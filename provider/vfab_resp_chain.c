@@ -199,7 +199,7 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, c.taken,
 			       solicited);
 	if (writes)
-		vfab_count_event(&vfab_resp_dst_port(m)->cnt.rx_write_requests, writes);
+		vfab_count_event(&vfab_resp_dst_cnt(m)->rx_write_requests, writes);
 	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
 out:
 	vfab_unlock(&d->lock);

@@ -35,10 +35,10 @@ enum vfab_roce_l3 { VFAB_ROCE_L3_GRH = 0, VFAB_ROCE_L3_IPV6 = 1, VFAB_ROCE_L3_IP
  * plain path runs them on every message (ib_write_lat).
  */
 
-/* Where the message arrived: the destination's port. */
-static inline struct vfab_port *vfab_resp_dst_port(const struct vfab_msg *m)
+/* What this process counts for the port the message arrived at (its shard's counters). */
+static inline struct vfab_port_counters *vfab_resp_dst_cnt(const struct vfab_msg *m)
 {
-	return &m->r->hcas[m->dst_hca].ports[m->dst_port - 1];
+	return vfab_cnt(m->r, m->dst_hca, m->dst_port);
 }
 
 /* A QP state in which requests are accepted (RC) and datagrams received (UD). */

@@ -42,7 +42,8 @@ static bool tm_geo(const struct vfab_msg *m, const struct vfab_srq_slot *s,
 	g->max_sge = __atomic_load_n(&s->tm.max_sge, __ATOMIC_RELAXED);
 	return g->off && g->cap && g->cap <= ks->tm_tags && g->max_sge <= VFAB_MAX_SRQ_SGE &&
 	       g->wqe_size >= sizeof(struct vfab_tm_tag) + g->max_sge * sizeof(struct vfab_sge) &&
-	       vfab_pool_holds(m->map->map_bytes, g->off, (uint64_t)g->cap * g->wqe_size);
+	       vfab_pool_holds(m->map->map_bytes, vfab_shard_of_ptr(m->r, s), g->off,
+			       (uint64_t)g->cap * g->wqe_size);
 }
 
 static struct vfab_tm_tag *tm_at(const struct vfab_msg *m, const struct tm_geo *g, uint32_t i)

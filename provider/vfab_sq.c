@@ -159,7 +159,7 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 /* mlx5 counts the retries (not the expiry or NAK that exceeds the limit). */
 static void count_retry(struct vfab_qp *qp, const struct vfab_swqe *w)
 {
-	struct vfab_port_counters *c = &qp->ctx->hca->ports[qp->s->port - 1].cnt;
+	struct vfab_port_counters *c = vfab_cnt(qp->ctx->r, qp->ctx->hca_idx, qp->s->port);
 
 	atomic_fetch_add_explicit(w->wait == VFAB_WAIT_NAK_SEQ ? &c->packet_seq_err
 							       : &c->local_ack_timeout_err,
@@ -182,7 +182,7 @@ void vfab_sq_nak_lost(struct vfab_qp *qp, uint64_t now)
 	if (arrive < w->ack_ns)
 		arrive = w->ack_ns;
 	atomic_fetch_add_explicit(
-	    &r->hcas[qp->req.dest.hca].ports[qp->req.dest.port - 1].cnt.out_of_sequence, 1,
+	    &vfab_cnt(r, qp->req.dest.hca, qp->req.dest.port)->out_of_sequence, 1,
 	    memory_order_relaxed);
 	w->wait = VFAB_WAIT_NAK_SEQ;
 	arrive += fabric_path_latency_ns(r, &qp->req.dest.rev);

@@ -38,7 +38,8 @@ int vfab_tm_table(struct vfab_srq *srq, const struct vfab_context *ctx,
 	uint32_t bytes = s->tm.wqe_size;
 
 	if (s->tm.cap != tags || bytes < sizeof(struct vfab_tm_tag) + sizeof(struct vfab_sge) ||
-	    !vfab_pool_holds(ctx->map_bytes, off, (uint64_t)tags * bytes))
+	    !vfab_pool_holds(ctx->map_bytes, vfab_shard_of_ptr(ctx->r, s), off,
+			     (uint64_t)tags * bytes))
 		return -EIO;
 	srq->tm_ring = vfab_at(ctx->r, off);
 	srq->tm_tags = tags;

@@ -4,35 +4,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/locator.h"
 
-/* The region, read-only: a reader never needs more, and cannot harm it. */
+/*
+ * The region as every process maps it (fabric/region.h), with the shards of
+ * the users this process may write (its own; root's: all): it reads only.
+ */
 static int map_region(const char *path, struct vfab_nl_res *res)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	const struct vfab_region *r;
-	struct stat st;
+	struct vfab_region *r;
+	int rc = vfab_region_open(path, &r);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(*r)) {
-		close(fd);
-		return -EPROTO;
-	}
-	r = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r == MAP_FAILED)
-		return -errno;
-	if (r->magic != VFAB_REGION_MAGIC || r->version != VFAB_REGION_VERSION) {
-		munmap((void *)r, (size_t)st.st_size);
-		return -EPROTO;
-	}
+	if (rc)
+		return rc;
+	vfab_region_map_shards(r);
 	res->r = r;
-	res->r_bytes = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -62,7 +50,7 @@ void vfab_nl_res_close(struct vfab_nl_res *res)
 	if (res->k)
 		vfab_ktab_close(res->k);
 	if (res->r)
-		munmap((void *)res->r, res->r_bytes);
+		vfab_region_close((struct vfab_region *)res->r);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -92,7 +80,8 @@ void vfab_nl_res_count(const struct vfab_nl_res *res, uint64_t count[VFAB_OBJ_KI
 {
 	for (int kind = 0; kind < VFAB_OBJ_KINDS; kind++) {
 		count[kind] = 0;
-		for (uint32_t i = 0; i < vfab_ktab_top(res->k, (enum vfab_obj)kind); i++)
+		for (uint32_t i = vfab_ktab_next(res->k, (enum vfab_obj)kind, 0);
+		     i != VFAB_SLOT_END; i = vfab_ktab_next(res->k, (enum vfab_obj)kind, i + 1))
 			count[kind] += here(res, (enum vfab_obj)kind, i);
 	}
 }
@@ -106,7 +95,7 @@ static uint32_t peer_epsn(const struct vfab_nl_res *res, uint32_t dest_qpn)
 {
 	uint32_t i = vfab_qpn_slot(dest_qpn);
 
-	if (i >= vfab_ktab_top(res->k, VFAB_OBJ_QP) || !vfab_ktab_used(&res->k->qps[i].state) ||
+	if (!vfab_ktab_live(res->k, VFAB_OBJ_QP, i) || !vfab_ktab_used(&res->k->qps[i].state) ||
 	    res->k->qps[i].qpn != dest_qpn || res->r->qps[i].qpn != dest_qpn)
 		return 0;
 	return atomic_load_explicit(&res->r->qps[i].epsn, memory_order_relaxed) & 0xffffff;
@@ -138,7 +127,8 @@ static uint64_t qp_users(const struct vfab_nl_res *res, int cq, int pd)
 	const struct vfab_ktab *k = res->k;
 	uint64_t n = 0;
 
-	for (uint32_t i = 0; i < vfab_ktab_top(k, VFAB_OBJ_QP); i++) {
+	for (uint32_t i = vfab_ktab_next(k, VFAB_OBJ_QP, 0); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(k, VFAB_OBJ_QP, i + 1)) {
 		const struct vfab_qp_slot *s = &k->qps[i];
 
 		if (!vfab_ktab_used(&s->state))
@@ -183,9 +173,11 @@ static void fill_pd(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_pd
 	const struct vfab_ktab *k = res->k;
 	uint64_t users = qp_users(res, -1, (int)i);
 
-	for (uint32_t m = 0; m < vfab_ktab_top(k, VFAB_OBJ_MR); m++)
+	for (uint32_t m = vfab_ktab_next(k, VFAB_OBJ_MR, 0); m != VFAB_SLOT_END;
+	     m = vfab_ktab_next(k, VFAB_OBJ_MR, m + 1))
 		users += vfab_ktab_used(&k->mrs[m].state) && k->mrs[m].pd == i;
-	for (uint32_t q = 0; q < vfab_ktab_top(k, VFAB_OBJ_SRQ); q++)
+	for (uint32_t q = vfab_ktab_next(k, VFAB_OBJ_SRQ, 0); q != VFAB_SLOT_END;
+	     q = vfab_ktab_next(k, VFAB_OBJ_SRQ, q + 1))
 		users += vfab_ktab_used(&k->srqs[q].state) && k->srqs[q].pd == i;
 	one->pdn = i;
 	one->pid = (uint32_t)k->pds[i].owner.pid;
@@ -204,7 +196,8 @@ static void fill_srq(const struct vfab_nl_res *res, uint32_t i, struct vfab_nl_s
 int vfab_nl_res_next(const struct vfab_nl_res *res, enum vfab_obj kind, uint32_t *cursor,
 		     union vfab_nl_entry *one)
 {
-	for (uint32_t i = *cursor; i < vfab_ktab_top(res->k, kind); i++) {
+	for (uint32_t i = vfab_ktab_next(res->k, kind, *cursor); i != VFAB_SLOT_END;
+	     i = vfab_ktab_next(res->k, kind, i + 1)) {
 		/* A QP's live slot must still be the sealed one (a new QP changes the QPN). */
 		if (!here(res, kind, i) ||
 		    (kind == VFAB_OBJ_QP && res->r->qps[i].qpn != res->k->qps[i].qpn))

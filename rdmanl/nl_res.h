@@ -18,7 +18,6 @@
 
 struct vfab_nl_res {
 	const struct vfab_region *r;
-	uint64_t r_bytes;
 	const struct vfab_ktab *k;
 	uint32_t hca;
 };

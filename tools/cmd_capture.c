@@ -213,6 +213,16 @@ static void drain(struct cap_out *o, int fd, uint32_t hca, uint32_t port, int wa
 	}
 }
 
+/* Datagrams capture slot's socket could not take, every user's requesters together. */
+static uint64_t cap_drops(struct vfab_region *r, int slot)
+{
+	uint64_t n;
+
+	vfab_region_map_shards(r);
+	vfab_sum_words(r, offsetof(struct vfab_shard, cap_drops[slot]), sizeof(n), &n);
+	return n;
+}
+
 int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -227,7 +237,7 @@ int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 	struct vfab_capture *c;
 	char path[PATH_MAX], sock[PATH_MAX], *end;
 	int ch, hca, slot, fd = -1, ret = VFAB_EXIT_FAIL, rc;
-	uint64_t until = 0;
+	uint64_t until = 0, drops;
 	struct timespec now;
 
 	/* 0: glibc starts afresh, permuting operands behind the options. */
@@ -327,7 +337,7 @@ int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 	c->hca = (uint32_t)hca;
 	c->port = (uint32_t)port;
 	c->pkt_bytes = snaplen > ROCE_MAX_HDR_LEN ? (uint32_t)(snaplen - ROCE_MAX_HDR_LEN) : 0;
-	atomic_store(&c->drops, 0);
+	drops = cap_drops(r, slot);
 	atomic_store_explicit(&c->state, VFAB_CAP_ACTIVE, memory_order_release);
 	atomic_fetch_add(&r->captures_on, 1);
 	signal(SIGINT, on_signal);
@@ -351,7 +361,7 @@ int vfab_cmd_capture(struct vfab_cli *cli, int argc, char **argv)
 		"vfab capture: %llu frames from %llu records (%llu CM MADs); %llu dropped (socket "
 		"full), %llu malformed, %llu of other ports\n",
 		(unsigned long long)o.fr.frames, (unsigned long long)o.fr.records,
-		(unsigned long long)o.fr.mads, (unsigned long long)atomic_load(&c->drops),
+		(unsigned long long)o.fr.mads, (unsigned long long)(cap_drops(r, slot) - drops),
 		(unsigned long long)o.bad, (unsigned long long)o.foreign);
 	ret = VFAB_EXIT_OK;
 	if (o.write_errors) {

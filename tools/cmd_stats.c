@@ -58,13 +58,15 @@ static double now_s(void)
 	return (double)vfab_mono_ns() / 1e9;
 }
 
-static void snap(const struct vfab_region *r, struct link_snap *s)
+/* Every user's counters: the shards this process may read are mapped first (root: all). */
+static void snap(struct vfab_region *r, struct link_snap *s)
 {
+	vfab_region_map_shards(r);
 	for (uint32_t i = 0; i < r->nlinks && i < VFAB_MAX_LINKS; i++) {
-		const struct vfab_link *l = &r->links[i];
+		struct vfab_link_clock l;
 
-		s[i] = (struct link_snap){atomic_load(&l->bytes), atomic_load(&l->msgs),
-					  atomic_load(&l->queue_ns), atomic_load(&l->drops)};
+		vfab_link_stats_sum(r, i, &l);
+		s[i] = (struct link_snap){l.bytes, l.msgs, l.queue_ns, l.drops};
 	}
 }
 

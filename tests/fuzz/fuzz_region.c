@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the region as a hostile local user can leave it (the
- * file is mode 0666), read by vfabd and by the provider's region readers.
- * The input is a list of patches over a real region with the default
- * topology: each is a kind byte, a 32-bit offset, a length byte and that
- * many bytes, written into the topology tables (kind 0), the object slots
- * (1), the pool's free lists (2) or the pool itself (3). Then, as vfabd
+ * libFuzzer target: a user's shard as that user can leave it (its file is
+ * the user's to write; shard 0 of a real region stands for it here), read
+ * by vfabd and by the provider's region readers (root's, which talk to that
+ * user). The input is a list of patches over a real region with the
+ * default topology: each is a kind byte, a 32-bit offset, a length byte
+ * and that many bytes, written into the shard's header (kind 0: counters,
+ * link clocks, multicast attachments, table tops, object counts), the
+ * object slots (1), the pool's free lists (2) or the pool itself (3). Then, as vfabd
  * does: the counter tick, STATUS, REPORT, the reaper (which frees the
  * "dead" owners' objects into the pool), the GID index allocation from the
  * current tables, SEAL of every slot (its checks against the forged slots
@@ -23,8 +25,8 @@
  * service docs/TRUST.md names), nothing else, and would only make each run
  * slow.
  *
- * Not covered: the slots' robust mutexes are initialised again after each
- * patch. A user who scribbles over a lock can make whoever takes it wait
+ * Not covered: the slots' and the shard's robust mutexes are initialised
+ * again after each patch. A user who scribbles over a lock can make whoever takes it wait
  * forever (a denial of service docs/TRUST.md names), which would only read
  * as a hang here.
  */
@@ -58,14 +60,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define POOL_BYTES (256u << 10)
-#define TOPO_LO offsetof(struct vfab_region, nnodes)
-#define FIXED_HI VFAB_REGION_FIXED_BYTES
+#define HDR_LO offsetof(struct vfab_region, shard[0])
+#define HDR_HI (HDR_LO + sizeof(struct vfab_shard))
 #define FUZZ_SLOTS 64
 
 static struct vfabd d;
 static struct vfab_region *topo;
 static char fabric[64], rundir[128];
-static uint8_t *pristine;  /* region bytes [TOPO_LO, FIXED_HI) */
+static uint8_t *pristine;  /* region bytes [HDR_LO, HDR_HI): shard 0's header */
 static uint8_t *pool_copy; /* the pool and its lists as created */
 static uint64_t pool_free_copy[VFAB_POOL_CLASSES];
 
@@ -138,20 +140,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			vfab_mutex_init_shared((pthread_mutex_t *)((uint8_t *)d.r + tables[t].off +
 								   i * tables[t].slot +
 								   tables[t].lock));
-		atomic_store(&d.r->tab[tables[t].kind].top, FUZZ_SLOTS);
+		atomic_store(&d.r->shard[0].tab[tables[t].kind].top, FUZZ_SLOTS);
 		pristine_slots[t] = malloc(FUZZ_SLOTS * tables[t].slot);
 		if (!pristine_slots[t])
 			exit(1);
 		memcpy(pristine_slots[t], (uint8_t *)d.r + tables[t].off,
 		       FUZZ_SLOTS * tables[t].slot);
 	}
-	pristine = malloc(FIXED_HI - TOPO_LO);
+	pristine = malloc(HDR_HI - HDR_LO);
 	pool_copy = malloc(POOL_BYTES);
 	if (!pristine || !pool_copy)
 		exit(1);
-	memcpy(pristine, (uint8_t *)d.r + TOPO_LO, FIXED_HI - TOPO_LO);
+	memcpy(pristine, (uint8_t *)d.r + HDR_LO, HDR_HI - HDR_LO);
 	memcpy(pool_copy, vfab_at(d.r, VFAB_POOL_OFF), POOL_BYTES);
-	memcpy(pool_free_copy, d.r->pool_free, sizeof(pool_free_copy));
+	memcpy(pool_free_copy, d.r->shard[0].pool_free, sizeof(pool_free_copy));
 	atexit(cleanup);
 	return 0;
 }
@@ -179,7 +181,7 @@ static void slots_in(size_t t, size_t lo, size_t hi, bool restore)
 
 struct patch {
 	size_t lo, hi; /* region offsets */
-	int table;     /* the slot table it is in; -1: the fixed part */
+	int table;     /* the slot table it is in; -1: the shard's header or pool */
 };
 
 /* Applies the input's patches; returns how many (their ranges in p). */
@@ -200,7 +202,7 @@ static int apply(const uint8_t *data, size_t size, struct patch *p)
 			len = (uint8_t)(size - off);
 		switch (kind) {
 		case 0:
-			base = TOPO_LO, span = FIXED_HI - TOPO_LO;
+			base = HDR_LO, span = HDR_HI - HDR_LO;
 			break;
 		case 1:
 			table = (int)(at % NTABLES);
@@ -208,8 +210,8 @@ static int apply(const uint8_t *data, size_t size, struct patch *p)
 			base = tables[table].off, span = FUZZ_SLOTS * tables[table].slot;
 			break;
 		case 2:
-			base = offsetof(struct vfab_region, pool_free);
-			span = sizeof(d.r->pool_free);
+			base = offsetof(struct vfab_region, shard[0].pool_free);
+			span = sizeof(d.r->shard[0].pool_free);
 			break;
 		default:
 			base = VFAB_POOL_OFF, span = POOL_BYTES;
@@ -227,8 +229,11 @@ static int apply(const uint8_t *data, size_t size, struct patch *p)
 		off += len;
 	}
 	for (int k = 0; k < VFAB_OBJ_KINDS; k++)
-		if (atomic_load(&d.r->tab[k].top) > FUZZ_SLOTS)
-			atomic_store(&d.r->tab[k].top, FUZZ_SLOTS);
+		if (atomic_load(&d.r->shard[0].tab[k].top) > FUZZ_SLOTS)
+			atomic_store(&d.r->shard[0].tab[k].top, FUZZ_SLOTS);
+	/* The shard's locks, like the slots' (see "Not covered" above). */
+	vfab_mutex_init_shared(&d.r->shard[0].lock);
+	vfab_mutex_init_shared(&d.r->shard[0].atomic_lock);
 	return n;
 }
 
@@ -237,21 +242,21 @@ static void restore(const struct patch *p, int n)
 	for (int i = 0; i < n; i++) {
 		if (p[i].table >= 0)
 			slots_in((size_t)p[i].table, p[i].lo, p[i].hi, true);
-		else if (p[i].hi <= FIXED_HI) /* the pool is put back whole below */
-			memcpy((uint8_t *)d.r + p[i].lo, pristine + (p[i].lo - TOPO_LO),
+		else if (p[i].hi <= HDR_HI) /* the pool is put back whole below */
+			memcpy((uint8_t *)d.r + p[i].lo, pristine + (p[i].lo - HDR_LO),
 			       p[i].hi - p[i].lo);
 	}
 	/* What the reaper and the pool changed besides. */
 	for (size_t t = 0; t < NTABLES; t++)
 		memcpy((uint8_t *)d.r + tables[t].off, pristine_slots[t],
 		       FUZZ_SLOTS * tables[t].slot);
-	memcpy(d.r->tab, pristine + (offsetof(struct vfab_region, tab) - TOPO_LO),
-	       sizeof(d.r->tab));
-	memcpy(d.r->pool_free, pool_free_copy, sizeof(pool_free_copy));
+	memcpy(d.r->shard[0].tab, pristine + (offsetof(struct vfab_region, shard[0].tab) - HDR_LO),
+	       sizeof(d.r->shard[0].tab));
+	memcpy(d.r->shard[0].pool_free, pool_free_copy, sizeof(pool_free_copy));
 	memcpy(vfab_at(d.r, VFAB_POOL_OFF), pool_copy, POOL_BYTES);
 	for (uint32_t h = 0; h < VFAB_MAX_HCAS; h++)
 		for (int k = 0; k < VFAB_OBJ_KINDS; k++)
-			atomic_store(&d.r->hcas[h].used[k], 0);
+			atomic_store(&d.r->shard[0].used[h][k], 0);
 	memset(d.counters.cache, 0,
 	       (size_t)VFAB_MAX_HCAS * VFAB_MAX_PORTS * sizeof(uint64_t) * VFAB_NCOUNTERS);
 }

@@ -17,6 +17,7 @@ traces()
 	local t=""
 	[ -z "$(ip netns list | grep "vfab-$VFAB_FABRIC-" || true)" ] || t="$t netns"
 	[ ! -e "/dev/shm/vfab-$VFAB_FABRIC" ] || t="$t region"
+	[ ! -e "/dev/shm/vfab-$VFAB_FABRIC.users" ] || t="$t shards"
 	[ ! -e "$run" ] || t="$t rundir"
 	! grep -q -e "$run/" -e "vfab-$VFAB_FABRIC-" /proc/mounts || t="$t mounts"
 	echo "$t"

@@ -187,7 +187,7 @@ vx node0 bash -c "set -e
 	echo x >/dev/null
 	[ -c /dev/pts/ptmx ] && [ -c /dev/infiniband/uverbs0 ]
 	script -qc true /dev/null </dev/null >/dev/null # allocates a pty
-	[ \"\$(ls /dev/shm)\" = vfab-$F ]                 # the node's own: only the region
+	[ \"\$(ls /dev/shm | tr '\\n' ' ')\" = \"vfab-$F vfab-$F.users \" ] # the node's own: the region, its shards
 	echo node0 >/dev/shm/gpus-test" >"$VFAB_TMP/dev.log" 2>&1 || { show "$VFAB_TMP/dev.log"; fail "node0's /dev"; }
 [ -z "$(vx node1 ls /dev/shm/gpus-test 2>/dev/null)" ] && [ ! -e /dev/shm/gpus-test ] ||
 	fail "node0's /dev/shm file is visible outside node0"

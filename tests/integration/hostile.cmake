@@ -1,5 +1,5 @@
-# An unprivileged user who rewrites the region (issue 27): on a fabric of its
-# own, since it scribbles over the region's names, named after the shared
+# An unprivileged user against the region and root processes (issue 27): on a fabric of its
+# own, since it rewrites what it can reach of the region, named after the shared
 # fixture's so that runs beside someone else's stay apart.
 add_executable(region_scribble ${CMAKE_CURRENT_LIST_DIR}/region_scribble.c)
 target_link_libraries(region_scribble PRIVATE vfab_fabric)

@@ -1,33 +1,32 @@
 #!/usr/bin/env bash
 # hostile.sh PORT: an unprivileged user against root processes, on a fabric
-# of its own ($VFAB_FABRIC, see hostile.cmake; issue 27 High #1 and #2).
-# vfabd: the user rewrites the region (mode 0666): the run dir, node0's id
-# and mlx5_0's name point into a directory the user owns, whose `counters`
-# and `hw_counters` are links to a root-only directory, and bumps a counter
-# so that vfabd's tick writes. vfabd must write node0's real view and nothing
-# else: the root-only directory stays as it was, nothing in the user's
-# directory belongs to root; LINK still finds and rewrites the real view.
-# RDMA processes: while ibv_rc_pingpong runs as root between the nodes, the
-# user keeps pointing the completion channel of every CQ at names it planted
-# in the run dir's fifo/ (a link to a root-only file, a regular file of its
-# own) and arming it: the root processes write into no file, and finish.
-# Object tables (High #3): while root ib_write_bw and ibv_rc_pingpong run,
-# the user names a bystander root process the owner of every QP, MR, CQ and
-# SRQ and its buffer the address of every MR: every byte still goes where
-# vfabd registered it (the bystander's buffer stays as it was, both ends
-# finish). Then it points every ring outside the pool: root processes may
-# fail, but never crash.
+# of its own ($VFAB_FABRIC, see hostile.cmake; issue 27).
+# Files: no file of the fabric (the region, the shards, the run dir) is
+# writable by a user who is neither root nor its owner, but that user's own
+# shard (sockets and the sticky fifo/ and cm/ directories apart, as
+# /dev/infiniband and /tmp are); the user cannot open the region for writing
+# nor rewrite the names vfabd builds paths from. Counters: what the user
+# writes into its own shard's counters is summed into node0's view, and
+# vfabd writes nothing else.
+# RDMA processes: a root client sends to servers run as the user (one way:
+# the user's processes cannot reach root's, "Root's own objects"), whose
+# slots (its own shard) the user keeps rewriting meanwhile: completion
+# channels armed at names it planted in fifo/ (a link to a root-only file,
+# a regular file of its own): the root client writes into no file; every
+# owner and MR address naming a root bystander: every byte still goes where
+# vfabd registered it (the user's server), the bystander's buffer stays as
+# it was; every ring pointed outside the pool: root processes may fail, but
+# never crash. And the user reaches none of root's own objects at all.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 port=$1
 u=vfabhx1
-stage='' victim='' restore='' scribbler='' bystander=''
+stage='' victim='' scribbler='' bystander=''
 region=/dev/shm/vfab-$VFAB_FABRIC
 scribble=$VFAB_BIN/region_scribble
 hostile_cleanup()
 {
-	[ -z "$restore" ] || "$scribble" "$region" restore $restore || true
 	[ -z "$scribbler" ] || kill "$scribbler" 2>/dev/null || true
 	[ -z "$bystander" ] || kill "$bystander" 2>/dev/null || true
 	"$VFAB" --fabric "$VFAB_FABRIC" down >/dev/null 2>&1 || true
@@ -40,9 +39,10 @@ trap hostile_cleanup EXIT
 userdel "$u" 2>/dev/null || true
 useradd --system --no-create-home --shell /usr/sbin/nologin "$u" ||
 	fail "cannot create test user $u"
+asu=(setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --clear-groups)
 as()
 {
-	setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --clear-groups "$@"
+	"${asu[@]}" "$@"
 }
 as test -x "$scribble" || {
 	note "$scribble is out of reach of users other than root; skipped"
@@ -64,14 +64,31 @@ stage=$(mktemp -d /tmp/vfab-stage.XXXXXX)
 chown "$u" "$stage"
 chmod 755 "$stage"
 
-restore=$(as "$scribble" "$region" names "$stage") || fail "the user cannot write the region"
-as mkdir -p "$stage/nodes/x/class/infiniband" "$stage/s/ports/1" "$stage/fifo"
-as ln -s "$victim" "$stage/s/ports/1/counters"
-as ln -s "$victim" "$stage/s/ports/1/hw_counters"
+# The user's first verbs process: vfabd makes its shard.
+vx node0 setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --clear-groups \
+	ibv_devinfo -d mlx5_0 >"$VFAB_TMP/devinfo.log" 2>&1 || {
+	show "$VFAB_TMP/devinfo.log"
+	fail "ibv_devinfo as $u"
+}
+shard=$region.users/u$(id -u "$u")
+[ -f "$shard" ] || fail "vfabd made no shard $shard for $u"
+[ "$(stat -c '%U %a' "$shard")" = "$u 600" ] || fail "$shard: $(stat -c '%U %a' "$shard")"
+# No fabric file another user may write: group or other write bits only on
+# sockets (vfabd.sock, captures: the HCA's device node's part) and sticky
+# directories whose entries their creators own (fifo/, cm/).
+open=$(find "$region" "$region.users" "/run/vfab/$VFAB_FABRIC" -xdev \
+	\( -type s -o -type l -o \( -type d -perm -1000 \) \) -prune -o -perm /022 -print)
+[ -z "$open" ] || fail "fabric files writable by others: $open"
+for f in "$region" $(find "$region.users" "/run/vfab/$VFAB_FABRIC" -xdev -type f); do
+	[ "$(stat -c %U "$f")" = "$u" ] && continue
+	! as test -w "$f" || fail "$u may write $f"
+done
+! as "$scribble" "$region" names "$stage" 2>"$VFAB_TMP/names.err" ||
+	fail "the user rewrote the region's names"
+note "no fabric file is $u's to write but $shard; $(cat "$VFAB_TMP/names.err")"
 as "$scribble" "$region" count 1000
-note "region rewritten by $u: run dir $stage, HCA name ../../../../../..$stage/s"
 
-# node0's own view shows the counter (vfabd's counters file system; its tick where there is none).
+# node0's own view sums the user's shard's counter (vfabd's counters file system).
 got=''
 for _ in $(seq 40); do
 	got=$(vx node0 cat /sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data)
@@ -91,7 +108,7 @@ after=$(find "$victim" -printf "%p %s %T@ %C@\n")
 [ "$(cat "$victim/secret")" = untouched ] || fail "vfabd replaced $victim/secret"
 owned=$(find "$stage" -user root)
 [ -z "$owned" ] || fail "vfabd created files in the user's directory: $owned"
-note "vfabd wrote node0's real view only; $victim and $stage untouched"
+note "vfabd wrote node0's view only; $victim and $stage untouched"
 
 # Completion FIFOs: names made of numbers, in the locator's run dir.
 fifo=/run/vfab/$VFAB_FABRIC/fifo
@@ -99,26 +116,26 @@ as ln -s "$victim/secret" "$fifo/77777.4242"
 as sh -c "echo mine >'$fifo/77777.4243'"
 before_own=$(stat -c '%s %Y' "$fifo/77777.4243")
 srv=$VFAB_TMP/server.log cli=$VFAB_TMP/client.log
-start_server node1 "$srv" ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000 -p "$port"
+start_server node1 "$srv" "${asu[@]}" ib_send_bw -d mlx5_0 -x 3 -e -n 20000 -p "$port"
 wait_listen node1 "$port" 30 || { show "$srv"; fail "server did not listen on $port"; }
 as "$scribble" "$region" arm 77777 4242 4243 4000 >"$VFAB_TMP/armed" &
 scribbler=$!
 crc=0
 timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
-	ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000 -p "$port" "$NODE1_IP" >"$cli" 2>&1 || crc=$?
+	ib_send_bw -d mlx5_0 -x 3 -e -n 20000 -p "$port" "$NODE1_IP" >"$cli" 2>&1 || crc=$?
 src=0
 wait_pid "$SERVER_PID" 30 || src=$?
 wait "$scribbler" || fail "the scribbler failed"
 scribbler=''
 show "$srv" "$cli"
-[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "root ibv_rc_pingpong: client $crc, server $src"
-[ "$(cat "$VFAB_TMP/armed")" -gt 0 ] || fail "the scribbler armed no CQ"
+[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "ib_send_bw -e: root client $crc, $u's server $src"
+[ "$(cat "$VFAB_TMP/armed")" -gt 0 ] || fail "the scribbler armed no CQ of its server"
 after=$(find "$victim" -printf "%p %s %T@ %C@\n")
 [ "$before" = "$after" ] || fail "a root RDMA process wrote through $fifo/77777.4242: $after"
 [ "$(cat "$victim/secret")" = untouched ] || fail "$victim/secret was written"
 [ "$(stat -c '%s %Y' "$fifo/77777.4243")" = "$before_own" ] ||
 	fail "a root RDMA process wrote into the regular file $fifo/77777.4243"
-note "root ibv_rc_pingpong with $(cat "$VFAB_TMP/armed") forged channel arms: no file written"
+note "ib_send_bw -e, root client, $u's server with $(cat "$VFAB_TMP/armed") forged channel arms: no file written"
 
 # --- Object tables: the region's owners and addresses name a bystander ---
 bin=$VFAB_TMP/bystander.in
@@ -134,7 +151,7 @@ steer()
 	local name=$1 p=$2
 	shift 2
 	srv=$VFAB_TMP/$name.srv cli=$VFAB_TMP/$name.cli
-	start_server node1 "$srv" "$@" -p "$p" 8>&-
+	start_server node1 "$srv" "${asu[@]}" "$@" -p "$p" 8>&-
 	wait_listen node1 "$p" 30 || { show "$srv"; fail "$name: the server did not listen on $p"; }
 	as "$scribble" "$region" steer "$bpid" "$baddr" 6000 >"$VFAB_TMP/$name.steered" 8>&- &
 	scribbler=$!
@@ -145,12 +162,12 @@ steer()
 	wait_pid "$SERVER_PID" 30 || src=$?
 	wait "$scribbler" || fail "the scribbler failed"
 	scribbler=''
-	[ "$crc" = 0 ] && [ "$src" = 0 ] || { show "$srv" "$cli"; fail "root $name: client $crc, server $src"; }
+	[ "$crc" = 0 ] && [ "$src" = 0 ] || { show "$srv" "$cli"; fail "$name: root client $crc, $u's server $src"; }
 	[ "$(cat "$VFAB_TMP/$name.steered")" -gt 0 ] || fail "the scribbler rewrote no slot during $name"
-	note "root $name with $(cat "$VFAB_TMP/$name.steered") forged owners and addresses: finished"
+	note "$name, root client to $u's server with $(cat "$VFAB_TMP/$name.steered") forged owners and addresses: finished"
 }
 steer ib_write_bw $((port + 1)) ib_write_bw -d mlx5_0 -x 3 -F -D 2
-steer ibv_rc_pingpong $((port + 2)) ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000
+steer ib_send_bw $((port + 2)) ib_send_bw -d mlx5_0 -x 3 -n 20000
 exec 8>&-
 brc=0
 wait_pid "$bystander" 30 || brc=$?
@@ -162,13 +179,13 @@ note "the bystander's 16 MiB are untouched"
 # --- Rings outside the pool: root processes fail at worst, never crash ---
 srv=$VFAB_TMP/rings.srv cli=$VFAB_TMP/rings.cli
 p=$((port + 3))
-start_server node1 "$srv" ibv_rc_pingpong -d mlx5_0 -g 3 -n 200000 -p "$p"
+start_server node1 "$srv" "${asu[@]}" ib_send_bw -d mlx5_0 -x 3 -n 200000 -p "$p"
 wait_listen node1 "$p" 30 || { show "$srv"; fail "rings: the server did not listen on $p"; }
 as "$scribble" "$region" rings 3000 >"$VFAB_TMP/rings.moved" &
 scribbler=$!
 crc=0
 timeout 20 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
-	ibv_rc_pingpong -d mlx5_0 -g 3 -n 200000 -p "$p" "$NODE1_IP" >"$cli" 2>&1 || crc=$?
+	ib_send_bw -d mlx5_0 -x 3 -n 200000 -p "$p" "$NODE1_IP" >"$cli" 2>&1 || crc=$?
 src=0
 wait_pid "$SERVER_PID" 20 || src=$?
 wait "$scribbler" || fail "the scribbler failed"
@@ -176,7 +193,25 @@ scribbler=''
 show "$srv" "$cli"
 [ "$(cat "$VFAB_TMP/rings.moved")" -gt 0 ] || fail "the scribbler moved no ring"
 for rc in "$crc" "$src"; do
-	[ "$rc" -le 128 ] || [ "$rc" = 124 ] || fail "a root ibv_rc_pingpong died of signal $((rc - 128))"
+	[ "$rc" -le 128 ] || [ "$rc" = 124 ] || fail "an ib_send_bw died of signal $((rc - 128))"
 done
 kill -0 "$vfabd" || fail "vfabd died"
 note "rings moved outside the pool $(cat "$VFAB_TMP/rings.moved") times: client $crc, server $src, no crash"
+
+# --- Root's own objects: out of the user's reach altogether ---
+start_server node1 "$VFAB_TMP/root.srv" ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000 -p $((port + 4))
+wait_listen node1 $((port + 4)) 30 || { show "$VFAB_TMP/root.srv"; fail "root server did not listen"; }
+sleep 1 # vfabd reaps what the user's servers left in its shard
+as "$scribble" "$region" arm 77777 4242 4243 1000 >"$VFAB_TMP/root.steered" &
+scribbler=$!
+crc=0
+timeout 60 "$VFAB" --fabric "$VFAB_FABRIC" exec node0 -- \
+	ibv_rc_pingpong -d mlx5_0 -g 3 -n 20000 -p $((port + 4)) "$NODE1_IP" >"$VFAB_TMP/root.cli" 2>&1 || crc=$?
+wait "$scribbler" || fail "the scribbler failed"
+scribbler=''
+src=0
+wait_pid "$SERVER_PID" 30 || src=$?
+[ "$crc" = 0 ] && [ "$src" = 0 ] || { show "$VFAB_TMP/root.srv" "$VFAB_TMP/root.cli"; fail "root ibv_rc_pingpong: $crc, $src"; }
+[ "$(cat "$VFAB_TMP/root.steered")" = 0 ] ||
+	fail "the user armed $(cat "$VFAB_TMP/root.steered") CQs of root's processes"
+note "root ibv_rc_pingpong between root processes: none of their slots within $u's reach"

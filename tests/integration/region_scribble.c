@@ -3,33 +3,32 @@
  * region_scribble REGION names STAGE
  * region_scribble REGION count WORDS
  *
- * What an unprivileged local user can do to a fabric's region (mode 0666),
- * for tests/integration/hostile.sh:
- *   names  points node0's id, its first HCA's name and the run dir at STAGE:
- *          a path built from them leads to STAGE/nodes/x/class/infiniband
- *          and climbs from there ("../" x 6) back to STAGE/s. It prints the
- *          values it replaced, as `names` arguments would restore them
- *          (run it with "restore OLD_RUNDIR OLD_ID OLD_NAME" then).
+ * What an unprivileged local user can do to a fabric's region, for
+ * tests/integration/hostile.sh: rewrite the shards it may write (its own;
+ * root: every one), never the topology (vfabd's, mode 0644):
+ *   names  points node0's id, its first HCA's name and the run dir at STAGE
+ *          (a path built from them would lead to STAGE/nodes/x/... and climb
+ *          back to STAGE/s), where this process may write the region file;
+ *          prints the values it replaced ("restore" arguments). Fails for
+ *          anyone but vfabd's user and root.
  *   restore RUNDIR ID NAME  writes them back.
- *   count  adds WORDS to port_xmit_data of node0's first HCA, port 1.
+ *   count  adds WORDS to port_xmit_data of node0's first HCA, port 1, in
+ *          this process's shard.
  *   arm PID ID1 ID2 MS  for MS milliseconds, points the completion channel of
- *          every CQ in use at FIFO name PID.ID1 or PID.ID2 (alternately) and
- *          arms it, so that whoever completes into those CQs writes the
- *          CQ's cookie to that name.
- *   steer PID ADDR MS  for MS milliseconds, names process PID (with its start
- *          time) the owner of every QP, MR, CQ and SRQ in use and ADDR the
- *          address of every MR: a requester that believed the region would
- *          copy into PID at ADDR (issue 27 High #3).
- *   rings MS  for MS milliseconds, points every CQ's and receive queue's
- *          ring far outside the ring pool.
- *   Both print how many fields they rewrote.
- * Exit 0, or 1 with a message.
+ *          every CQ in use (in the shards it may write) at FIFO name PID.ID1 or PID.ID2
+ * (alternately) and arms it, so that whoever completes into those CQs writes the CQ's cookie to
+ * that name. steer PID ADDR MS  for MS milliseconds, names process PID (with its start time) the
+ * owner of every QP, MR, CQ and SRQ in use and ADDR the address of every MR: a requester that
+ * believed the region would copy into PID at ADDR (issue 27 High #3). rings MS  for MS
+ * milliseconds, points every CQ's and receive queue's ring far outside the ring pool. Both print
+ * how many fields they rewrote. Exit 0, or 1 with a message.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fabric/region.h"
 
@@ -56,7 +55,15 @@ int main(int argc, char **argv)
 				" (region must map)\n");
 		return 1;
 	}
-	if (!strcmp(argv[2], "names") && argc == 4) {
+	/* Every shard this user may write (its own: vfabd made it at a HELLO; root's: all). */
+	vfab_region_map_shards(r);
+	if (r->local.own >= VFAB_SHARDS)
+		vfab_region_join(r);
+	if ((!strcmp(argv[2], "names") || !strcmp(argv[2], "restore")) && access(argv[1], W_OK)) {
+		fprintf(stderr, "region_scribble: %s: the topology is not this user's to write\n",
+			argv[1]);
+		rc = 1;
+	} else if (!strcmp(argv[2], "names") && argc == 4) {
 		uint32_t h = r->nodes[0].hcas[0];
 
 		printf("%.*s %.*s %.*s\n", (int)sizeof(r->rundir), r->rundir, VFAB_NAME_MAX,
@@ -72,7 +79,7 @@ int main(int argc, char **argv)
 		     set(r->nodes[0].id, sizeof(r->nodes[0].id), argv[4]) ||
 		     set(r->hcas[h].name, sizeof(r->hcas[h].name), argv[5]);
 	} else if (!strcmp(argv[2], "count") && argc == 4) {
-		atomic_fetch_add(&r->hcas[r->nodes[0].hcas[0]].ports[0].cnt.xmit_data_words,
+		atomic_fetch_add(&vfab_cnt(r, r->nodes[0].hcas[0], 1)->xmit_data_words,
 				 strtoull(argv[3], NULL, 10));
 		rc = 0;
 	} else if (!strcmp(argv[2], "arm") && argc == 7) {
@@ -82,7 +89,8 @@ int main(int argc, char **argv)
 		long rounds = atol(argv[6]) * 5, armed = 0;
 
 		for (long k = 0; k < rounds; k++) {
-			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++) {
+			for (uint32_t i = vfab_slot_next(r, VFAB_OBJ_CQ, 0); i != VFAB_SLOT_END;
+			     i = vfab_slot_next(r, VFAB_OBJ_CQ, i + 1)) {
 				struct vfab_cq_slot *c = &r->cqs[i];
 
 				if (atomic_load(&c->state) != VFAB_SLOT_USED)
@@ -116,7 +124,8 @@ int main(int argc, char **argv)
 		if (f)
 			fclose(f);
 #define STEER(tbl, kind)                                                                           \
-	for (uint32_t i = 0, top = vfab_slot_top(r, kind); i < top; i++)                           \
+	for (uint32_t i = vfab_slot_next(r, kind, 0); i != VFAB_SLOT_END;                          \
+	     i = vfab_slot_next(r, kind, i + 1))                                                   \
 		if (atomic_load(&r->tbl[i].state) == VFAB_SLOT_USED) {                             \
 			r->tbl[i].owner.pid = pid;                                                 \
 			r->tbl[i].owner.start_ticks = start;                                       \
@@ -127,7 +136,8 @@ int main(int argc, char **argv)
 			STEER(mrs, VFAB_OBJ_MR);
 			STEER(cqs, VFAB_OBJ_CQ);
 			STEER(srqs, VFAB_OBJ_SRQ);
-			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_MR); i < top; i++)
+			for (uint32_t i = vfab_slot_next(r, VFAB_OBJ_MR, 0); i != VFAB_SLOT_END;
+			     i = vfab_slot_next(r, VFAB_OBJ_MR, i + 1))
 				if (atomic_load(&r->mrs[i].state) == VFAB_SLOT_USED &&
 				    r->mrs[i].kind == VFAB_MKEY_MR) {
 					r->mrs[i].addr = addr;
@@ -144,17 +154,20 @@ int main(int argc, char **argv)
 		const struct timespec tick = {0, 200000};
 
 		for (long k = 0; k < rounds; k++) {
-			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_CQ); i < top; i++)
+			for (uint32_t i = vfab_slot_next(r, VFAB_OBJ_CQ, 0); i != VFAB_SLOT_END;
+			     i = vfab_slot_next(r, VFAB_OBJ_CQ, i + 1))
 				if (atomic_load(&r->cqs[i].state) == VFAB_SLOT_USED) {
 					r->cqs[i].ring_off = far;
 					n++;
 				}
-			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_QP); i < top; i++)
+			for (uint32_t i = vfab_slot_next(r, VFAB_OBJ_QP, 0); i != VFAB_SLOT_END;
+			     i = vfab_slot_next(r, VFAB_OBJ_QP, i + 1))
 				if (atomic_load(&r->qps[i].state) == VFAB_SLOT_USED) {
 					r->qps[i].rq.ring_off = far;
 					n++;
 				}
-			for (uint32_t i = 0, top = vfab_slot_top(r, VFAB_OBJ_SRQ); i < top; i++)
+			for (uint32_t i = vfab_slot_next(r, VFAB_OBJ_SRQ, 0); i != VFAB_SLOT_END;
+			     i = vfab_slot_next(r, VFAB_OBJ_SRQ, i + 1))
 				if (atomic_load(&r->srqs[i].state) == VFAB_SLOT_USED) {
 					r->srqs[i].rq.ring_off = far;
 					n++;

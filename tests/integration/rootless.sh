@@ -32,6 +32,8 @@ uid=$RL_UID user=$RL_USER
 VFAB=$RL_VFAB
 
 netns_before=$(ls /run/netns 2>/dev/null | sort)
+# A shard a user of this uid had in root's fabric before (a deleted test user's) is not the fabric's.
+shm_before=$(find /dev/shm /dev/infiniband -user "$uid" 2>/dev/null | sort)
 links_before=$(ip -o link | awk -F': ' '{print $2}' | sort)
 mounts_before=$(findmnt -rn -o TARGET | sort)
 
@@ -49,7 +51,8 @@ note "the host and root's fabric see nothing of it"
 [ "$(ip -o link | awk -F': ' '{print $2}' | sort)" = "$links_before" ] || fail "the host's links changed"
 [ "$(findmnt -rn -o TARGET | sort)" = "$mounts_before" ] ||
 	fail "the host's mounts changed: $(diff <(echo "$mounts_before") <(findmnt -rn -o TARGET | sort))"
-[ -z "$(find /dev/shm /dev/infiniband -user "$uid" 2>/dev/null)" ] || fail "files of $user in the host's /dev"
+[ "$(find /dev/shm /dev/infiniband -user "$uid" 2>/dev/null | sort)" = "$shm_before" ] ||
+	fail "files of $user in the host's /dev"
 "$ROOT_VFAB" --fabric "$VFAB_FABRIC" status >"$VFAB_TMP/root-status.txt" 2>&1 ||
 	{ show "$VFAB_TMP/root-status.txt"; fail "root's fabric is no longer up"; }
 grep -q "run dir /run/vfab/$VFAB_FABRIC" "$VFAB_TMP/root-status.txt" ||

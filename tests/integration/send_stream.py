@@ -88,7 +88,7 @@ def exchange(sock, mine):
     sock.sendall((mine + "\n").encode())
     data = b""
     while not data.endswith(b"\n"):
-        chunk = sock.recv(256)
+        chunk = sock.recv(1)  # one line only: the server's "go" may follow at once
         if not chunk:
             sys.exit("peer closed the connection")
         data += chunk

@@ -12,6 +12,7 @@ vfab_unit_test(test_region SOURCES unit/test_region.c LIBS vfab_fabric)
 vfab_unit_test(test_mcast SOURCES unit/test_mcast.c LIBS vfab_fabric)
 # The ring pool's buddy allocator: exhaustion then full reuse, forged lists.
 vfab_unit_test(test_pool SOURCES unit/test_pool.c LIBS vfab_fabric)
+vfab_unit_test(test_shard SOURCES unit/test_shard.c LIBS vfab_fabric)
 
 vfab_unit_test(test_topology SOURCES unit/test_topology.c LIBS vfab_config)
 target_compile_definitions(test_topology PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SOURCE_DIR}/configs")

@@ -10,14 +10,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "config/config.h"
 #include "fabric/topology.h"
 
+/*
+ * A zeroed region in ordinary memory, page-aligned as its layout needs
+ * (calloc is not), pages touched only where written.
+ */
+static inline struct vfab_region *fixture_region(void)
+{
+	void *r = mmap(NULL, sizeof(struct vfab_region), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return r == MAP_FAILED ? NULL : r;
+}
+
+static inline void fixture_region_free(struct vfab_region *r)
+{
+	if (r)
+		munmap(r, sizeof(*r));
+}
+
 /* yaml: the text, or NULL to load the file at path. */
 static inline struct vfab_region *fixture_fill(const char *yaml, const char *path)
 {
-	struct vfab_region *r = calloc(1, sizeof(*r));
+	struct vfab_region *r = fixture_region();
 	struct vfab_config cfg;
 	char err[512];
 	int rc;

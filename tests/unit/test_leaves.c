@@ -101,7 +101,7 @@ static void test_leaf_size(void **state)
 	assert_int_equal(r->nodes[2].netdevs[0].leaf, 1);
 	/* 5 ports x 2 + 5 loopbacks + 3 leaves x 2 */
 	assert_int_equal(r->nlinks, 21);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_explicit_leaf(void **state)
@@ -179,7 +179,7 @@ static void test_planes_and_mtu(void **state)
 	assert_int_equal(r->nodes[0].nnetdevs, 2);
 	assert_int_equal(r->nodes[0].netdevs[1].mtu, 4200);
 	assert_int_equal(r->nodes[0].netdevs[1].mac[5], 0x01);
-	free(r);
+	fixture_region_free(r);
 
 	load_fails("nodes:\n  - id: a\n    netdevs:\n      - {name: eth1}\n      - {name: eth1}\n",
 		   "5: nodes[0].netdevs[1].name: eth1 is listed twice (also netdevs[0])");
@@ -222,7 +222,7 @@ static void test_ipv6_defaults(void **state)
 	assert_int_equal(r->leaves[1].ipv6_gw[15], 0xfe);
 	assert_true(r->spine.has_ipv6);
 	assert_int_equal(r->spine.ipv6_prefix, 63);
-	free(r);
+	fixture_region_free(r);
 
 	load_ok("nodes: [{id: a}, {id: b, leaf: 1}]\n"
 		"fabric: {ipv6: true, ipv6_prefix: \"fd12:3456::/32\"}\n",
@@ -259,7 +259,7 @@ static void test_configured_order(void **state)
 	assert_int_equal(p->gids[5].index, 5);
 	/* The IPv6 address names the leaf's IPv6 prefix without fabric.ipv6. */
 	assert_int_equal(r->leaves[0].ipv6_prefix, 64);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_subnet_rules(void **state)

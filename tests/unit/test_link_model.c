@@ -56,6 +56,13 @@ static struct vfab_link *link_of(struct vfab_region *r, const struct fabric_path
 	return &r->links[p->link[h]];
 }
 
+/* Hop h's clock and counters (this process's shard's, region.h). */
+static struct vfab_link_clock *clk_of(struct vfab_region *r, const struct fabric_path *p,
+				      uint32_t h)
+{
+	return &vfab_own(r)->clk[p->link[h]];
+}
+
 static void test_paths(void **state)
 {
 	struct vfab_region *r = leafspine_region(2), *plain;
@@ -85,12 +92,12 @@ static void test_paths(void **state)
 	assert_int_equal(fabric_path_resolve(r, s, 1, 999, 1, &p), -EINVAL);
 	r->spine.present = 0;
 	assert_int_equal(fabric_path_resolve(r, s, 1, r->nodes[4].hcas[0], 1, &p), -EHOSTUNREACH);
-	free(r);
+	fixture_region_free(r);
 
 	plain = fixture_fill("nodes: [{id: a}, {id: b}]\n", NULL);
 	path(plain, 0, 1, &p);
 	assert_false(fabric_path_shaped(plain, &p));
-	free(plain);
+	fixture_region_free(plain);
 }
 
 static void test_one_message(void **state)
@@ -109,17 +116,17 @@ static void test_one_message(void **state)
 	assert_int_equal(t - T0, 2000 + 16 * chunk);
 	assert_int_equal(q, 0);
 	for (uint32_t h = 0; h < 2; h++) {
-		assert_int_equal(link_of(r, &p, h)->bytes, MIB);
-		assert_int_equal(link_of(r, &p, h)->msgs, 1);
-		assert_int_equal(link_of(r, &p, h)->queue_ns, 0);
+		assert_int_equal(clk_of(r, &p, h)->bytes, MIB);
+		assert_int_equal(clk_of(r, &p, h)->msgs, 1);
+		assert_int_equal(clk_of(r, &p, h)->queue_ns, 0);
 	}
 	/* The sender's port is busy for the serialization time only. */
-	assert_int_equal(link_of(r, &p, 0)->busy_until_ns, T0 + 16 * chunk);
+	assert_int_equal(clk_of(r, &p, 0)->busy_until_ns, T0 + 16 * chunk);
 	/* Across the spine: one more microsecond, same rate (uplink 200 Gb/s). */
 	path(r, 2, 6, &p);
 	t = fabric_path_reserve(r, &p, T0, MIB, NULL);
 	assert_int_equal(t - T0, 3000 + 16 * chunk);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_queueing(void **state)
@@ -135,14 +142,14 @@ static void test_queueing(void **state)
 	assert_int_equal(t2 - t1, 16 * chunk);
 	assert_int_equal(q, 16 * chunk);
 	/* Queued at the first hop: the second hop saw a back-to-back stream. */
-	assert_int_equal(link_of(r, &p, 0)->queue_ns, 16 * chunk);
-	assert_int_equal(link_of(r, &p, 1)->queue_ns, 0);
-	assert_int_equal(link_of(r, &p, 0)->msgs, 2);
+	assert_int_equal(clk_of(r, &p, 0)->queue_ns, 16 * chunk);
+	assert_int_equal(clk_of(r, &p, 1)->queue_ns, 0);
+	assert_int_equal(clk_of(r, &p, 0)->msgs, 2);
 	/* Once the link has drained nothing waits. */
 	t3 = fabric_path_reserve(r, &p, t2 + 1000, 4096, &q);
 	assert_int_equal(q, 0);
 	assert_int_equal(t3 - (t2 + 1000), 2000 + fabric_ser_ns(4096, 100000000000ull));
-	free(r);
+	fixture_region_free(r);
 }
 
 /* Cut-through: a message takes its slowest hop's time plus the latencies. */
@@ -162,7 +169,7 @@ static void test_cut_through(void **state)
 	link_of(r, &p, 0)->rate_bps = 50000000000ull;
 	t = fabric_path_reserve(r, &p, T0, MIB, NULL);
 	assert_int_equal(t - T0, 2000 + 16 * slow);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_latency_only_and_empty(void **state)
@@ -180,13 +187,13 @@ static void test_latency_only_and_empty(void **state)
 	assert_int_equal(fabric_path_reserve(r, &p, T0, 64 * MIB, &q), T0 + 10000);
 	assert_int_equal(fabric_path_reserve(r, &p, T0, 64 * MIB, &q), T0 + 10000);
 	assert_int_equal(q, 0);
-	assert_int_equal(link_of(r, &p, 0)->busy_until_ns, 0); /* unshaped: never booked */
-	assert_int_equal(link_of(r, &p, 0)->bytes, 128 * MIB);
+	assert_int_equal(clk_of(r, &p, 0)->busy_until_ns, 0); /* unshaped: never booked */
+	assert_int_equal(clk_of(r, &p, 0)->bytes, 128 * MIB);
 	/* A zero-length message (WRITE_WITH_IMM of 0 bytes) still pays the path. */
 	path(s, 0, 1, &p);
 	assert_int_equal(fabric_path_reserve(s, &p, T0, 0, NULL), T0 + 2000);
-	free(r);
-	free(s);
+	fixture_region_free(r);
+	fixture_region_free(s);
 }
 
 struct flow {
@@ -245,9 +252,9 @@ static void test_two_flows_share(void **state)
 	assert_true(tb > solo * 18 / 10 && tb < solo * 22 / 10);
 	/* ... interleaved chunk by chunk: they finish one chunk apart. */
 	assert_true((ta > tb ? ta - tb : tb - ta) <= 2 * 5243);
-	assert_true(r->links[fixture_port(r, 2, 0, NULL)->link_down].queue_ns > 0);
-	assert_int_equal(r->links[fixture_port(r, 2, 0, NULL)->link_down].msgs, 2);
-	free(r);
+	assert_true(vfab_own(r)->clk[fixture_port(r, 2, 0, NULL)->link_down].queue_ns > 0);
+	assert_int_equal(vfab_own(r)->clk[fixture_port(r, 2, 0, NULL)->link_down].msgs, 2);
+	fixture_region_free(r);
 
 	/* Booked as one burst each, the first takes the link first (FIFO). */
 	r = leafspine_region(2);
@@ -256,7 +263,7 @@ static void test_two_flows_share(void **state)
 	ta = fabric_path_reserve(r, &f[0].p, T0, 8 * MIB, NULL) - T0;
 	tb = fabric_path_reserve(r, &f[1].p, T0, 8 * MIB, NULL) - T0;
 	assert_true(ta < solo * 11 / 10 && tb > solo * 19 / 10);
-	free(r);
+	fixture_region_free(r);
 }
 
 /* Aggregate rate of n flows node i -> node 4 + i across the spine. */
@@ -276,8 +283,8 @@ static double aggregate_gbps(double oversub, uint32_t n)
 	for (uint32_t i = 0; i < n; i++)
 		if (f[i].done > last)
 			last = f[i].done;
-	assert_int_equal(r->links[r->leaves[0].uplink].bytes, n * 4 * MIB);
-	free(r);
+	assert_int_equal(vfab_own(r)->clk[r->leaves[0].uplink].bytes, n * 4 * MIB);
+	fixture_region_free(r);
 	return (double)(n * 4 * MIB * 8) / (double)(last - T0);
 }
 
@@ -312,14 +319,14 @@ static void test_loss(void **state)
 		assert_false(fabric_path_drop(r, &p, &rng));
 	link_of(r, &p, 2)->loss_ppm = 1000000;
 	assert_true(fabric_path_drop(r, &p, &rng));
-	assert_int_equal(link_of(r, &p, 2)->drops, 1);
+	assert_int_equal(clk_of(r, &p, 2)->drops, 1);
 	link_of(r, &p, 2)->loss_ppm = 0;
 	link_of(r, &p, 0)->loss_ppm = 100000; /* 10 % */
 	for (int i = 0; i < 100000; i++)
 		lost += fabric_path_drop(r, &p, &rng);
 	assert_true(lost > 9500 && lost < 10500);
-	assert_int_equal(link_of(r, &p, 0)->drops, lost);
-	free(r);
+	assert_int_equal(clk_of(r, &p, 0)->drops, lost);
+	fixture_region_free(r);
 }
 
 /* Where in a lost attempt the loss falls: uniform over its packets, 0 for one. */
@@ -373,7 +380,7 @@ static void test_in_order(void **state)
 			now += 700 * i; /* posts come faster than the link drains */
 		}
 	}
-	free(r);
+	fixture_region_free(r);
 }
 
 /*
@@ -390,16 +397,16 @@ static void test_occupy(void **state)
 	(void)state;
 	path(r, 0, 1, &p);
 	idle = fabric_path_reserve(r, &p, T0, 4096, NULL) - T0;
-	bytes = link_of(r, &p, 0)->bytes;
+	bytes = clk_of(r, &p, 0)->bytes;
 	/* 1 MiB of IP at 100 Gb/s: 83886 ns on node0's up link. */
 	fabric_link_occupy(r, p.link[0], 2 * T0, MIB);
 	busy = fabric_path_reserve(r, &p, 2 * T0, 4096, NULL) - 2 * T0;
 	assert_int_equal(busy, idle + fabric_ser_ns(MIB, 100000000000ull));
-	assert_int_equal(link_of(r, &p, 0)->bytes, bytes + 4096);
+	assert_int_equal(clk_of(r, &p, 0)->bytes, bytes + 4096);
 	link_of(r, &p, 0)->rate_bps = 0;
 	fabric_link_occupy(r, p.link[0], 3 * T0, MIB);
-	assert_true(link_of(r, &p, 0)->busy_until_ns < 3 * T0);
-	free(r);
+	assert_true(clk_of(r, &p, 0)->busy_until_ns < 3 * T0);
+	fixture_region_free(r);
 }
 
 struct booker {
@@ -429,11 +436,11 @@ static void test_concurrent_bookings(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, book_many, &b), 0);
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
-	assert_int_equal(link_of(r, &b.p, 0)->busy_until_ns,
+	assert_int_equal(clk_of(r, &b.p, 0)->busy_until_ns,
 			 T0 + 2000 * fabric_ser_ns(FABRIC_CHUNK_BYTES, 100000000000ull));
-	assert_int_equal(link_of(r, &b.p, 1)->bytes, 2000ull * FABRIC_CHUNK_BYTES);
-	assert_int_equal(link_of(r, &b.p, 1)->msgs, 2000);
-	free(r);
+	assert_int_equal(clk_of(r, &b.p, 1)->bytes, 2000ull * FABRIC_CHUNK_BYTES);
+	assert_int_equal(clk_of(r, &b.p, 1)->msgs, 2000);
+	fixture_region_free(r);
 }
 
 int main(void)

@@ -105,7 +105,7 @@ static void attach_detach(void **state)
 	assert_int_equal(vfab_mcast_detach(r, 2, 0x100, g), 0);
 	assert_int_equal(members(r, g), 0);
 	/* Nothing left: a scan looks at nothing. */
-	assert_int_equal(atomic_load(&r->mcast_top), 0);
+	assert_int_equal(atomic_load(&r->shard[0].mcast_top), 0);
 }
 
 static void group_limit(void **state)
@@ -189,14 +189,14 @@ static void forged(void **state)
 	uint8_t g[16];
 
 	v4("239.9.9.9", g);
-	atomic_store(&r->mcast_top, 0xffffffffu);
-	memcpy(r->mcast[VFAB_MAX_MCAST_ATTACH - 1].gid, g, 16);
-	r->mcast[VFAB_MAX_MCAST_ATTACH - 1].hca = 0xdeadbeef;
-	atomic_store(&r->mcast[VFAB_MAX_MCAST_ATTACH - 1].state, 1);
+	atomic_store(&r->shard[0].mcast_top, 0xffffffffu);
+	memcpy(r->shard[0].mcast[VFAB_MAX_MCAST_ATTACH - 1].gid, g, 16);
+	r->shard[0].mcast[VFAB_MAX_MCAST_ATTACH - 1].hca = 0xdeadbeef;
+	atomic_store(&r->shard[0].mcast[VFAB_MAX_MCAST_ATTACH - 1].state, 1);
 	assert_int_equal(vfab_mcast_next(r, g, &cursor, &h, &q), 0);
 	assert_int_equal(h, 0xdeadbeef); /* named, but only vfab_qp_lookup is followed */
 	assert_int_equal(vfab_mcast_next(r, g, &cursor, &h, &q), -ENOENT);
-	assert_int_equal(cursor, VFAB_MAX_MCAST_ATTACH);
+	assert_int_equal(cursor, VFAB_SHARDS * VFAB_MAX_MCAST_ATTACH); /* past every shard's */
 	/* Attach and detach still work within the table. */
 	assert_int_equal(vfab_mcast_attach(r, 0, 0x400, g), 0);
 	assert_int_equal(vfab_mcast_detach(r, 0, 0x400, g), 0);

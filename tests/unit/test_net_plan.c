@@ -4,6 +4,7 @@
  * a few edge cases: which bridge each veth joins, its MTU and MAC, the
  * addresses in configured order, and the route towards the spine.
  */
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +33,10 @@ static struct fixture *load(const char *file, const char *yaml)
 	int ret;
 
 	assert_non_null(f);
-	f->r = calloc(1, sizeof(*f->r));
+	/* Page-aligned as the region's layout needs (calloc is not). */
+	f->r = mmap(NULL, sizeof(*f->r), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(f->r != MAP_FAILED);
 	assert_non_null(f->r);
 	if (file) {
 		snprintf(path, sizeof(path), "%s/%s", VFAB_CONFIGS_DIR, file);
@@ -50,7 +54,7 @@ static struct fixture *load(const char *file, const char *yaml)
 static void unload(struct fixture *f)
 {
 	vfab_config_free(&f->cfg);
-	free(f->r);
+	munmap(f->r, sizeof(*f->r));
 	free(f);
 }
 

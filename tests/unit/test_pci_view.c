@@ -8,6 +8,7 @@
  * host listings with the GPU redirected, the files NCCL/hwloc read, and the
  * class/infiniband device links resolving into the tree.
  */
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,7 +132,10 @@ static int setup_yaml(void **state, const char *yaml)
 	char err[512];
 
 	assert_non_null(f);
-	f->r = calloc(1, sizeof(*f->r));
+	/* Page-aligned as the region's layout needs (calloc is not). */
+	f->r = mmap(NULL, sizeof(*f->r), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(f->r != MAP_FAILED);
 	assert_non_null(f->r);
 	assert_int_equal(vfab_config_load_string(yaml, "pci.yaml", &f->cfg, err, sizeof(err)), 0);
 	snprintf(f->r->fabric, sizeof(f->r->fabric), "tpci");
@@ -157,7 +161,7 @@ static int teardown(void **state)
 
 	vfab_rm_rf(f->dir);
 	vfab_config_free(&f->cfg);
-	free(f->r);
+	munmap(f->r, sizeof(*f->r));
 	free(f);
 	return 0;
 }

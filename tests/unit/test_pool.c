@@ -203,8 +203,8 @@ static void test_forged_pool(void **state)
 	assert_memory_equal(r->fabric, name, sizeof(name));
 
 	/* Free lists into the header and past the mapping; bounds rewritten. */
-	r->pool_free[6] = offsetof(struct vfab_region, fabric);
-	r->pool_free[7] = r->total_size + 128;
+	r->shard[0].pool_free[6] = offsetof(struct vfab_region, fabric);
+	r->shard[0].pool_free[7] = r->total_size + 128;
 	r->pool_off = 0;
 	r->pool_size = 1ull << 62;
 	for (int i = 0; i < 4; i++) {
@@ -220,11 +220,11 @@ static void test_forged_pool(void **state)
  * In a child with a mount namespace of its own and a tmpfs of `mib` MiB on
  * /dev/shm; exit 77 when that cannot be made (not root).
  */
-static bool small_shm(unsigned mib)
+static bool small_shm(unsigned kib)
 {
 	char opts[32];
 
-	snprintf(opts, sizeof(opts), "size=%um", mib);
+	snprintf(opts, sizeof(opts), "size=%uk", kib);
 	return unshare(CLONE_NEWNS) == 0 &&
 	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
 	       mount("tmpfs", "/dev/shm", "tmpfs", 0, opts) == 0;
@@ -237,13 +237,15 @@ static void shm_full_child(void)
 	int n = 0, cq;
 	int64_t off;
 
-	if (!small_shm((unsigned)(VFAB_REGION_FIXED_BYTES >> 20)))
+	if (!small_shm((unsigned)(VFAB_REGION_TOPO_BYTES >> 11)))
 		_exit(77);
-	/* No room for the header: the region is not made, and nothing is left. */
+	/* No room for the topology (half of it): the region is not made, and nothing is left. */
 	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r) != -ENOSPC ||
 	    access("/dev/shm/vfab-unit-pool-full", F_OK) == 0)
 		_exit(1);
-	if (umount("/dev/shm") || !small_shm((unsigned)(VFAB_REGION_FIXED_BYTES >> 20) + 3))
+	if (umount("/dev/shm") ||
+	    !small_shm((unsigned)((VFAB_REGION_TOPO_BYTES + sizeof(struct vfab_shard)) >> 10) +
+		       3072))
 		_exit(77);
 	/* The header fits; the pool of 64 MiB does not, 3 MiB of it does. */
 	if (vfab_region_create_pool("unit-pool-full", "/run/vfab/unit", 64u << 20, &r))

@@ -96,7 +96,7 @@ static void test_roce_versions(void **state)
 	/* A port reaches itself (a QP connected to its own GID). */
 	v4gid("198.18.0.1", g);
 	expect_reach(r, 0, 0, 3, g, 0, 0, 0);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_family_and_link_local(void **state)
@@ -121,7 +121,7 @@ static void test_family_and_link_local(void **state)
 	/* A link-local source cannot reach a routed destination either. */
 	v4gid("198.18.1.1", g);
 	assert_int_equal(reach(r, 0, 0, 1, g, &out), -EHOSTUNREACH);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_errors(void **state)
@@ -142,7 +142,7 @@ static void test_errors(void **state)
 	assert_int_equal(fabric_reach_by_index(r, ha, 2, 3, g, &out), -EINVAL);
 	assert_int_equal(fabric_reach_by_index(r, 999, 1, 3, g, &out), -EINVAL);
 	assert_int_equal(fabric_reach(r, ha, 1, &empty, g, &out), -EINVAL);
-	free(r);
+	fixture_region_free(r);
 }
 
 /*
@@ -177,7 +177,7 @@ static void test_forged_counts(void **state)
 	assert_int_equal(fabric_path_resolve(r, ha, 1, hb, 1, &path), -EHOSTUNREACH);
 	r->hcas[ha].node = VFAB_MAX_NODES + 3;
 	assert_int_equal(fabric_path_resolve(r, ha, 1, hb, 1, &path), -EINVAL);
-	free(r);
+	fixture_region_free(r);
 }
 
 /* One leaf, no spine: IPv6 subnets the node has no address in are unreachable. */
@@ -203,7 +203,7 @@ static void test_on_link_only(void **state)
 	expect_reach(r, 1, 0, 7, g, 0, 0, 0);
 	/* ... and its fd00:6:: address sees fd00:5::1 on-link too (same segment). */
 	expect_reach(r, 1, 0, 5, g, 0, 0, 0);
-	free(r);
+	fixture_region_free(r);
 }
 
 /* The spine routes a leaf's primary prefix only: replies must find the way back. */
@@ -225,7 +225,7 @@ static void test_secondary_prefix(void **state)
 	assert_int_equal(reach(r, 0, 0, 7, g, &out), -EHOSTUNREACH); /* from fd00:b::1 */
 	v6gid("fd00:d::1", g);
 	assert_int_equal(reach(r, 0, 0, 5, g, &out), -EHOSTUNREACH);
-	free(r);
+	fixture_region_free(r);
 }
 
 /* An address that (at run time) sits on two ports: the reachable owner wins. */
@@ -242,7 +242,7 @@ static void test_duplicate_owner(void **state)
 	memcpy(pb->gids[3].raw, pc->gids[3].raw, 16);
 	expect_reach(r, 0, 0, 2, g, 1, 0, 0); /* v1: only b's copy is on the segment */
 	expect_reach(r, 0, 0, 3, g, 2, 0, 1); /* v2: routed to the leaf of that subnet */
-	free(r);
+	fixture_region_free(r);
 }
 
 /* Multicast stays on the sender's segment (no multicast routing at the spine). */
@@ -277,7 +277,7 @@ static void test_mcast(void **state)
 	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, hb, 2));
 	assert_false(fabric_reach_mcast(r, ha, 1, &pa->gids[3], g4, VFAB_MAX_HCAS, 1));
 	assert_false(fabric_reach_mcast(r, ha, 1, NULL, g4, hb, 1));
-	free(r);
+	fixture_region_free(r);
 }
 
 int main(void)

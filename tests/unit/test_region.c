@@ -153,14 +153,14 @@ static void test_device_limits(void **state)
 			first = slot;
 	}
 	assert_int_equal(vfab_pd_alloc(r, &o0, 0), -ENOMEM);
-	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_PD]), limit);
+	assert_int_equal(atomic_load(&r->shard[0].used[0][VFAB_OBJ_PD]), limit);
 	/* The other device is untouched by the first one's exhaustion. */
 	slot = vfab_pd_alloc(r, &o1, 1);
 	assert_true(slot >= 0);
 	/* A freed object is given back once, however often it is freed. */
 	vfab_pd_free(r, first);
 	vfab_pd_free(r, first);
-	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_PD]), limit - 1);
+	assert_int_equal(atomic_load(&r->shard[0].used[0][VFAB_OBJ_PD]), limit - 1);
 	assert_true(vfab_pd_alloc(r, &o0, 0) >= 0);
 	assert_int_equal(vfab_pd_alloc(r, &o0, 0), -ENOMEM);
 }
@@ -225,7 +225,7 @@ static void test_stale_handles(void **state)
 	assert_null(vfab_mr_lookup(r, old_key));
 	assert_int_equal(vfab_mr_alloc(r, &o), mrs[20]);
 	/* A key past the table's top names nothing, and reads nothing there. */
-	assert_null(vfab_mr_lookup(r, (vfab_slot_top(r, VFAB_OBJ_MR) + 5) << 8));
+	assert_null(vfab_mr_lookup(r, (vfab_shard_top(r, VFAB_OBJ_MR, 0) + 5) << 8));
 
 	qp = vfab_qp_alloc(r, &o, 4, 1);
 	r->qps[qp].hca = 0;
@@ -238,7 +238,7 @@ static void test_stale_handles(void **state)
 	assert_int_not_equal(r->qps[qp2].qpn, old_qpn);
 	assert_null(vfab_qp_lookup(r, 0, old_qpn));
 	assert_non_null(vfab_qp_lookup(r, 0, r->qps[qp2].qpn));
-	assert_null(vfab_qp_lookup(r, 0, (uint32_t)vfab_slot_top(r, VFAB_OBJ_QP) + 1));
+	assert_null(vfab_qp_lookup(r, 0, (uint32_t)vfab_shard_top(r, VFAB_OBJ_QP, 0) + 1));
 }
 
 /* Tables of ConnectX size cost the file only the pages of the slots handed out. */
@@ -256,8 +256,8 @@ static void test_tables_on_demand(void **state)
 	after = shm_bytes();
 	assert_true(after - before >= 5000ll * (long long)sizeof(struct vfab_qp_slot));
 	assert_true(after - before < 5000ll * (long long)sizeof(struct vfab_qp_slot) + (1 << 20));
-	assert_int_equal(vfab_slot_top(r, VFAB_OBJ_QP), 5000);
-	assert_int_equal(atomic_load(&r->hcas[0].used[VFAB_OBJ_QP]), 5000);
+	assert_int_equal(vfab_shard_top(r, VFAB_OBJ_QP, 0), 5000);
+	assert_int_equal(atomic_load(&r->shard[0].used[0][VFAB_OBJ_QP]), 5000);
 }
 
 static void test_pool(void **state)
@@ -332,12 +332,12 @@ static void test_robust_lock(void **state)
 
 	assert_true(child >= 0);
 	if (child == 0) {
-		vfab_lock(&r->lock);
+		vfab_lock(&r->shard[0].lock);
 		_exit(0); /* dies holding the region lock */
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);
-	assert_int_equal(vfab_lock(&r->lock), 0);
-	vfab_unlock(&r->lock);
+	assert_int_equal(vfab_lock(&r->shard[0].lock), 0);
+	vfab_unlock(&r->shard[0].lock);
 	assert_true(vfab_pd_alloc(r, &(struct vfab_owner){.pid = 1}, 0) >= 0);
 }
 

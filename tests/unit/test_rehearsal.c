@@ -128,7 +128,7 @@ static void test_runai(void **state)
 	assert_int_equal(status, 0);
 	assert_int_equal(atoi(out), idx);
 	assert_string_equal(out, "9\n");
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_dgx(void **state)
@@ -151,7 +151,7 @@ static void test_dgx(void **state)
 	/* Each rail leaf: two 400 Gb/s ports, 1:1, so an 800 Gb/s uplink. */
 	assert_int_equal(r->links[r->leaves[5].uplink].rate_bps, 800000000000ull);
 	assert_int_equal(r->links[r->nodes[0].loopback].rate_bps, 3600000000000ull);
-	free(r);
+	fixture_region_free(r);
 }
 
 static void test_leafspine(void **state)
@@ -169,7 +169,7 @@ static void test_leafspine(void **state)
 	assert_int_equal(r->leaves[0].node_capacity_bps, 400000000000ull);
 	assert_int_equal(r->links[r->leaves[0].uplink].rate_bps, 200000000000ull);
 	assert_int_equal(r->leaves[0].oversub_milli, 2000);
-	free(r);
+	fixture_region_free(r);
 }
 
 /* The seed tool's file as is: one leaf, so its oversubscription has no uplink to act on. */
@@ -186,10 +186,10 @@ static void test_seed(void **state)
 	assert_int_equal(r->links[p->link_up].rate_bps, 200000000000ull);
 	assert_int_equal(r->links[r->nodes[0].loopback].rate_bps, 300000000000ull);
 	assert_int_equal(r->links[r->nodes[0].loopback].latency_ns, 3000);
-	free(r);
+	fixture_region_free(r);
 	r = load("default.yaml");
 	assert_int_equal(ipv4_v2_index(port_named(r, 0, "mlx5_0")), 3);
-	free(r);
+	fixture_region_free(r);
 }
 
 int main(void)

@@ -4,6 +4,7 @@
  * sysfs contract (DESIGN.md "Sysfs view of an HCA") with the kernel's
  * formats, the /dev/infiniband node, and the /etc upper layer.
  */
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,8 +58,12 @@ static int setup_region(void **state, const char *yaml)
 	char err[512];
 
 	assert_non_null(f);
-	f->r = calloc(1, sizeof(*f->r));
+	/* Page-aligned as the region's layout needs (calloc is not). */
+	f->r = mmap(NULL, sizeof(*f->r), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(f->r != MAP_FAILED);
 	assert_non_null(f->r);
+	f->r->local.mapped = 1; /* shard 0 is this process's, as vfabd's is */
 	if (yaml)
 		assert_int_equal(
 		    vfab_config_load_string(yaml, "multi.yaml", &f->cfg, err, sizeof(err)), 0);
@@ -89,7 +94,7 @@ static int teardown(void **state)
 
 	vfab_rm_rf(f->dir);
 	vfab_config_free(&f->cfg);
-	free(f->r);
+	munmap(f->r, sizeof(*f->r));
 	free(f);
 	return 0;
 }
@@ -280,11 +285,11 @@ static void test_second_node_differs(void **state)
 static void test_pkeys_and_counters(void **state)
 {
 	struct fixture *f = *state;
-	struct vfab_port *p = &f->r->hcas[0].ports[0];
+	struct vfab_port_counters *c = vfab_cnt(f->r, 0, 1);
 
-	atomic_store(&p->cnt.xmit_data_words, 1234);
-	atomic_store(&p->cnt.rnr_nak_retry_err, 7);
-	atomic_store(&p->cnt.duplicate_request, 9);
+	atomic_store(&c->xmit_data_words, 1234);
+	atomic_store(&c->rnr_nak_retry_err, 7);
+	atomic_store(&c->duplicate_request, 9);
 	assert_int_equal(write_view(f, 0), 0);
 	/* A RoCE port's table: the default P_Key only, as mlx5 reports it. */
 	assert_int_equal(count_entries(f->dir, "class/infiniband/mlx5_0/ports/1/pkeys"), 1);

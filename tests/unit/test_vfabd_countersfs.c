@@ -80,7 +80,7 @@ static void test_exact_at_every_read(void **state)
 	(void)state;
 	assert_non_null(r);
 	skip_unless_mounted();
-	c = &r->hcas[0].ports[0].cnt;
+	c = vfab_cnt(r, 0, 1);
 	read_at("counters", "port_xmit_data", text, sizeof(text));
 	assert_string_equal(text, "0\n");
 	/* No tick in between: each read sees the region as it is. */
@@ -117,7 +117,7 @@ static void test_snapshot_per_open(void **state)
 	(void)state;
 	assert_non_null(r);
 	skip_unless_mounted();
-	w = &r->hcas[0].ports[0].cnt.xmit_data_words;
+	w = &vfab_cnt(r, 0, 1)->xmit_data_words;
 	atomic_store(w, 123456);
 	snprintf(path, sizeof(path), "%s/counters/port_xmit_data", port_dir);
 	fd = open(path, O_RDONLY);

@@ -116,6 +116,7 @@ static struct vfabd *make_daemon(void)
 	assert_true(t->nlinks > 0 && t->nlinks < VFAB_MAX_LINKS);
 	d->t = t;
 	d->r = r;
+	r->local.mapped = 1; /* its shard 0 is counted, as vfabd's region's */
 	d->fabric = "unit-hist";
 	assert_int_equal(vfabd_history_init(d), 0);
 	/* Sized for the fabric's links, not VFAB_MAX_LINKS. */
@@ -148,10 +149,11 @@ static struct vjson *document(struct vfabd *d)
 /* The counters of link i at sample s, as a hostile or busy region might hold them. */
 static void set_counters(struct vfab_region *r, uint32_t i, uint64_t s)
 {
-	atomic_store(&r->links[i].bytes, s * 1000 + i);
-	atomic_store(&r->links[i].msgs, s);
-	atomic_store(&r->links[i].queue_ns, s * 7 + i);
-	atomic_store(&r->links[i].drops, UINT64_MAX - s); /* numbers only: printed exactly */
+	atomic_store(&vfab_own(r)->clk[i].bytes, s * 1000 + i);
+	atomic_store(&vfab_own(r)->clk[i].msgs, s);
+	atomic_store(&vfab_own(r)->clk[i].queue_ns, s * 7 + i);
+	atomic_store(&vfab_own(r)->clk[i].drops,
+		     UINT64_MAX - s); /* numbers only: printed exactly */
 }
 
 static void test_no_samples(void **state)
@@ -290,7 +292,7 @@ static void test_live(void **state)
 		n = u(root, "samples");
 		if (n >= 1 && !mark) {
 			mark = n;
-			atomic_fetch_add(&r->links[0].bytes, 123456789);
+			atomic_fetch_add(&vfab_own(r)->clk[0].bytes, 123456789);
 		}
 		if (n < 3)
 			fx_sleep_ms(100);

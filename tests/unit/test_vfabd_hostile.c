@@ -120,8 +120,8 @@ static void test_region_strings_not_paths(void **state)
 		     outside);
 	assert_true(n > 0 && (size_t)n < sizeof(r->hcas[0].name));
 
-	atomic_fetch_add(&r->hcas[0].ports[0].cnt.out_of_sequence, 2);
-	atomic_fetch_add(&r->hcas[0].ports[0].cnt.xmit_data_words, 777);
+	atomic_fetch_add(&vfab_cnt(r, 0, 1)->out_of_sequence, 2);
+	atomic_fetch_add(&vfab_cnt(r, 0, 1)->xmit_data_words, 777);
 	assert_true(view_reads(PORT_DIR "/counters/port_xmit_data", "777\n"));
 	read_file(PORT_DIR "/hw_counters/out_of_sequence", line, sizeof(line));
 	assert_string_equal(line, "2\n");
@@ -168,8 +168,8 @@ static void test_view_links_not_followed(void **state)
 	assert_int_equal(rename(link_path, text), 0);
 	assert_int_equal(symlink(outside, link_path), 0);
 
-	atomic_fetch_add(&r->hcas[0].ports[0].cnt.xmit_data_words, 5);
-	atomic_fetch_add(&r->hcas[0].ports[0].cnt.duplicate_request, 9);
+	atomic_fetch_add(&vfab_cnt(r, 0, 1)->xmit_data_words, 5);
+	atomic_fetch_add(&vfab_cnt(r, 0, 1)->duplicate_request, 9);
 	assert_true(view_reads(PORT_DIR "/hw_counters/duplicate_request", "9\n"));
 	fx_sleep_ms(600); /* two more ticks */
 	assert_int_equal(count_entries(outside), 0);

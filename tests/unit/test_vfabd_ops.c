@@ -283,7 +283,7 @@ static void test_counters_live(void **state)
 	(void)state;
 	assert_non_null(r);
 	make_port_view();
-	c = &r->hcas[0].ports[0].cnt;
+	c = vfab_cnt(r, 0, 1);
 	/*
 	 * port_xmit_data last: a tick reads it before the hw counters, so one
 	 * that saw it changed sees them changed too.

@@ -83,7 +83,7 @@ static void test_report_schema(void **state)
 	assert_true(fx_request("SHAPE node0/mlx5_0 bw=50 lat=2", reply, sizeof(reply)) > 0);
 	assert_true(fx_request("FAULT spike node0/loopback lat=10 for=60", reply, sizeof(reply)) >
 		    0);
-	atomic_fetch_add(&r->hcas[0].ports[0].cnt.xmit_data_words, 1000);
+	atomic_fetch_add(&vfab_cnt(r, 0, 1)->xmit_data_words, 1000);
 	/* A QP of ours on node1, entered in vfabd's table as the provider does. */
 	me.hca = 1;
 	pd = vfab_pd_alloc(r, &me, 1);
