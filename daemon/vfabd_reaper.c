@@ -110,8 +110,8 @@ static bool shard_sealed(const struct vfab_ktab *k, uint32_t s)
 		for (uint32_t i = vfab_ktab_next(k, kind, vfab_shard_lo(kind, s));
 		     i < vfab_shard_lo(kind, s + 1); i = vfab_ktab_next(k, kind, i + 1))
 			if (vfab_ktab_used((const _Atomic uint32_t *)((const char *)k +
-								     state_off[j] +
-								     i * vfab_table_stride(kind))))
+								      state_off[j] +
+								      i * vfab_table_stride(kind))))
 				return true;
 	}
 	return false;

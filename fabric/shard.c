@@ -358,8 +358,7 @@ int vfab_region_join(struct vfab_region *r)
 	struct vfab_region_map m;
 	int fd = -1, rc;
 
-	if (own < VFAB_SHARDS &&
-	    (own == 0 || (!stale(r, own) && r->shard_uid[own] == uid)))
+	if (own < VFAB_SHARDS && (own == 0 || (!stale(r, own) && r->shard_uid[own] == uid)))
 		return 0;
 	rc = vfab_region_map_get(r, &m);
 	if (rc)
@@ -377,7 +376,8 @@ int vfab_region_join(struct vfab_region *r)
 		rc = map_current(r, s, &m, &fd);
 		if (!rc) {
 			r->local.refused &= ~(1u << s);
-			vfab_region_map_set_fd(r, fd); /* kept: pool.c and slot_grow reserve in it */
+			vfab_region_map_set_fd(r,
+					       fd); /* kept: pool.c and slot_grow reserve in it */
 			r->local.own = s;
 		}
 		break;
