@@ -96,27 +96,6 @@ int vfabd_reap_dead(struct vfab_region *r, struct vfab_ktab *k)
 	return total;
 }
 
-/* Whether vfabd holds a record of any object in shard s. */
-static bool shard_sealed(const struct vfab_ktab *k, uint32_t s)
-{
-	static const size_t state_off[VFAB_OBJ_KINDS] = {
-	    offsetof(struct vfab_ktab, pds), offsetof(struct vfab_ktab, mrs),
-	    offsetof(struct vfab_ktab, cqs), offsetof(struct vfab_ktab, srqs),
-	    offsetof(struct vfab_ktab, qps)};
-
-	for (int j = 0; k && j < VFAB_OBJ_KINDS; j++) {
-		enum vfab_obj kind = (enum vfab_obj)j;
-
-		for (uint32_t i = vfab_ktab_next(k, kind, vfab_shard_lo(kind, s));
-		     i < vfab_shard_lo(kind, s + 1); i = vfab_ktab_next(k, kind, i + 1))
-			if (vfab_ktab_used((const _Atomic uint32_t *)((const char *)k +
-								      state_off[j] +
-								      i * vfab_table_stride(kind))))
-				return true;
-	}
-	return false;
-}
-
 int vfabd_reap_shards(struct vfab_region *r, const struct vfab_ktab *k, const uid_t *busy,
 		      size_t nbusy)
 {
@@ -129,7 +108,7 @@ int vfabd_reap_shards(struct vfab_region *r, const struct vfab_ktab *k, const ui
 			continue;
 		for (size_t i = 0; i < nbusy && !used; i++)
 			used = (uint32_t)busy[i] == r->shard_uid[s];
-		if (used || !vfab_shard_empty(r, s) || shard_sealed(k, s))
+		if (used || !vfab_shard_empty(r, s) || (k && !vfab_ktab_shard_empty(k, s)))
 			continue;
 		vfabd_log("shard %u of uid %u dropped: none of its processes holds a context or an "
 			  "object",

@@ -138,3 +138,18 @@ int vfab_ktab_reserve(struct vfab_ktab *k, enum vfab_obj kind, uint32_t slot)
 			      memory_order_release);
 	return 0;
 }
+
+bool vfab_ktab_shard_empty(const struct vfab_ktab *k, uint32_t s)
+{
+	for (int j = 0; j < VFAB_OBJ_KINDS; j++) {
+		enum vfab_obj kind = (enum vfab_obj)j;
+
+		for (uint32_t i = vfab_ktab_next(k, kind, vfab_shard_lo(kind, s));
+		     i < vfab_shard_lo(kind, s + 1); i = vfab_ktab_next(k, kind, i + 1))
+			if (vfab_ktab_used(
+				(const _Atomic uint32_t *)((const char *)k + tables[j].off +
+							   (size_t)i * tables[j].stride)))
+				return false;
+	}
+	return true;
+}

@@ -84,36 +84,31 @@ int vfab_ktab_open(const char *rundir, const struct vfab_ktab **out);
 void vfab_ktab_close(const struct vfab_ktab *k);
 /* vfabd: reserves the pages up to slot `slot` of kind's table; 0 or -ENOMEM. */
 int vfab_ktab_reserve(struct vfab_ktab *k, enum vfab_obj kind, uint32_t slot);
+/* Whether vfabd records no object in shard s (before it drops the shard). */
+bool vfab_ktab_shard_empty(const struct vfab_ktab *k, uint32_t s);
 
-/* The records up to here may be read (the reserved ones). */
-/* One past the reserved slots of shard sh (at least vfab_shard_lo, at most the shard's end). */
+/* The records that may be read (their pages reserved), per shard (struct vfab_tops). */
+static inline struct vfab_tops vfab_ktab_tops(const struct vfab_ktab *k, enum vfab_obj kind)
+{
+	return (struct vfab_tops){&k->top[0][kind], sizeof(k->top[0])};
+}
+
+/* One past the reserved records of shard sh. */
 static inline uint32_t vfab_ktab_top(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t sh)
 {
-	uint32_t lo = vfab_shard_lo(kind, sh), hi = vfab_shard_lo(kind, sh + 1);
-	uint32_t top = atomic_load_explicit(&k->top[sh][kind], memory_order_acquire);
-
-	return top < lo ? lo : top > hi ? hi : top;
+	return vfab_tops_get(vfab_ktab_tops(k, kind), kind, sh);
 }
 
-/* Whether slot i's record may be read (its page reserved). */
+/* Whether slot i's record may be read. */
 static inline bool vfab_ktab_live(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t i)
 {
-	return i < vfab_table_size(kind) && i < vfab_ktab_top(k, kind, vfab_shard_of(kind, i));
+	return vfab_tops_live(vfab_ktab_tops(k, kind), kind, i);
 }
 
-/* A scan: the first readable slot at or after i, or VFAB_SLOT_END (as vfab_slot_next). */
+/* A scan: the first readable record at or after i, or VFAB_SLOT_END (as vfab_slot_next). */
 static inline uint32_t vfab_ktab_next(const struct vfab_ktab *k, enum vfab_obj kind, uint32_t i)
 {
-	for (uint32_t s = i < vfab_table_size(kind) ? vfab_shard_of(kind, i) : VFAB_SHARDS;
-	     s < VFAB_SHARDS; s++) {
-		uint32_t lo = vfab_shard_lo(kind, s);
-
-		if (i < lo)
-			i = lo;
-		if (i < vfab_ktab_top(k, kind, s))
-			return i;
-	}
-	return VFAB_SLOT_END;
+	return vfab_tops_next(vfab_ktab_tops(k, kind), kind, i);
 }
 
 static inline bool vfab_ktab_used(const _Atomic uint32_t *state)

@@ -545,9 +545,7 @@ bool vfab_shard_empty(const struct vfab_region *r, uint32_t s)
 
 		for (uint32_t i = vfab_shard_lo(kind, s), top = vfab_shard_top(r, kind, s); i < top;
 		     i++)
-			if (atomic_load(
-				(_Atomic uint32_t *)((char *)r + vfab_table_off(kind) +
-						     (size_t)i * vfab_table_stride(kind))) ==
+			if (atomic_load(slot_state((struct vfab_region *)r, kind, i)) ==
 			    VFAB_SLOT_USED)
 				return false;
 	}

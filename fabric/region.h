@@ -869,29 +869,34 @@ static inline uint32_t vfab_qpn_slot(uint32_t qpn)
 }
 
 /*
- * One past the last slot shard s of a table has handed out (its top,
- * bounded by the shard's slots): slots from vfab_shard_lo up to it exist.
+ * The per-shard tops of one table, wherever they are kept (each shard's
+ * slot table here, vfabd's reserved records in fabric/ktab.h): shard s's
+ * top is at `at` plus s * stride bytes. A top says how far a shard's slots
+ * exist; readers bound it by that shard's slots, whoever wrote it.
  */
-static inline uint32_t vfab_shard_top(const struct vfab_region *r, enum vfab_obj kind, uint32_t s)
+struct vfab_tops {
+	const _Atomic uint32_t *at;
+	size_t stride;
+};
+
+/* One past shard s's last slot: within [vfab_shard_lo(s), vfab_shard_lo(s + 1)]. */
+static inline uint32_t vfab_tops_get(struct vfab_tops t, enum vfab_obj kind, uint32_t s)
 {
 	uint32_t lo = vfab_shard_lo(kind, s), hi = vfab_shard_lo(kind, s + 1);
-	uint32_t top = atomic_load_explicit(&r->shard[s].tab[kind].top, memory_order_acquire);
+	uint32_t top = atomic_load_explicit(
+	    (const _Atomic uint32_t *)((const char *)t.at + s * t.stride), memory_order_acquire);
 
 	return top < lo ? lo : top > hi ? hi : top;
 }
 
-/* Whether slot i of a table was handed out (a lookup reads it only then). */
-static inline bool vfab_slot_live(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+/* Whether slot i lies below its shard's top. */
+static inline bool vfab_tops_live(struct vfab_tops t, enum vfab_obj kind, uint32_t i)
 {
-	return i < vfab_table_size(kind) && i < vfab_shard_top(r, kind, vfab_shard_of(kind, i));
+	return i < vfab_table_size(kind) && i < vfab_tops_get(t, kind, vfab_shard_of(kind, i));
 }
 
-/*
- * A scan of a table: the first slot at or after i that was handed out, or
- * VFAB_SLOT_END. for (i = vfab_slot_next(r, k, 0); i != VFAB_SLOT_END;
- * i = vfab_slot_next(r, k, i + 1)).
- */
-static inline uint32_t vfab_slot_next(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+/* A scan: the first slot at or after i below its shard's top, or VFAB_SLOT_END. */
+static inline uint32_t vfab_tops_next(struct vfab_tops t, enum vfab_obj kind, uint32_t i)
 {
 	for (uint32_t s = i < vfab_table_size(kind) ? vfab_shard_of(kind, i) : VFAB_SHARDS;
 	     s < VFAB_SHARDS; s++) {
@@ -899,10 +904,36 @@ static inline uint32_t vfab_slot_next(const struct vfab_region *r, enum vfab_obj
 
 		if (i < lo)
 			i = lo;
-		if (i < vfab_shard_top(r, kind, s))
+		if (i < vfab_tops_get(t, kind, s))
 			return i;
 	}
 	return VFAB_SLOT_END;
+}
+
+/* The tops of the shards' slot tables: how far each shard has handed out slots. */
+static inline struct vfab_tops vfab_slot_tops(const struct vfab_region *r, enum vfab_obj kind)
+{
+	return (struct vfab_tops){&r->shard[0].tab[kind].top, sizeof(struct vfab_shard)};
+}
+
+static inline uint32_t vfab_shard_top(const struct vfab_region *r, enum vfab_obj kind, uint32_t s)
+{
+	return vfab_tops_get(vfab_slot_tops(r, kind), kind, s);
+}
+
+/* Whether slot i of a table was handed out (a lookup reads it only then). */
+static inline bool vfab_slot_live(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	return vfab_tops_live(vfab_slot_tops(r, kind), kind, i);
+}
+
+/*
+ * A scan of a table: for (i = vfab_slot_next(r, k, 0); i != VFAB_SLOT_END;
+ * i = vfab_slot_next(r, k, i + 1)).
+ */
+static inline uint32_t vfab_slot_next(const struct vfab_region *r, enum vfab_obj kind, uint32_t i)
+{
+	return vfab_tops_next(vfab_slot_tops(r, kind), kind, i);
 }
 
 /* What this process's requesters count on port (1-based) of device hca: its shard's counters. */

@@ -376,8 +376,8 @@ int vfab_region_join(struct vfab_region *r)
 		rc = map_current(r, s, &m, &fd);
 		if (!rc) {
 			r->local.refused &= ~(1u << s);
-			vfab_region_map_set_fd(r,
-					       fd); /* kept: pool.c and slot_grow reserve in it */
+			/* The fd stays: pool.c and slot_grow reserve in this shard's file. */
+			vfab_region_map_set_fd(r, fd);
 			r->local.own = s;
 		}
 		break;
