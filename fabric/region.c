@@ -276,7 +276,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 
 	while (c < cap)
 		c <<= 1;
-	off = vfab_pool_alloc(r, (uint64_t)c * sizeof(struct vfab_cqe));
+	off = vfab_pool_alloc(r, vfab_cq_ring_bytes(c));
 	if (off < 0)
 		return (int)off;
 	sh = own_locked(r);
@@ -300,7 +300,7 @@ int vfab_cq_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t ca
 	if (sh)
 		vfab_unlock(&sh->lock);
 	if (idx < 0)
-		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+		vfab_pool_free(r, (uint64_t)off, vfab_cq_ring_bytes(c));
 	return idx;
 }
 
@@ -309,34 +309,40 @@ int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap)
 	struct vfab_cq_slot *s = &r->cqs[slot];
 	uint64_t head, tail, old_off, old_bytes;
 	struct vfab_cqe *from, *to;
+	struct vfab_cqe_scatter *from_sc, *to_sc;
 	uint32_t c = 1;
 	int64_t off;
 
 	while (c < cap)
 		c <<= 1;
-	off = vfab_pool_alloc(r, (uint64_t)c * sizeof(struct vfab_cqe));
+	off = vfab_pool_alloc(r, vfab_cq_ring_bytes(c));
 	if (off < 0)
 		return (int)off;
 	to = vfab_at(r, (uint64_t)off);
 	/* An entry is valid when its seq is its position + 1: none may be by chance. */
 	memset(to, 0, (size_t)c * sizeof(*to));
+	to_sc = vfab_cq_scatter_of(to, c);
 	if (vfab_lock(&s->lock)) {
-		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+		vfab_pool_free(r, (uint64_t)off, vfab_cq_ring_bytes(c));
 		return -EIO;
 	}
 	head = atomic_load(&s->head);
 	tail = atomic_load(&s->tail);
 	if (tail - head >= c) {
 		vfab_unlock(&s->lock);
-		vfab_pool_free(r, (uint64_t)off, (uint64_t)c * sizeof(struct vfab_cqe));
+		vfab_pool_free(r, (uint64_t)off, vfab_cq_ring_bytes(c));
 		return -EINVAL; /* fewer entries than are waiting */
 	}
 	from = vfab_at(r, s->ring_off);
-	/* The waiting entries keep their positions (and so their seq). */
-	for (uint64_t p = head; p < tail; p++)
+	from_sc = vfab_cq_scatter_of(from, s->cap);
+	/* The waiting entries keep their positions (and so their seq), with their scattered bytes.
+	 */
+	for (uint64_t p = head; p < tail; p++) {
 		memcpy(&to[p & (c - 1)], &from[p & (s->cap - 1)], sizeof(*to));
+		memcpy(&to_sc[p & (c - 1)], &from_sc[p & (s->cap - 1)], sizeof(*to_sc));
+	}
 	old_off = s->ring_off;
-	old_bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
+	old_bytes = vfab_cq_ring_bytes(s->cap);
 	s->ring_off = (uint64_t)off;
 	s->cap = c;
 	vfab_unlock(&s->lock);
@@ -484,7 +490,7 @@ void vfab_cq_free(struct vfab_region *r, int slot)
 	vfab_lock(&s->lock);
 	release_slot(r, VFAB_OBJ_CQ, (uint32_t)slot, &s->owner);
 	off = s->ring_off;
-	bytes = (uint64_t)s->cap * sizeof(struct vfab_cqe);
+	bytes = vfab_cq_ring_bytes(s->cap);
 	s->ring_off = 0;
 	vfab_unlock(&s->lock);
 	vfab_pool_free_shard(r, vfab_shard_of(VFAB_OBJ_CQ, (uint32_t)slot), off, bytes);

@@ -42,8 +42,9 @@
  * 18 tag matching (vfab_srq_slot tm, vfab_tm_tag, vfab_cqe tm_tag/tm_priv);
  * 19 vfab_rwqe seq, producers' and consumer's words of CQ and RQ on lines of their own;
  * 20 shards: what processes write (tables, pools, locks, counters, link clocks, multicast)
- * per user, the topology vfabd's alone. */
-#define VFAB_REGION_VERSION 20
+ * per user, the topology vfabd's alone;
+ * 21 a CQ ring's scatter entries (vfab_cqe_scatter) after its CQEs. */
+#define VFAB_REGION_VERSION 21
 
 #define VFAB_NAME_MAX 64
 #define VFAB_IFNAME_MAX 16
@@ -407,6 +408,42 @@ struct vfab_cqe {
 	};
 };
 _Static_assert(sizeof(struct vfab_cqe) == 64, "a CQE is one cache line");
+
+/*
+ * Scatter to CQE, as a ConnectX does for receives of at most 32 bytes into
+ * 64-byte CQEs (the responder's cs_res = SCAT_DATA32 that mlx5 sets on RC
+ * QPs, SRQs included): the payload travels in the CQ and libmlx5 copies it
+ * into the receive buffer when it polls the entry. Here it spares such a
+ * SEND the system call of a copy into another process: the responder puts
+ * the bytes and their place (the receive buffer it checked, an address of
+ * the CQ owner) into the ring's scatter entry at the CQE's position and
+ * marks the CQE VFAB_WC_SCATTERED; the poller copies them before it
+ * reports the completion, as libmlx5 does, so they are in the buffer once
+ * the completion is seen (not before: also as on a ConnectX). A CQ's ring
+ * is cap CQEs followed by cap scatter entries (vfab_cq_ring_bytes).
+ */
+#define VFAB_CQE_SCATTER_BYTES 32
+#define VFAB_WC_SCATTERED (1u << 31) /* in vfab_cqe.wc_flags only; never an ibv_wc flag */
+struct vfab_cqe_scatter {
+	uint64_t addr; /* in the CQ owner's address space */
+	uint32_t len;  /* <= VFAB_CQE_SCATTER_BYTES */
+	uint32_t pad;
+	uint8_t data[VFAB_CQE_SCATTER_BYTES];
+	uint8_t pad2[16];
+};
+_Static_assert(sizeof(struct vfab_cqe_scatter) == 64, "a scatter entry is one cache line");
+
+/* Bytes of the ring of a CQ of cap entries: the CQEs, then their scatter entries. */
+static inline uint64_t vfab_cq_ring_bytes(uint64_t cap)
+{
+	return cap * (sizeof(struct vfab_cqe) + sizeof(struct vfab_cqe_scatter));
+}
+
+/* The scatter entries of a ring of cap CQEs. */
+static inline struct vfab_cqe_scatter *vfab_cq_scatter_of(struct vfab_cqe *ring, uint64_t cap)
+{
+	return (struct vfab_cqe_scatter *)(ring + cap);
+}
 
 /*
  * A receive WQE header; VFAB sges follow it (max_sge per queue). seq is the WQE's position + 1 (low

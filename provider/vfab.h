@@ -138,6 +138,7 @@ struct vfab_cq {
 	int slot;
 	struct vfab_cq_slot *s;
 	struct vfab_cqe *ring;
+	struct vfab_cqe_scatter *scat; /* the ring's scatter entries (fabric/region.h) */
 	uint32_t mask;
 	pthread_spinlock_t poll_lock; /* consumers of this process */
 	uint64_t head;		      /* the ring's consumer position (only the owner moves it) */
@@ -615,9 +616,14 @@ int vfab_req_notify_cq(struct ibv_cq *cq, int solicited_only);
  */
 int vfab_cq_push(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
 		 struct vfab_cqe *e, bool solicited);
-/* The same for n entries in order (solicited[i] for e[i]); entries that overflow are dropped. */
+/*
+ * The same for n entries in order (solicited[i] for e[i]); entries that
+ * overflow are dropped. An entry marked VFAB_WC_SCATTERED takes sc[i] as
+ * its scatter entry (sc may be NULL when none is marked).
+ */
 int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
-		   struct vfab_cqe *e, uint32_t n, const bool *solicited);
+		   struct vfab_cqe *e, uint32_t n, const bool *solicited,
+		   const struct vfab_cqe_scatter *sc);
 /* Drops the CQEs of one QP still queued in a CQ of this process. */
 void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn);
 uint32_t vfab_vendor_err(enum ibv_wc_status status);

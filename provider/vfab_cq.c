@@ -38,6 +38,21 @@ static void count_poll(struct vfab_cq *cq)
 			      memory_order_relaxed);
 }
 
+/*
+ * A receive's bytes that came in the CQ (fabric/region.h "Scatter to CQE"):
+ * into the buffer the responder checked, before the completion is
+ * reported, as libmlx5 copies a ConnectX's inline scatter. The entry lies
+ * in this user's shard; its length is bounded all the same.
+ */
+static void scatter(const struct vfab_cqe_scatter *x)
+{
+	uint32_t len = x->len;
+
+	if (len)
+		memcpy((void *)(uintptr_t)x->addr, x->data,
+		       len < VFAB_CQE_SCATTER_BYTES ? len : VFAB_CQE_SCATTER_BYTES);
+}
+
 /* Takes the next valid entry into *out; poll_lock held. */
 static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 {
@@ -48,6 +63,10 @@ static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 		return false;
 	memcpy((char *)out + sizeof(out->seq), (char *)e + sizeof(e->seq),
 	       sizeof(*out) - sizeof(out->seq));
+	if (out->wc_flags & VFAB_WC_SCATTERED) {
+		scatter(&cq->scat[head & cq->mask]);
+		out->wc_flags &= ~VFAB_WC_SCATTERED;
+	}
 	/* The slot may be refilled once head moves past it. */
 	cq->head = head + 1;
 	atomic_store_explicit(&cq->s->head, head + 1, memory_order_release);
@@ -265,9 +284,10 @@ static bool own_ring(const struct vfab_context *ctx, const struct vfab_cq_slot *
 
 	if (!cap || (cap & (cap - 1)) ||
 	    !vfab_pool_holds(ctx->map_bytes, vfab_shard_of_ptr(ctx->r, s), off,
-			     (uint64_t)cap * sizeof(struct vfab_cqe)))
+			     vfab_cq_ring_bytes(cap)))
 		return false;
 	cq->ring = vfab_at(ctx->r, off);
+	cq->scat = vfab_cq_scatter_of(cq->ring, cap);
 	cq->mask = cap - 1;
 	return true;
 }

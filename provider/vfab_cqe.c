@@ -11,6 +11,7 @@
 #include "provider/vfab_util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 /*
@@ -101,7 +102,7 @@ static __attribute__((cold)) void count_error(struct vfab_region *r, const struc
 int vfab_cq_push(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
 		 struct vfab_cqe *e, bool solicited)
 {
-	return vfab_cq_push_n(map, cq_slot, owner, e, 1, &solicited);
+	return vfab_cq_push_n(map, cq_slot, owner, e, 1, &solicited, NULL);
 }
 
 /*
@@ -109,7 +110,8 @@ int vfab_cq_push(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfa
  * completions cost one lock, not one each.
  */
 int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct vfab_owner *owner,
-		   struct vfab_cqe *e, uint32_t n, const bool *solicited)
+		   struct vfab_cqe *e, uint32_t n, const bool *solicited,
+		   const struct vfab_cqe_scatter *sc)
 {
 	struct vfab_region *r = map->r;
 	const struct vfab_cq_slot *k = vfab_kcq(map->k, cq_slot, owner);
@@ -131,7 +133,7 @@ int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct v
 	cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
 	if (atomic_load(&s->state) != VFAB_SLOT_USED || !cap || (cap & (cap - 1)) ||
 	    !vfab_pool_holds(map->map_bytes, vfab_shard_of(VFAB_OBJ_CQ, cq_slot), off,
-			     (uint64_t)cap * sizeof(*ring))) {
+			     vfab_cq_ring_bytes(cap))) {
 		rc = -ENOENT;
 		goto out;
 	}
@@ -161,6 +163,12 @@ int vfab_cq_push_n(const struct vfab_rmap *map, uint32_t cq_slot, const struct v
 		if (e[i].status != IBV_WC_SUCCESS)
 			count_error(r, &e[i]);
 		d = &ring[tail & (cap - 1)];
+		if (e[i].wc_flags & VFAB_WC_SCATTERED) {
+			struct vfab_cqe_scatter *x =
+			    &vfab_cq_scatter_of(ring, cap)[tail & (cap - 1)];
+
+			memcpy(x, &sc[i], offsetof(struct vfab_cqe_scatter, data) + sc[i].len);
+		}
 		memcpy((char *)d + sizeof(d->seq), (const char *)&e[i] + sizeof(e[i].seq),
 		       sizeof(*d) - sizeof(d->seq));
 		atomic_store_explicit(&d->seq, tail + 1, memory_order_release);
@@ -211,6 +219,7 @@ void vfab_cq_clean(struct vfab_cq *cq, uint32_t qpn)
 		if (w != i) {
 			struct vfab_cqe *d = &cq->ring[w & cq->mask];
 
+			cq->scat[w & cq->mask] = cq->scat[i & cq->mask];
 			memcpy((char *)d + sizeof(d->seq), (char *)e + sizeof(e->seq),
 			       sizeof(*d) - sizeof(d->seq));
 			atomic_store_explicit(&d->seq, w + 1, memory_order_release);

@@ -94,6 +94,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct iovec dst[VFAB_MAX_SRQ_SGE];
 	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
+	struct vfab_cqe_scatter x;
 	struct vfab_peer p;
 	enum ibv_wc_status st;
 	unsigned int n;
@@ -118,6 +119,12 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		vfab_resp_push_recv(m, &rw, st, IBV_WC_RECV, 0, 0);
 		nak(res, st == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_OP_ERR);
 		vfab_qp_slot_error(m->map, m->d, m->kq, false, IBV_EVENT_QP_FATAL);
+		return;
+	}
+	if (vfab_resp_scatter_cqe(m, dst, n, &x)) {
+		vfab_resp_unpin_list(pins, n);
+		vfab_resp_push_scattered(m, &rw, &x);
+		res->kind = VFAB_RESP_ACK;
 		return;
 	}
 	p = vfab_resp_peer_of(m);

@@ -3,8 +3,9 @@
  * The chain responders (vfab_resp_rc_chain, vfab_resp_ud_chain, see
  * vfab_resp.h): RDMA WRITEs and SENDs of one chain, or datagrams to one UD
  * QP, checked message by message by the rules of vfab_resp_check.h under
- * one hold of the destination's lock, moved by one copy, their receive
- * completions pushed in order after it.
+ * one hold of the destination's lock, moved by one copy (or, a chain of
+ * small SENDs, by none: their bytes travel in their completions), their
+ * receive completions pushed in order after it.
  */
 #include "provider/vfab_resp.h"
 #include "provider/vfab_counters.h"
@@ -127,13 +128,14 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 	struct vfab_mr_slot *rpins[CHAIN_DST_MAX] = {0}; /* receive buffers, parallel to dst */
 	uint64_t wr_id[VFAB_CHAIN_MAX];
 	struct vfab_cqe cqe[VFAB_CHAIN_MAX];
+	struct vfab_cqe_scatter x[VFAB_CHAIN_MAX];
 	bool solicited[VFAB_CHAIN_MAX];
 	struct chain_rq c = {0};
 	enum ibv_wc_status st;
 	uint32_t k, i, writes = 0;
 	unsigned int nd = 0, ns;
 	struct vfab_resp_rwqe rw;
-	bool dup;
+	bool dup, scattered = false;
 
 	/* XRC: each message may name another SRQ; they go one by one. */
 	if (n > VFAB_CHAIN_MAX || m[0].kq->qp_type == VFAB_QPT_XRC_RECV || vfab_lock(&d->lock))
@@ -147,15 +149,31 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		uint32_t op = m[k].wqe->opcode;
 
 		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
+			bool in_cqe;
+
 			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
 			    !chain_scatter(&m[k], &rw, m[k].len, dst + nd, rpins + nd,
 					   CHAIN_DST_MAX - nd, &ns))
 				break;
-			nd += ns;
+			/*
+			 * A chain is all scatter to CQE (no copy at all) or has
+			 * none: the message that differs from the first starts the
+			 * next chain.
+			 */
+			in_cqe = vfab_resp_scatter_cqe(&m[k], dst + nd, ns, &x[c.taken]);
+			if (!k)
+				scattered = in_cqe;
+			if (in_cqe != scattered || in_cqe) {
+				vfab_resp_unpin_list(rpins + nd, ns);
+				if (in_cqe != scattered)
+					break;
+			} else {
+				nd += ns;
+			}
 			wr_id[c.taken++] = rw.wr_id;
 			continue;
 		}
-		if (nd == CHAIN_DST_MAX ||
+		if (scattered || nd == CHAIN_DST_MAX ||
 		    vfab_resp_check_rkey(&m[k], IBV_ACCESS_REMOTE_WRITE, m[k].len, &dst[nd], &st,
 					 &pins[k]) != VFAB_RESP_PASS)
 			break;
@@ -192,12 +210,12 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		solicited[c.taken] = vfab_resp_recv_cqe(
 		    &m[i], &rw, IBV_WC_SUCCESS,
 		    op == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
-		    (uint32_t)m[i].len, 0, &cqe[c.taken]);
+		    (uint32_t)m[i].len, scattered ? VFAB_WC_SCATTERED : 0, &cqe[c.taken]);
 		c.taken++;
 	}
 	if (c.taken)
-		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, c.taken,
-			       solicited);
+		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, c.taken, solicited,
+			       x);
 	if (writes)
 		vfab_count_event(&vfab_resp_dst_cnt(m)->rx_write_requests, writes);
 	atomic_store(&d->epsn, (m[k - 1].psn + m[k - 1].npkts) & VFAB_PSN_MASK);
@@ -251,7 +269,8 @@ uint32_t vfab_resp_ud_chain(const struct vfab_msg *m, uint32_t n)
 				       (uint32_t)m[i].len + VFAB_GRH_BYTES, IBV_WC_GRH, &cqe[i]);
 	}
 	if (k)
-		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, k, solicited);
+		vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, cqe, k, solicited,
+			       NULL);
 out:
 	vfab_unlock(&d->lock);
 	return k;

@@ -266,6 +266,51 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 	return IBV_WC_SUCCESS;
 }
 
+/*
+ * Whether this process may read m's payload with plain loads: inline data
+ * (copied at posting), or MRs whose pages were there when registered. An
+ * on-demand MR's page may be missing, and the copy's fault must become the
+ * requester's error, as a system call's EFAULT does.
+ */
+static bool payload_loadable(const struct vfab_msg *m)
+{
+	const struct vfab_swqe *w = m->wqe;
+
+	if (w->is_inline)
+		return true;
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		const struct vfab_mr_slot *mr;
+
+		if (!w->sge[i].length)
+			continue;
+		mr = vfab_kmr(m->map->k, w->sge[i].lkey);
+		if (!mr || (mr->access & IBV_ACCESS_ON_DEMAND))
+			return false;
+	}
+	return true;
+}
+
+bool vfab_resp_scatter_cqe(const struct vfab_msg *m, const struct iovec *dst, unsigned int n,
+			   struct vfab_cqe_scatter *x)
+{
+	uint32_t at = 0;
+
+	if (!m->len || m->len > VFAB_CQE_SCATTER_BYTES || !n || dst[0].iov_len < m->len ||
+	    !payload_loadable(m))
+		return false;
+	x->addr = (uint64_t)(uintptr_t)dst[0].iov_base;
+	x->len = (uint32_t)m->len;
+	for (unsigned int i = 0; i < m->nliov && at < x->len; i++) {
+		uint32_t c = (uint32_t)m->liov[i].iov_len;
+
+		if (c > x->len - at)
+			c = x->len - at;
+		memcpy(x->data + at, m->liov[i].iov_base, c);
+		at += c;
+	}
+	return true;
+}
+
 enum vfab_roce_l3 vfab_roce_l3_of(uint8_t sgid_type, const uint8_t *sgid, const uint8_t *dgid)
 {
 	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

@@ -92,7 +92,15 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 					  struct iovec *iov, struct vfab_mr_slot **pins,
 					  unsigned int *n, uint64_t *cap);
 void vfab_resp_unpin_list(struct vfab_mr_slot **pins, unsigned int n);
-/* The L3 header a RoCE datagram arrived with (UD). */
+/*
+ * Rule of scatter to CQE (fabric/region.h): whether SEND m, of 1 to
+ * VFAB_CQE_SCATTER_BYTES bytes, travels in its receive completion: its
+ * first receive buffer (dst[0] of n, vfab_resp_scatter_list) takes it
+ * whole and this process may read its payload with loads. On true *x
+ * holds the bytes and their place; no copy into the owner is needed.
+ */
+bool vfab_resp_scatter_cqe(const struct vfab_msg *m, const struct iovec *dst, unsigned int n,
+			   struct vfab_cqe_scatter *x);
 /* The encapsulation of a message from a GID of sgid_type at sgid to dgid. */
 enum vfab_roce_l3 vfab_roce_l3_of(uint8_t sgid_type, const uint8_t *sgid, const uint8_t *dgid);
 enum vfab_roce_l3 vfab_resp_roce_l3(const struct vfab_msg *m);
@@ -122,6 +130,18 @@ static inline void vfab_resp_push_recv(const struct vfab_msg *m, const struct vf
 	bool solicited = vfab_resp_recv_cqe(m, rw, status, opcode, byte_len, flags, &e);
 
 	vfab_cq_push(m->map, vfab_resp_recv_cq(m), &m->kq->owner, &e, solicited);
+}
+
+/* The successful receive CQE of SEND m whose bytes travel in it (x: vfab_resp_scatter_cqe). */
+static inline void vfab_resp_push_scattered(const struct vfab_msg *m,
+					    const struct vfab_resp_rwqe *rw,
+					    const struct vfab_cqe_scatter *x)
+{
+	struct vfab_cqe e;
+	bool solicited =
+	    vfab_resp_recv_cqe(m, rw, IBV_WC_SUCCESS, IBV_WC_RECV, x->len, VFAB_WC_SCATTERED, &e);
+
+	vfab_cq_push_n(m->map, vfab_resp_recv_cq(m), &m->kq->owner, &e, 1, &solicited, x);
 }
 
 #endif /* VFAB_RESP_CHECK_H */

@@ -422,6 +422,7 @@ int main(int argc, char **argv)
 	test_error_counters();
 	test_timestamps();
 	test_resize_cq();
+	test_scatter_cqe();
 	test_rereg();
 	test_mw();
 	test_odp();

@@ -85,6 +85,7 @@ void test_rnr_order(void);
 void test_error_counters(void);
 void test_timestamps(void);
 void test_resize_cq(void);
+void test_scatter_cqe(void);
 void test_rereg(void);
 /* Memory windows (verbs_errors_mw.c). */
 void test_mw(void);

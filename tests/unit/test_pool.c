@@ -62,7 +62,7 @@ static struct vfab_region *small_region(void)
 }
 
 /*
- * In a child: CQs (rings of 64 B x cap) of every size from 1 entry up to the
+ * In a child: CQs (rings of vfab_cq_ring_bytes(cap)) of every size from 1 entry up to the
  * whole pool, one of each per round, until a round gets none; the last
  * failure must be ENOMEM. Exits without freeing anything, as a process that
  * is killed. Exit 0 when it took the pool whole.
@@ -74,7 +74,7 @@ static void take_everything(struct vfab_region *r)
 
 	do {
 		got = 0;
-		for (uint64_t cap = 1; cap * sizeof(struct vfab_cqe) <= SMALL_POOL; cap *= 2) {
+		for (uint64_t cap = 1; vfab_cq_ring_bytes(cap) <= SMALL_POOL; cap *= 2) {
 			int idx = vfab_cq_alloc(r, &o, (uint32_t)cap);
 
 			if (idx >= 0)
@@ -113,13 +113,13 @@ static void test_exhaust_then_reuse(void **state)
 	off = vfab_pool_alloc(r, 8u << 20);
 	assert_true(off >= (int64_t)VFAB_POOL_OFF);
 	vfab_pool_free(r, (uint64_t)off, 8u << 20);
-	for (uint64_t cap = 1; cap * sizeof(struct vfab_cqe) <= (8u << 20); cap *= 2) {
+	for (uint64_t cap = 1; vfab_cq_ring_bytes(cap) <= (8u << 20); cap *= 2) {
 		int cq = vfab_cq_alloc(r, &o, (uint32_t)cap);
 		int qp = vfab_qp_alloc(r, &o, (uint32_t)cap / 2 + 1, 1);
 
 		assert_true(cq >= 0);
 		vfab_cq_free(r, cq);
-		assert_true(qp >= 0 || cap * sizeof(struct vfab_cqe) > (4u << 20));
+		assert_true(qp >= 0 || vfab_cq_ring_bytes(cap) >= (4u << 20));
 		if (qp >= 0)
 			vfab_qp_free(r, qp);
 	}
