@@ -412,8 +412,8 @@ _Static_assert(sizeof(struct vfab_cqe) == 64, "a CQE is one cache line");
 /*
  * Scatter to CQE, as a ConnectX does for receives of at most 32 bytes into
  * 64-byte CQEs (the responder's cs_res = SCAT_DATA32 that mlx5 sets on RC
- * QPs, SRQs included): the payload travels in the CQ and libmlx5 copies it
- * into the receive buffer when it polls the entry. Here it spares such a
+ * and UC QPs, SRQs included, not XRC targets): the payload travels in the
+ * CQ and libmlx5 copies it into the receive buffer when it polls the entry. Here it spares such a
  * SEND the system call of a copy into another process: the responder puts
  * the bytes and their place (the receive buffer it checked, an address of
  * the CQ owner) into the ring's scatter entry at the CQE's position and

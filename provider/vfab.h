@@ -415,7 +415,7 @@ struct vfab_qp {
 
 	/* Receive side producers of this process (vfab_recv.c). */
 	struct vfab_qp_rq {
-		pthread_mutex_t lock;
+		pthread_spinlock_t lock; /* a post holds it for a few stores */
 		struct vfab_rq_own own;
 	} rq;
 

@@ -332,7 +332,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		pthread_mutex_init(&qp->sq.lock, &ma);
 		pthread_mutexattr_destroy(&ma);
 	}
-	pthread_mutex_init(&qp->rq.lock, NULL);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	fill_slot(qp, a);
 	rc = -vfab_ctl_seal(ctx, VFAB_OBJ_QP, (uint32_t)slot,
 			    "qpn=%u type=%u pd=%u scq=%u rcq=%u srq=%d cookie=%" PRIu64
@@ -344,7 +344,7 @@ static struct vfab_qp *qp_create(struct vfab_context *ctx, struct ibv_qp_init_at
 		vfab_qp_free(ctx->r, slot);
 		vfab_raw_close(qp);
 		pthread_mutex_destroy(&qp->sq.lock);
-		pthread_mutex_destroy(&qp->rq.lock);
+		pthread_spin_destroy(&qp->rq.lock);
 		qp_free_scratch(qp);
 		free(qp);
 		goto fail;
@@ -468,7 +468,7 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	vfab_dest_close(qp);
 	qp_free_scratch(qp);
 	pthread_mutex_destroy(&qp->sq.lock);
-	pthread_mutex_destroy(&qp->rq.lock);
+	pthread_spin_destroy(&qp->rq.lock);
 	free(qp);
 	return 0;
 }

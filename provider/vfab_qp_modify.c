@@ -177,9 +177,9 @@ static void enter_reset(struct vfab_qp *qp)
 	s->dest_qpn = 0;
 	atomic_store(&s->epsn, 0);
 	if (qp->k->srq < 0) {
-		pthread_mutex_lock(&qp->rq.lock);
+		pthread_spin_lock(&qp->rq.lock);
 		vfab_rq_reset(qp->ctx->map, &s->rq, &qp->rq.own);
-		pthread_mutex_unlock(&qp->rq.lock);
+		pthread_spin_unlock(&qp->rq.lock);
 	}
 }
 

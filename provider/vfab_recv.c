@@ -167,7 +167,7 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&qp->rq.lock);
+	pthread_spin_lock(&qp->rq.lock);
 	for (; wr; wr = wr->next) {
 		rc = vfab_rq_post(qp->ctx->map, &s->rq, &qp->rq.own, wr, qp->cap.max_recv_wr);
 		if (rc) {
@@ -175,7 +175,7 @@ int vfab_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 			break;
 		}
 	}
-	pthread_mutex_unlock(&qp->rq.lock);
+	pthread_spin_unlock(&qp->rq.lock);
 	/* Receives posted to a QP in error complete at once, flushed. */
 	if (atomic_load(&s->qp_state) == IBV_QPS_ERR && !vfab_lock(&s->lock)) {
 		vfab_rq_flush(qp->ctx->map, &s->rq, qp->k);

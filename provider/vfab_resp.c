@@ -93,13 +93,14 @@ static void resp_write(const struct vfab_msg *m, struct vfab_resp *res)
 static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 {
 	struct iovec dst[VFAB_MAX_SRQ_SGE];
-	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE];
+	struct vfab_mr_slot *pins[VFAB_MAX_SRQ_SGE], **pin;
 	struct vfab_cqe_scatter x;
 	struct vfab_peer p;
 	enum ibv_wc_status st;
 	unsigned int n;
 	struct vfab_resp_rwqe rw;
 	uint64_t cap;
+	bool in_cqe;
 	int rc;
 
 	if (vfab_resp_tm(m, res))
@@ -108,9 +109,19 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		res->kind = VFAB_RESP_RNR;
 		return;
 	}
-	st = vfab_resp_scatter_list(m, &rw, dst, pins, &n, &cap);
+	/* Bytes that travel in the completion need no MR pinned against a copy. */
+	in_cqe = vfab_resp_in_cqe(m);
+	pin = in_cqe ? NULL : pins;
+	st = vfab_resp_scatter_list(m, &rw, dst, pin, &n, &cap);
+	if (st == IBV_WC_SUCCESS && in_cqe && cap >= m->len &&
+	    !vfab_resp_scatter_cqe(m, dst, n, &x)) {
+		/* The first buffer is too short for them: copied, as larger ones are. */
+		in_cqe = false;
+		pin = pins;
+		st = vfab_resp_scatter_list(m, &rw, dst, pin, &n, &cap);
+	}
 	if (st == IBV_WC_SUCCESS && cap < m->len) {
-		vfab_resp_unpin_list(pins, n);
+		vfab_resp_unpin_list(pin, n);
 		st = IBV_WC_LOC_LEN_ERR;
 		vfab_count_event(&vfab_resp_dst_cnt(m)->resp_local_length_error, 1);
 	}
@@ -121,8 +132,7 @@ static void resp_send(const struct vfab_msg *m, struct vfab_resp *res)
 		vfab_qp_slot_error(m->map, m->d, m->kq, false, IBV_EVENT_QP_FATAL);
 		return;
 	}
-	if (vfab_resp_scatter_cqe(m, dst, n, &x)) {
-		vfab_resp_unpin_list(pins, n);
+	if (in_cqe) {
 		vfab_resp_push_scattered(m, &rw, &x);
 		res->kind = VFAB_RESP_ACK;
 		return;

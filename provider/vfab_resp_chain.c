@@ -100,6 +100,22 @@ static bool chain_scatter(const struct vfab_msg *m, const struct vfab_resp_rwqe 
 	return false;
 }
 
+/*
+ * Where a SEND whose bytes travel in its completion lands (vfab_resp_in_cqe),
+ * into *x: false when a rule would not let it through or its first buffer
+ * is too short (the single path copies it then).
+ */
+static bool chain_in_cqe(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,
+			 struct vfab_cqe_scatter *x)
+{
+	struct iovec iov[VFAB_MAX_SRQ_SGE];
+	unsigned int n;
+	uint64_t cap;
+
+	return vfab_resp_scatter_list(m, rw, iov, NULL, &n, &cap) == IBV_WC_SUCCESS &&
+	       cap >= m->len && vfab_resp_scatter_cqe(m, iov, n, x);
+}
+
 /* After the copy of a chain: its receive WQEs taken, the SRQ's limit checked and unlocked. */
 static void chain_consume(const struct vfab_msg *m, struct chain_rq *c, bool copied)
 {
@@ -149,27 +165,23 @@ uint32_t vfab_resp_rc_chain(const struct vfab_msg *m, uint32_t n)
 		uint32_t op = m[k].wqe->opcode;
 
 		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
-			bool in_cqe;
-
-			if (chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS ||
-			    !chain_scatter(&m[k], &rw, m[k].len, dst + nd, rpins + nd,
-					   CHAIN_DST_MAX - nd, &ns))
-				break;
 			/*
 			 * A chain is all scatter to CQE (no copy at all) or has
 			 * none: the message that differs from the first starts the
 			 * next chain.
 			 */
-			in_cqe = vfab_resp_scatter_cqe(&m[k], dst + nd, ns, &x[c.taken]);
+			bool in_cqe = vfab_resp_in_cqe(&m[k]);
+
 			if (!k)
 				scattered = in_cqe;
-			if (in_cqe != scattered || in_cqe) {
-				vfab_resp_unpin_list(rpins + nd, ns);
-				if (in_cqe != scattered)
-					break;
-			} else {
+			if (in_cqe != scattered || chain_check_rq(&m[k], &c, &rw) != VFAB_RESP_PASS)
+				break;
+			if (in_cqe ? !chain_in_cqe(&m[k], &rw, &x[c.taken])
+				   : !chain_scatter(&m[k], &rw, m[k].len, dst + nd, rpins + nd,
+						    CHAIN_DST_MAX - nd, &ns))
+				break;
+			if (!in_cqe)
 				nd += ns;
-			}
 			wr_id[c.taken++] = rw.wr_id;
 			continue;
 		}

@@ -215,10 +215,10 @@ out:
 	return kind;
 }
 
-/* Unpins the MRs of the first n receive buffers (vfab_resp_scatter_list). */
+/* Unpins the MRs of the first n receive buffers (vfab_resp_scatter_list); NULL: none pinned. */
 void vfab_resp_unpin_list(struct vfab_mr_slot **pins, unsigned int n)
 {
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; pins && i < n; i++)
 		vfab_mr_unpin(pins[i]);
 }
 
@@ -226,7 +226,8 @@ void vfab_resp_unpin_list(struct vfab_mr_slot **pins, unsigned int n)
  * The receive buffers as this process's view of the owner's memory. Each
  * buffer's MR is pinned before its check, as vfab_resp_check_rkey pins a WRITE's
  * target: the caller unpins all n (vfab_resp_unpin_list) after the copy, so an
- * ibv_dereg_mr waits for it. On an error nothing stays pinned.
+ * ibv_dereg_mr waits for it. On an error nothing stays pinned. pins NULL: checked
+ * only, for bytes that travel in the completion (no copy here to wait for).
  */
 enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct vfab_resp_rwqe *rw,
 					  struct iovec *iov, struct vfab_mr_slot **pins,
@@ -246,7 +247,9 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 		if (!s->length)
 			continue;
 		/* vfabd's record, pinned; the buffer is the QP owner's only. */
-		mr = vfab_mr_find_pinned(m->r, m->map->k, s->lkey, &snap, &pin);
+		pin = NULL;
+		mr = pins ? vfab_mr_find_pinned(m->r, m->map->k, s->lkey, &snap, &pin)
+			  : vfab_mr_find(m->r, m->map->k, s->lkey, &snap);
 		if (mr && !vfab_owner_same(&mr->owner, &m->kq->owner))
 			mr = NULL;
 		st = vfab_mr_check_local(mr, s->lkey, m->dst_hca, rw->pd, s->addr, s->length,
@@ -257,7 +260,8 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 			*n = 0;
 			return st;
 		}
-		pins[*n] = pin;
+		if (pins)
+			pins[*n] = pin;
 		iov[*n].iov_base = (void *)(uintptr_t)va;
 		iov[*n].iov_len = s->length;
 		(*n)++;
@@ -290,13 +294,19 @@ static bool payload_loadable(const struct vfab_msg *m)
 	return true;
 }
 
+bool vfab_resp_in_cqe(const struct vfab_msg *m)
+{
+	/* mlx5 scatters to the CQEs of RC and UC QPs (an SRQ's included), not of XRC targets. */
+	return m->len && m->len <= VFAB_CQE_SCATTER_BYTES && m->kq->qp_type != VFAB_QPT_XRC_RECV &&
+	       payload_loadable(m);
+}
+
 bool vfab_resp_scatter_cqe(const struct vfab_msg *m, const struct iovec *dst, unsigned int n,
 			   struct vfab_cqe_scatter *x)
 {
 	uint32_t at = 0;
 
-	if (!m->len || m->len > VFAB_CQE_SCATTER_BYTES || !n || dst[0].iov_len < m->len ||
-	    !payload_loadable(m))
+	if (!n || dst[0].iov_len < m->len)
 		return false;
 	x->addr = (uint64_t)(uintptr_t)dst[0].iov_base;
 	x->len = (uint32_t)m->len;

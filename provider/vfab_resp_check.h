@@ -93,11 +93,15 @@ enum ibv_wc_status vfab_resp_scatter_list(const struct vfab_msg *m, const struct
 					  unsigned int *n, uint64_t *cap);
 void vfab_resp_unpin_list(struct vfab_mr_slot **pins, unsigned int n);
 /*
- * Rule of scatter to CQE (fabric/region.h): whether SEND m, of 1 to
- * VFAB_CQE_SCATTER_BYTES bytes, travels in its receive completion: its
- * first receive buffer (dst[0] of n, vfab_resp_scatter_list) takes it
- * whole and this process may read its payload with loads. On true *x
- * holds the bytes and their place; no copy into the owner is needed.
+ * Scatter to CQE (fabric/region.h): whether SEND m may travel in its
+ * receive completion: 1 to VFAB_CQE_SCATTER_BYTES bytes to an RC or UC QP
+ * that this process may read with loads (inline, or MRs not on demand).
+ */
+bool vfab_resp_in_cqe(const struct vfab_msg *m);
+/*
+ * Then whether it does: its first receive buffer (dst[0] of n,
+ * vfab_resp_scatter_list) takes it whole. On true *x holds the bytes and
+ * their place; no copy into the owner is needed.
  */
 bool vfab_resp_scatter_cqe(const struct vfab_msg *m, const struct iovec *dst, unsigned int n,
 			   struct vfab_cqe_scatter *x);

@@ -2,8 +2,8 @@
 /*
  * shm_fill [-d DEVICE]: verbs on a fabric whose /dev/shm has little room
  * left (tests/integration/shm_full.sh). Creates CQs of the largest size the
- * device allows until ibv_create_cq fails, then a QP with the largest
- * receive queue, and says how each failed. Exit 0 when both failed with
+ * device allows until ibv_create_cq fails, then QPs with the largest
+ * receive queue until ibv_create_qp fails, and says how each failed. Exit 0 when both failed with
  * ENOMEM after at least one CQ was made; 1 otherwise. A SIGBUS (what a full
  * /dev/shm gave before the ring pool reserved its pages) kills it instead.
  */
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "shm_fill: no device, PD or first CQ: %s\n", strerror(errno));
 		return 1;
 	}
-	cqe = attr.max_cqe < 4096 ? attr.max_cqe : 4096; /* 256 KiB rings */
+	cqe = attr.max_cqe < 4096 ? attr.max_cqe : 4096; /* rings of 8192 CQEs */
 	while (ncq < MAX_CQS) {
 		cqs[ncq] = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
 		if (!cqs[ncq]) {
@@ -54,13 +54,17 @@ int main(int argc, char **argv)
 		    .max_send_sge = 1,
 		    .max_recv_sge = 1},
 	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	/* The room the CQs left may still hold a smaller ring or two. */
+	struct ibv_qp *qps[MAX_CQS];
+	int nqp = 0;
 
-	qp_err = qp ? 0 : errno;
-	printf("ibv_create_qp (%u receive WRs): %s\n", qa.cap.max_recv_wr,
-	       qp ? "created" : strerror(qp_err));
-	if (qp)
-		ibv_destroy_qp(qp);
+	while (nqp < MAX_CQS && (qps[nqp] = ibv_create_qp(pd, &qa)))
+		nqp++;
+	qp_err = nqp < MAX_CQS ? errno : 0;
+	printf("%d QPs of %u receive WRs, then ibv_create_qp: %s\n", nqp, qa.cap.max_recv_wr,
+	       strerror(qp_err));
+	while (nqp > 0)
+		ibv_destroy_qp(qps[--nqp]);
 	made = ncq;
 	while (ncq > 0)
 		ibv_destroy_cq(cqs[--ncq]);
