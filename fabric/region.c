@@ -335,8 +335,7 @@ int vfab_cq_resize(struct vfab_region *r, int slot, uint32_t cap)
 	}
 	from = vfab_at(r, s->ring_off);
 	from_sc = vfab_cq_scatter_of(from, s->cap);
-	/* The waiting entries keep their positions (and so their seq), with their scattered bytes.
-	 */
+	/* The waiting entries keep their positions (so their seq) and scattered bytes. */
 	for (uint64_t p = head; p < tail; p++) {
 		memcpy(&to[p & (c - 1)], &from[p & (s->cap - 1)], sizeof(*to));
 		memcpy(&to_sc[p & (c - 1)], &from_sc[p & (s->cap - 1)], sizeof(*to_sc));

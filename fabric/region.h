@@ -413,14 +413,15 @@ _Static_assert(sizeof(struct vfab_cqe) == 64, "a CQE is one cache line");
  * Scatter to CQE, as a ConnectX does for receives of at most 32 bytes into
  * 64-byte CQEs (the responder's cs_res = SCAT_DATA32 that mlx5 sets on RC
  * and UC QPs, SRQs included, not XRC targets): the payload travels in the
- * CQ and libmlx5 copies it into the receive buffer when it polls the entry. Here it spares such a
- * SEND the system call of a copy into another process: the responder puts
- * the bytes and their place (the receive buffer it checked, an address of
- * the CQ owner) into the ring's scatter entry at the CQE's position and
- * marks the CQE VFAB_WC_SCATTERED; the poller copies them before it
- * reports the completion, as libmlx5 does, so they are in the buffer once
- * the completion is seen (not before: also as on a ConnectX). A CQ's ring
- * is cap CQEs followed by cap scatter entries (vfab_cq_ring_bytes).
+ * CQ and libmlx5 copies it into the receive buffer when it polls the
+ * entry. Here it spares such a SEND the system call of a copy into another
+ * process: the responder puts the bytes and their place (the receive
+ * buffer it checked, an address of the CQ owner) into the ring's scatter
+ * entry at the CQE's position and marks the CQE VFAB_WC_SCATTERED; the
+ * poller copies them before it reports the completion, as libmlx5 does,
+ * so they are in the buffer once the completion is seen (not before: also
+ * as on a ConnectX). A CQ's ring is cap CQEs followed by cap scatter
+ * entries (vfab_cq_ring_bytes).
  */
 #define VFAB_CQE_SCATTER_BYTES 32
 #define VFAB_WC_SCATTERED (1u << 31) /* in vfab_cqe.wc_flags only; never an ibv_wc flag */
