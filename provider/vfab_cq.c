@@ -53,6 +53,18 @@ static void scatter(const struct vfab_cqe_scatter *x)
 		       len < VFAB_CQE_SCATTER_BYTES ? len : VFAB_CQE_SCATTER_BYTES);
 }
 
+/*
+ * After a poll that found nothing: a pause before the caller polls again.
+ * The producer is another process's thread writing the very line the
+ * poller spins on; a poller that reads it back-to-back takes the line away
+ * from that writer mid-entry and delays the completion it waits for. A
+ * ConnectX's writes come over PCIe and lose nothing to a spinning reader.
+ */
+static void empty_poll(void)
+{
+	vfab_cpu_relax();
+}
+
 /* Takes the next valid entry into *out; poll_lock held. */
 static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 {
@@ -113,6 +125,8 @@ int vfab_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		w->dlid_path_bits = e.dlid_path_bits;
 	}
 	pthread_spin_unlock(&cq->poll_lock);
+	if (!i)
+		empty_poll();
 	return i;
 }
 
@@ -155,8 +169,10 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 	pthread_spin_lock(&cq->poll_lock);
 	rc = ex_load(cq);
 	/* On ENOENT the caller does not call end_poll. */
-	if (rc)
+	if (rc) {
 		pthread_spin_unlock(&cq->poll_lock);
+		empty_poll();
+	}
 	return rc;
 }
 
