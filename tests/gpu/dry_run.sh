@@ -68,6 +68,18 @@ vx node0 env -u LD_LIBRARY_PATH "$VFAB_RDMA_PREFIX/usr/bin/ibv_devinfo" -d mlx5_
 	{ cat "$tmp/devinfo.txt"; fail "ibv_devinfo from the prefix in node0"; }
 grep -q 'PORT_ACTIVE' "$tmp/devinfo.txt" || fail "ibv_devinfo from the prefix: no active port"
 
+# NCCL opens libibverbs.so and libmlx5.so by these names: in a node, the
+# prefix's, never a system rdma-core of another version (the GPU machine's
+# image has one, with its -dev links).
+for name in libibverbs.so libmlx5.so; do
+	got=$(vx node0 python3 -c "import ctypes; ctypes.CDLL('$name'); print(next(l.split()[-1] for l in open('/proc/self/maps') if '/${name%.so}.so' in l))" 2>&1) ||
+		fail "in node0 dlopen($name): $got"
+	case "$got" in
+	"$libdir"/*) echo "--- node0: dlopen($name) maps $got" ;;
+	*) fail "in node0 dlopen($name) maps '$got', not the prefix's (in $libdir)" ;;
+	esac
+done
+
 # perftest from the prefix between the nodes.
 bw="$VFAB_RDMA_PREFIX/usr/bin/ib_write_bw"
 vx node1 env -u LD_LIBRARY_PATH "$bw" -d mlx5_0 -x 3 -F -n 1000 -p 18790 >"$tmp/bw.srv" 2>&1 &

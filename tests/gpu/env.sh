@@ -11,13 +11,29 @@
 
 libdir_args=()
 VFAB_RDMA_PREFIX=${VFAB_RDMA_PREFIX:-/opt/vfab-rdma}
-if [ "${VFAB_FORCE_DEBS:-0}" = 1 ] || ! ldconfig -p | grep 'libibverbs.so.1 ' >/dev/null; then
+# What vfab's binaries and the nodes need: rdma-core's libibverbs, libnl,
+# libyaml and libfuse3 (vfabd). An image that lacks any of them (the GPU
+# machine's Ubuntu has rdma-core and libnl, not libyaml or libfuse3) takes
+# them all from the .debs, so that one rdma-core serves every process.
+missing=0
+for lib in libibverbs.so.1 libnl-route-3.so.200 libyaml-0.so.2 libfuse3.so.3; do
+	ldconfig -p | grep "^[[:space:]]*$lib " >/dev/null || missing=1
+done
+if [ "${VFAB_FORCE_DEBS:-0}" = 1 ] || [ "$missing" = 1 ]; then
 	debs=${VFAB_DEBS:-$repo/.debs}
-	ls "$debs"/*.deb >/dev/null 2>&1 || { echo "no libibverbs and no .debs in $debs" >&2; exit 1; }
+	ls "$debs"/*.deb >/dev/null 2>&1 || { echo "missing libraries and no .debs in $debs" >&2; exit 1; }
 	mkdir -p "$VFAB_RDMA_PREFIX"
 	for d in "$debs"/*.deb; do dpkg -x "$d" "$VFAB_RDMA_PREFIX"; done
-	libdir_args=(--libdir "$VFAB_RDMA_PREFIX/usr/lib/x86_64-linux-gnu")
-	export LD_LIBRARY_PATH="$VFAB_RDMA_PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	rdma_lib=$VFAB_RDMA_PREFIX/usr/lib/x86_64-linux-gnu
+	# NCCL opens libibverbs.so and libmlx5.so by their unversioned names,
+	# which only -dev packages provide: in the prefix they name the carried
+	# rdma-core, which the nodes' cache lists first, so a node never loads
+	# an image's own rdma-core of another version beside vfab's provider.
+	ln -sf libibverbs.so.1 "$rdma_lib/libibverbs.so"
+	ln -sf libmlx5.so.1 "$rdma_lib/libmlx5.so"
+	libdir_args=(--libdir "$rdma_lib")
+	# vfabd starts from this environment: libfuse3 of the .debs lies in lib/.
+	export LD_LIBRARY_PATH="$rdma_lib:$VFAB_RDMA_PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	export PATH="$VFAB_RDMA_PREFIX/usr/bin:$PATH"
 fi
 

@@ -7,5 +7,5 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$repo/.debs"
 cd "$repo/.debs"
 apt-get download libibverbs1 ibverbs-providers ibverbs-utils perftest librdmacm1 \
-	libnl-3-200 libnl-route-3-200 libyaml-0-2
+	libnl-3-200 libnl-route-3-200 libyaml-0-2 libfuse3-3
 ls -la
