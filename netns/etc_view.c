@@ -220,3 +220,38 @@ int vfab_etc_view_unlock_root_keys(const char *upper, const char *shadow)
 	free(text);
 	return ret;
 }
+
+int vfab_etc_view_add_nccl_conf(const char *upper, const char *host_conf)
+{
+	static const char line[] =
+	    "# vfab: NCCL 2.28.7-2.28.9 crash without it on HCAs not driven by "
+	    "libmlx5 (NVIDIA/nccl#1881)\nNCCL_GIN_TYPE=2\n";
+	char path[4096], *text;
+	struct stat st;
+	size_t len = 0;
+	ssize_t n;
+	int ret;
+
+	if (stat(host_conf, &st) == 0) {
+		len = (size_t)st.st_size;
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	text = malloc(len + sizeof(line) + 1);
+	if (!text)
+		return -ENOMEM;
+	n = len ? vfab_read_file(host_conf, text, len + 1) : 0;
+	if (n < 0) {
+		free(text);
+		return (int)n;
+	}
+	len = (size_t)n < len ? (size_t)n : len;
+	if (len && text[len - 1] != '\n')
+		text[len++] = '\n';
+	memcpy(text + len, line, sizeof(line));
+	ret = vfab_pathf(path, sizeof(path), "%s/nccl.conf", upper);
+	if (ret == 0)
+		ret = vfab_write_file(path, text, len + sizeof(line) - 1, 0644);
+	free(text);
+	return ret;
+}

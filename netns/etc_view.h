@@ -45,4 +45,18 @@ int vfab_etc_view_add_ssh(const char *upper, const char *ssh_config);
 #define VFAB_HOST_SHADOW "/etc/shadow"
 int vfab_etc_view_unlock_root_keys(const char *upper, const char *shadow);
 
+/*
+ * nccl.conf: the host's lines (`host_conf`, if it exists), then
+ * NCCL_GIN_TYPE=2. NCCL 2.28.7-2.28.9 dereference a GIN backend pointer of
+ * -1 when IB devices exist but none is libmlx5's (NVIDIA/nccl#1881, fixed in
+ * 2.29): every rank dies of SIGSEGV right after "Initialized NET plugin IB".
+ * vfab's HCAs are served by vfab's provider, so NCCL reads provider=None,
+ * as on rxe or bnxt_re. Type 2 (the proxy backend) is what NCCL >= 2.29
+ * picks by itself for such devices. NCCL sets a conf line only where the
+ * environment and ~/.nccl.conf did not, and the first line wins, so users
+ * and the host's own file keep the last word. 0 or -errno.
+ */
+#define VFAB_HOST_NCCL_CONF "/etc/nccl.conf"
+int vfab_etc_view_add_nccl_conf(const char *upper, const char *host_conf);
+
 #endif /* VFAB_NETNS_ETC_VIEW_H */

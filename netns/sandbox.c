@@ -103,6 +103,8 @@ static int write_etc_view(const struct vfab_sandbox *sb, uint32_t cfg_index, con
 
 	if (ret == 0 && sb->nlibdirs)
 		ret = vfab_etc_view_add_libdirs(upper, sb->libdirs, sb->nlibdirs);
+	if (ret == 0)
+		ret = vfab_etc_view_add_nccl_conf(upper, VFAB_HOST_NCCL_CONF);
 	if (ret == 0 && sb->ssh) {
 		if (vfab_pathf(ssh_config, sizeof(ssh_config), "%s/" VFAB_SSH_CONFIG, sb->rundir))
 			return -ENAMETOOLONG;

@@ -80,6 +80,12 @@ for name in libibverbs.so libmlx5.so; do
 	esac
 done
 
+# NCCL 2.28.7-2.28.9 (the torch wheel's) die of SIGSEGV after "Initialized
+# NET plugin IB" on HCAs not driven by libmlx5 unless a GIN type is set.
+vx node0 grep -qx 'NCCL_GIN_TYPE=2' /etc/nccl.conf ||
+	fail "node0's /etc/nccl.conf does not set NCCL_GIN_TYPE=2"
+echo "--- node0: /etc/nccl.conf sets NCCL_GIN_TYPE=2"
+
 # perftest from the prefix between the nodes.
 bw="$VFAB_RDMA_PREFIX/usr/bin/ib_write_bw"
 vx node1 env -u LD_LIBRARY_PATH "$bw" -d mlx5_0 -x 3 -F -n 1000 -p 18790 >"$tmp/bw.srv" 2>&1 &

@@ -417,6 +417,28 @@ static void test_etc_view_libdirs_and_ssh(void **state)
 		    "Include /run/vfab/tview/ssh_config\n");
 }
 
+/* NCCL reads /etc/nccl.conf after the environment; the first line of a name wins. */
+static void test_etc_view_nccl_conf(void **state)
+{
+	struct fixture *f = *state;
+	char upper[128], host[128], want[512];
+	const char *gin = "# vfab: NCCL 2.28.7-2.28.9 crash without it on HCAs not driven by "
+			  "libmlx5 (NVIDIA/nccl#1881)\nNCCL_GIN_TYPE=2\n";
+
+	snprintf(upper, sizeof(upper), "%s/etc-upper", f->dir);
+	snprintf(host, sizeof(host), "%s/nccl.conf.host", f->dir);
+	assert_int_equal(vfab_mkdir_p(upper, 0755), 0);
+	/* No host file: only the GIN line. */
+	assert_int_equal(vfab_etc_view_add_nccl_conf(upper, host), 0);
+	expect_file(upper, "nccl.conf", gin);
+	/* The host's lines come first, so a GIN type of its own wins. */
+	assert_int_equal(vfab_write_filef(host, "NCCL_DEBUG=WARN\nNCCL_GIN_TYPE=3"), 0);
+	assert_int_equal(vfab_etc_view_add_nccl_conf(upper, host), 0);
+	snprintf(want, sizeof(want), "NCCL_DEBUG=WARN\nNCCL_GIN_TYPE=3\n%s", gin);
+	expect_file(upper, "nccl.conf", want);
+	assert_int_equal(vfab_etc_view_add_nccl_conf("/nonexistent/upper", host), -ENOENT);
+}
+
 static void test_etc_view_unlocks_root_for_keys(void **state)
 {
 	struct fixture *f = *state;
@@ -471,6 +493,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_multi_hca_ports, setup_multi, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view_libdirs_and_ssh, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_etc_view_nccl_conf, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view_unlocks_root_for_keys, setup_default,
 					    teardown),
 	    cmocka_unit_test(test_host_end_names),
