@@ -143,6 +143,24 @@ static int mount_pci_view(const char *nd, const char *sys, char *err, size_t err
 	return ret ? vfab_fail(err, errlen, ret, "bind %s on %s", view, live) : 0;
 }
 
+int vfab_node_hide_peer_memory(const char *sys)
+{
+	static const char *const dirs[] = {"module/nvidia_peermem", "kernel/mm/memory_peers"};
+	char path[4096];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (vfab_pathf(path, sizeof(path), "%s/%s", sys, dirs[i]))
+			return -ENAMETOOLONG;
+		if (stat(path, &st) || !S_ISDIR(st.st_mode))
+			continue;
+		if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,mode=0555"))
+			return -errno;
+	}
+	return 0;
+}
+
 static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 {
 	char sys[4096], cls[4096], dst[4096];
@@ -179,6 +197,9 @@ static int mount_node_sysfs(const char *nd, char *err, size_t errlen)
 		if (mount(subs[i], dst, NULL, MS_BIND | MS_REC, NULL))
 			return vfab_fail(err, errlen, -errno, "bind %s", subs[i]);
 	}
+	ret = vfab_node_hide_peer_memory(sys);
+	if (ret)
+		return vfab_fail(err, errlen, ret, "hide the host's peer memory module in %s", sys);
 	ret = mount_pci_view(nd, sys, err, errlen);
 	if (ret == 0)
 		ret = build_class_dir(nd, sys, cls, err, errlen);

@@ -20,4 +20,14 @@
 int vfab_node_mounts_setup(const char *rundir, const char *node, const char *region_path, char *err,
 			   size_t errlen);
 
+/*
+ * No peer memory client in a node: vfab's HCAs reach host memory only.
+ * NCCL and UCX take nvidia_peermem's (or MOFED's nv_mem) sysfs entry as
+ * GPUDirect RDMA through the HCA, and would then register GPU memory with
+ * it. Where the host has one loaded, an empty read-only tmpfs covers each
+ * such directory under `sys` (the node's fresh sysfs), as on a host with a
+ * ConnectX and no peer memory module. 0 or -errno.
+ */
+int vfab_node_hide_peer_memory(const char *sys);
+
 #endif /* VFAB_NETNS_NODE_MOUNTS_H */

@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -27,6 +30,7 @@
 #include "fabric/topology.h"
 #include "netns/etc_view.h"
 #include "netns/fabric_net.h"
+#include "netns/node_mounts.h"
 #include "netns/pci_view.h"
 #include "netns/sysfs_view.h"
 
@@ -417,6 +421,62 @@ static void test_etc_view_libdirs_and_ssh(void **state)
 		    "Include /run/vfab/tview/ssh_config\n");
 }
 
+/* Child of test_hide_peer_memory, in a mount namespace of its own: 0 passed. */
+static int hide_peer_memory_child(const char *sys)
+{
+	char path[512];
+
+	if (unshare(CLONE_NEWNS))
+		return errno == EPERM ? 77 : 1;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) || vfab_node_hide_peer_memory(sys))
+		return 2;
+	/* What NCCL and UCX look for is gone; the directories stay, other modules too. */
+	snprintf(path, sizeof(path), "%s/module/nvidia_peermem/version", sys);
+	if (access(path, F_OK) == 0 || errno != ENOENT)
+		return 3;
+	snprintf(path, sizeof(path), "%s/kernel/mm/memory_peers/nv_mem/version", sys);
+	if (access(path, F_OK) == 0 || errno != ENOENT)
+		return 4;
+	snprintf(path, sizeof(path), "%s/module/nvidia/version", sys);
+	if (access(path, F_OK))
+		return 5;
+	/* Read-only: nothing can put an entry back. */
+	snprintf(path, sizeof(path), "%s/module/nvidia_peermem/version", sys);
+	if (vfab_write_file(path, "1\n", 2, 0644) != -EROFS)
+		return 6;
+	return 0;
+}
+
+static void test_hide_peer_memory(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[] = {"module/nvidia_peermem/version",
+			       "kernel/mm/memory_peers/nv_mem/version", "module/nvidia/version"};
+	char sys[128], path[256];
+	int status;
+	pid_t pid;
+
+	snprintf(sys, sizeof(sys), "%s/fakesys", f->dir);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", sys, files[i]);
+		*strrchr(path, '/') = '\0';
+		assert_int_equal(vfab_mkdir_p(path, 0755), 0);
+		snprintf(path, sizeof(path), "%s/%s", sys, files[i]);
+		assert_int_equal(vfab_write_file(path, "1.0\n", 4, 0444), 0);
+	}
+	/* Nothing to hide: no error, nothing mounted. */
+	assert_int_equal(vfab_node_hide_peer_memory("/nonexistent/sys"), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(hide_peer_memory_child(sys));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* NCCL reads /etc/nccl.conf after the environment; the first line of a name wins. */
 static void test_etc_view_nccl_conf(void **state)
 {
@@ -494,6 +554,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_etc_view, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view_libdirs_and_ssh, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view_nccl_conf, setup_default, teardown),
+	    cmocka_unit_test_setup_teardown(test_hide_peer_memory, setup_default, teardown),
 	    cmocka_unit_test_setup_teardown(test_etc_view_unlocks_root_for_keys, setup_default,
 					    teardown),
 	    cmocka_unit_test(test_host_end_names),
