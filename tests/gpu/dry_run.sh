@@ -8,7 +8,11 @@
 # the nodes resolved from the prefix through the nodes' own ld.so cache,
 # ibv_devinfo and ib_write_bw from the prefix between the nodes, and the
 # torchrun command line of run_gpu_e2e.sh through `vfab run` with
-# nccl_check.py --dry-run (the ranks' environment, no torch).
+# nccl_check.py --dry-run (the ranks' environment, no torch). Where a Python
+# with torch is found (Debian's python3-torch in CI), nccl_check.py itself
+# then runs in the nodes on CPU tensors over gloo: the collectives' checks,
+# the sweep, the DDP step, and the fault drill (fault_drill.sh), whose loop
+# must end in gloo's timeout once node1's port, and so its eth0, is down.
 #
 # Usage (root, repo root): tests/gpu/dry_run.sh [--fabric NAME]   (default gdry)
 set -euo pipefail
@@ -17,7 +21,7 @@ fabric=gdry
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--fabric) fabric=$2; shift 2 ;;
-	-h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -105,5 +109,32 @@ for n in 0 1; do
 		"$tmp/run.log" || { cat "$tmp/run.log"; fail "node$n's rank did not get its launch environment"; }
 done
 echo "--- vfab run: both ranks got NODE_RANK, NNODES, MASTER_ADDR"
+
+# The rehearsal: nccl_check.py over gloo. Ranks come from vfab run's
+# variables (init_method env://), not torchrun: Debian 12's torchrun (torch
+# 1.13) fails at start under Python 3.11.
+py=""
+for p in python3 /usr/bin/python3; do
+	if "$p" -c 'import torch.distributed as d; raise SystemExit(not d.is_gloo_available())' 2>/dev/null; then
+		py=$(command -v "$p")
+		break
+	fi
+done
+if [ -z "$py" ]; then
+	echo "--- no Python with torch: nccl_check.py not rehearsed"
+else
+	ranks='exec env PYTHONUNBUFFERED=1 RANK=$NODE_RANK WORLD_SIZE=$NNODES LOCAL_RANK=0 '"$py $repo"'/tests/gpu/nccl_check.py --backend gloo'
+	"$vfab" --fabric "$fabric" run -- bash -c "$ranks --max-bytes 1048576 --ddp 5" >"$tmp/gloo.log" 2>&1 ||
+		{ cat "$tmp/gloo.log"; fail "nccl_check.py over gloo"; }
+	for n in 0 1; do
+		grep -q "^node$n: RESULT PASS" "$tmp/gloo.log" || { cat "$tmp/gloo.log"; fail "node$n: no RESULT PASS over gloo"; }
+	done
+	echo "--- nccl_check.py over gloo: $(grep -c '^node0: CHECK .*PASS' "$tmp/gloo.log") checks pass on node0," \
+		"$(sed -n 's/^node0: SWEEP //p' "$tmp/gloo.log")"
+	"$repo/tests/gpu/fault_drill.sh" "$vfab" "$fabric" 2 node1/mlx5_0 60 "$tmp/drill.log" -- \
+		"$ranks --skip-correctness --skip-sweep --loop 120 --timeout 5" >"$tmp/drill.txt" ||
+		{ cat "$tmp/drill.txt" "$tmp/drill.log"; fail "the fault drill over gloo"; }
+	echo "--- $(head -1 "$tmp/drill.txt")"
+fi
 "$vfab" --fabric "$fabric" down >/dev/null
 echo "GPU dry run: PASS"

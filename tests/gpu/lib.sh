@@ -18,21 +18,28 @@ torchrun=$(command -v torchrun || echo "python3 -m torch.distributed.run")
 # GPU 0), a node without a list every host GPU (cuda:0 = host GPU 0 in each).
 nccl_env=(PYTHONUNBUFFERED=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_IB_HCA=mlx5_0)
 
+# job_cmd NNODES EXTRA_ENV... -- ARGS: the command `vfab run` starts in every
+# node: torchrun with nccl_check.py ARGS.
+job_cmd() {
+	local nn=$1
+	shift
+	local envs=()
+	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	# $NODE_RANK etc. are set per node by `vfab run`: expand them inside the node.
+	local cmd="exec env ${nccl_env[*]} ${envs[*]} $torchrun --nnodes $nn --nproc_per_node 1"
+	cmd+=' --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT'
+	echo "$cmd $repo/tests/gpu/nccl_check.py $*"
+}
+
 # run_job NAME NNODES EXTRA_ENV... -- ARGS: torchrun in every node via vfab run
 run_job() {
 	local name=$1 nn=$2
 	shift 2
-	local envs=()
-	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-	shift
-	local log="$out/$name.log"
-	# $NODE_RANK etc. are set per node by `vfab run`: expand them inside the node.
-	local cmd="exec env ${nccl_env[*]} ${envs[*]} $torchrun --nnodes $nn --nproc_per_node 1"
-	cmd+=' --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT'
-	cmd+=" $repo/tests/gpu/nccl_check.py $*"
+	local log="$out/$name.log" rc
 	set +e
-	timeout 1200 "$vfab" --fabric "$fabric" run -- bash -c "$cmd" >"$log" 2>&1
-	local rc=$?
+	timeout 1200 "$vfab" --fabric "$fabric" run -- bash -c "$(job_cmd "$nn" "$@")" >"$log" 2>&1
+	rc=$?
 	set -e
 	return $rc
 }

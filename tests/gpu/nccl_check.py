@@ -6,6 +6,11 @@ Correctness: all_reduce (sum of rank+1), all_gather, reduce_scatter,
 broadcast, all_to_all on fp32 and bf16. Sweep: all_reduce from --min-bytes to
 --max-bytes, printing algbw/busbw the way nccl-tests does
 (busbw = algbw * 2 (n-1) / n for all_reduce).
+--ddp STEPS: training steps of a small model under DistributedDataParallel,
+checked against the same steps taken in one process on every rank's data.
+--loop SECONDS: all_reduce of 1 MiB over and over with a line a second, for
+the fault drill (a link taken down meanwhile must end it with an error).
+--backend gloo runs it all on CPU tensors: the CPU rehearsal (dry_run.sh).
 
 Exit status is non-zero if any check fails, so `vfab run` reports it.
 """
@@ -30,7 +35,8 @@ def check(name, ok, detail=""):
 
 def correctness(rank, world, dev):
     ok = True
-    for dtype in (torch.float32, torch.bfloat16):
+    # gloo reduces no bf16: the CPU rehearsal takes fp64 in its place.
+    for dtype in (torch.float32, torch.bfloat16 if dist.get_backend() == "nccl" else torch.float64):
         tag = str(dtype).replace("torch.", "")
         n = 4096
         # all_reduce: every rank contributes rank+1 -> n(n+1)/2 everywhere
@@ -47,11 +53,14 @@ def correctness(rank, world, dev):
         ok &= check(f"all_gather/{tag}", good)
 
         # reduce_scatter: input chunk j of rank r = (r+1)*(j+1) -> out = (j+1)*sum(r+1) for j = rank
-        ins = [torch.full((n,), float((rank + 1) * (j + 1)), dtype=dtype, device=dev) for j in range(world)]
-        out = torch.empty((n,), dtype=dtype, device=dev)
-        dist.reduce_scatter(out, ins, op=dist.ReduceOp.SUM)
-        want = (rank + 1) * world * (world + 1) / 2
-        ok &= check(f"reduce_scatter/{tag}", bool((out.float() == want).all()), f"got {out[0].item()} want {want}")
+        # (gloo has no reduce_scatter)
+        if dist.get_backend() == "nccl":
+            ins = [torch.full((n,), float((rank + 1) * (j + 1)), dtype=dtype, device=dev) for j in range(world)]
+            out = torch.empty((n,), dtype=dtype, device=dev)
+            dist.reduce_scatter(out, ins, op=dist.ReduceOp.SUM)
+            want = (rank + 1) * world * (world + 1) / 2
+            ok &= check(f"reduce_scatter/{tag}", bool((out.float() == want).all()),
+                        f"got {out[0].item()} want {want}")
 
         # broadcast from the last rank
         b = torch.full((n,), float(rank + 7), dtype=dtype, device=dev)
@@ -68,6 +77,78 @@ def correctness(rank, world, dev):
     return ok
 
 
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def ddp(rank, world, dev, steps):
+    """STEPS of SGD under DDP, then the same steps in this process alone on
+    every rank's batches (the mean of their gradients): the parameters must
+    agree, and be the same on every rank."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
+
+    def batches(r):
+        g = torch.Generator().manual_seed(1000 + r)
+        return [(torch.randn(32, 64, generator=g), torch.randn(32, 8, generator=g)) for _ in range(steps)]
+
+    net = model().to(dev)
+    wrapped = DistributedDataParallel(net, device_ids=[dev.index] if dev.type == "cuda" else None)
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+    t0 = time.perf_counter()
+    for x, y in batches(rank):
+        loss = torch.nn.functional.mse_loss(wrapped(x.to(dev)), y.to(dev))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    sync(dev)
+    dt = time.perf_counter() - t0
+    ref = model()
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    per_rank = [batches(r) for r in range(world)]
+    for step in range(steps):
+        ref_opt.zero_grad()
+        for r in range(world):
+            x, y = per_rank[r][step]
+            (torch.nn.functional.mse_loss(ref(x), y) / world).backward()
+        ref_opt.step()
+    got = torch.cat([p.detach().float().flatten().cpu() for p in net.parameters()])
+    want = torch.cat([p.detach().flatten() for p in ref.parameters()])
+    hi, lo = got.clone().to(dev), got.clone().to(dev)
+    dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+    dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+    err = (got - want).abs().max().item()
+    ok = check("ddp/same_on_every_rank", bool(torch.equal(hi, lo)))
+    ok &= check("ddp/matches_one_process", err < 1e-4, f"max diff {err:.2e}")
+    log(f"DDP {steps} steps in {dt:.3f} s, last loss {loss.item():.4f}")
+    return ok
+
+
+def loop(rank, dev, seconds):
+    """all_reduce until SECONDS pass; an error ends it with status 3."""
+    t = torch.ones(1 << 18, dtype=torch.float32, device=dev)
+    start = last = time.time()
+    n = 0
+    log(f"LOOP rank {rank} started t={start:.3f}")
+    try:
+        while time.time() - start < seconds:
+            dist.all_reduce(t)
+            sync(dev)
+            n += 1
+            if time.time() - last >= 1:
+                last = time.time()
+                log(f"LOOP rank {rank} {n} all_reduces t={last:.3f}")
+    except Exception as e:  # the drill's expected end: NCCL's (or gloo's) error
+        log(f"LOOP rank {rank} error t={time.time():.3f} after {n}: {type(e).__name__}: {str(e)[:300]}")
+        sys.exit(3)
+    log(f"LOOP rank {rank} done t={time.time():.3f} after {n}")
+    return True
+
+
 def sweep(rank, world, dev, lo, hi, iters):
     if rank == 0:
         log(f"{'size(B)':>12} {'count':>12} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}")
@@ -79,11 +160,11 @@ def sweep(rank, world, dev, lo, hi, iters):
         n_it = iters if size < (64 << 20) else max(3, iters // 4)
         for _ in range(3):
             dist.all_reduce(t)
-        torch.cuda.synchronize()
+        sync(dev)
         t0 = time.perf_counter()
         for _ in range(n_it):
             dist.all_reduce(t)
-        torch.cuda.synchronize()
+        sync(dev)
         dt = (time.perf_counter() - t0) / n_it
         algbw = size / dt / 1e9
         busbw = algbw * 2 * (world - 1) / world
@@ -105,6 +186,12 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--skip-correctness", action="store_true")
     ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--ddp", type=int, default=0, metavar="STEPS")
+    ap.add_argument("--loop", type=float, default=0, metavar="SECONDS")
+    ap.add_argument("--backend", default="nccl", choices=("nccl", "gloo"),
+                    help="gloo: CPU tensors, the rehearsal on a machine without a GPU")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds a collective may wait (the process group's timeout)")
     ap.add_argument("--dry-run", action="store_true",
                     help="print what the launch gave this rank and stop before torch")
     args = ap.parse_args()
@@ -115,23 +202,32 @@ def main():
         log(f"DRYRUN host {os.uname().nodename} " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys))
         sys.exit(0)
     global torch, dist
+    import datetime
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("nccl")
+    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    gpu = int(os.environ.get("VFAB_GPU", str(local)))
-    torch.cuda.set_device(gpu)
-    dev = torch.device("cuda", gpu)
-    log(f"rank {rank}/{world} host {os.uname().nodename} gpu {gpu} of {torch.cuda.device_count()} visible"
-        f" nccl {torch.cuda.nccl.version()}")
+    if args.backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        gpu = int(os.environ.get("VFAB_GPU", str(local)))
+        torch.cuda.set_device(gpu)
+        dev = torch.device("cuda", gpu)
+        log(f"rank {rank}/{world} host {os.uname().nodename} gpu {gpu} of {torch.cuda.device_count()} visible"
+            f" nccl {torch.cuda.nccl.version()}")
+    else:
+        dev = torch.device("cpu")
+        log(f"rank {rank}/{world} host {os.uname().nodename} cpu, {args.backend}, torch {torch.__version__}")
 
     ok = True
     if not args.skip_correctness:
         ok = correctness(rank, world, dev)
     if not args.skip_sweep:
         sweep(rank, world, dev, args.min_bytes, args.max_bytes, args.iters)
+    if args.ddp:
+        ok &= ddp(rank, world, dev, args.ddp)
+    if args.loop:
+        loop(rank, dev, args.loop)
     dist.barrier()
     dist.destroy_process_group()
     log(f"RESULT {'PASS' if ok else 'FAIL'}")

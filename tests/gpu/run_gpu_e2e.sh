@@ -16,6 +16,8 @@
 # nodes' own ld.so cache is pointed at them (`vfab up --libdir`), so nothing
 # inside a node needs an environment variable.
 #
+# Then, on the default fabric: HCA filtering, a wrong GID index, a DDP
+# training step and the fault drill (tests/gpu/fault_drill.sh).
 # Results (tables, NCCL log lines) go to tests/gpu/results/ by default.
 set -euo pipefail
 
@@ -134,6 +136,26 @@ elif grep -E 'Signal [0-9]+ \(SIG[A-Z]+\) received' "$out/wrong_gid.log" >/dev/n
 else
 	say "wrong GID index failed as on hardware after $(($(date +%s) - start)) s:"
 	grep -E 'status=|NET/IB.*(error|Error)|ncclRemoteError|Got completion' "$out/wrong_gid.log" | head -5 >>"$summary"
+fi
+
+# A training step: a small model under DistributedDataParallel, 2 nodes.
+if run_job ddp_2n 2 -- --skip-correctness --skip-sweep --ddp 20; then
+	say "DDP: 20 steps, parameters equal on both ranks and to one process's: PASS"
+	grep -E '^node0: DDP ' "$out/ddp_2n.log" | sed 's/^node0: //' >>"$summary" || true
+else
+	say "DDP step: FAIL (see ddp_2n.log)"; fail=1
+fi
+
+# Fault drill: node1's HCA goes down in the middle of an all_reduce loop.
+# NCCL_IB_TIMEOUT=14, NCCL_IB_RETRY_CNT=7: 4.096 us * 2^14 * 8 = 0.54 s of
+# retries before the completion error; then torch's watchdog ends the ranks.
+say "fault drill (node1/mlx5_0 down mid all_reduce; NCCL's retries take 0.54 s):"
+if "$repo/tests/gpu/fault_drill.sh" "$vfab" "$fabric" 2 node1/mlx5_0 60 "$out/fault_drill.log" -- \
+	"$(job_cmd 2 NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=7 -- --skip-correctness --skip-sweep --loop 300)" \
+	>>"$summary" 2>&1; then
+	say "fault drill: the job ended with an error"
+else
+	say "fault drill: FAIL (see fault_drill.log)"; fail=1
 fi
 "$vfab" --fabric "$fabric" down
 
