@@ -12,7 +12,9 @@
 # with torch is found (Debian's python3-torch in CI), nccl_check.py itself
 # then runs in the nodes on CPU tensors over gloo: the collectives' checks,
 # the sweep, the DDP step, and the fault drill (fault_drill.sh), whose loop
-# must end in gloo's timeout once node1's port, and so its eth0, is down.
+# must end in gloo's timeout once node1's port, and so its eth0, is down;
+# with openssh-server, the same ranks launched the seed's way
+# (seed_launch.sh: the fabric's hostfile, ssh from node0).
 #
 # Usage (root, repo root): tests/gpu/dry_run.sh [--fabric NAME]   (default gdry)
 set -euo pipefail
@@ -21,7 +23,7 @@ fabric=gdry
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--fabric) fabric=$2; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -58,7 +60,10 @@ nodes:
   - {id: node0, host: 127.0.0.1, ranks: [0], gpus: [{profile: h100}]}
   - {id: node1, host: 127.0.0.1, ranks: [1], gpus: [{profile: h100}]}
 YAML
-"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "$tmp/gpu.yaml" >"$tmp/up.log" 2>&1 ||
+# sshd in every node where openssh-server is installed: the seed's launch.
+ssh_opt=()
+[ ! -x /usr/sbin/sshd ] || ssh_opt=(--ssh)
+"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "${ssh_opt[@]}" "$tmp/gpu.yaml" >"$tmp/up.log" 2>&1 ||
 	{ cat "$tmp/up.log"; fail "vfab up --libdir"; }
 vx() { "$vfab" --fabric "$fabric" exec "$@"; }
 
@@ -135,6 +140,19 @@ else
 		"$ranks --skip-correctness --skip-sweep --loop 120 --timeout 5" >"$tmp/drill.txt" ||
 		{ cat "$tmp/drill.txt" "$tmp/drill.log"; fail "the fault drill over gloo"; }
 	echo "--- $(head -1 "$tmp/drill.txt")"
+	if [ ${#ssh_opt[@]} = 0 ]; then
+		echo "--- no openssh-server: the seed's ssh launch not rehearsed"
+	else
+		# ../shared/seeds/emulate-multi-node-on-one-node.md: hostfile, ssh, pdsh-style.
+		"$vfab" --fabric "$fabric" exec node0 -- "$repo/tests/gpu/seed_launch.sh" \
+			"/run/vfab/$fabric/hostfile" 29511 "$ranks --skip-sweep --ddp 3" \
+			>"$tmp/seed.log" 2>&1 || { cat "$tmp/seed.log"; fail "the seed's ssh launch from node0"; }
+		for n in 0 1; do
+			grep -q "^node$n: RESULT PASS" "$tmp/seed.log" ||
+				{ cat "$tmp/seed.log"; fail "the seed's launch: no RESULT PASS from node$n"; }
+		done
+		echo "--- the seed's launch (hostfile, ssh from node0, pdsh-style output): both ranks PASS"
+	fi
 fi
 "$vfab" --fabric "$fabric" down >/dev/null
 echo "GPU dry run: PASS"

@@ -115,8 +115,11 @@ EOF
 	rm -f "$cfg"
 done
 
-# NCCL_IB_HCA filtering and a wrong GID index, on the default 2-node fabric.
-"$vfab" --fabric "$fabric" up "${libdir_args[@]}"
+# NCCL_IB_HCA filtering and a wrong GID index, on the default 2-node fabric
+# (with sshd in every node where openssh-server is installed: the seed's launch).
+ssh_opt=()
+[ ! -x /usr/sbin/sshd ] || ssh_opt=(--ssh)
+"$vfab" --fabric "$fabric" up "${libdir_args[@]}" "${ssh_opt[@]}"
 if run_job hca_filter_excluded 2 NCCL_IB_HCA=^mlx5_0 -- --skip-correctness --max-bytes 1048576; then
 	if grep -q 'NET/IB : No device found' "$out/hca_filter_excluded.log"; then
 		say "NCCL_IB_HCA=^mlx5_0: no IB device, NCCL fell back as on hardware"
@@ -144,6 +147,18 @@ if run_job ddp_2n 2 -- --skip-correctness --skip-sweep --ddp 20; then
 	grep -E '^node0: DDP ' "$out/ddp_2n.log" | sed 's/^node0: //' >>"$summary" || true
 else
 	say "DDP step: FAIL (see ddp_2n.log)"; fail=1
+fi
+
+# ../shared/seeds/emulate-multi-node-on-one-node.md: the fabric's hostfile,
+# ssh from node0 to every host, pdsh-style output, NCCL over IB.
+if [ ${#ssh_opt[@]} = 0 ]; then
+	say "seed launch (hostfile + ssh): skipped, no openssh-server on this machine"
+elif "$vfab" --fabric "$fabric" exec node0 -- "$repo/tests/gpu/seed_launch.sh" \
+	"/run/vfab/$fabric/hostfile" 29512 "$(job_cmd 2 -- --skip-sweep)" >"$out/seed_launch.log" 2>&1 &&
+	prove_ib "$out/seed_launch.log" 2; then
+	say "seed launch (hostfile, ssh from node0, pdsh-style): correctness over NET/IB PASS"
+else
+	say "seed launch: FAIL (see seed_launch.log)"; fail=1
 fi
 
 # Fault drill: node1's HCA goes down in the middle of an all_reduce loop.
