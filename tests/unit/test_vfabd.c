@@ -32,6 +32,7 @@
 #include "base/clock.h"
 #include "base/proc.h"
 #include "fabric/ctl.h"
+#include "fabric/ktab.h"
 #include "fabric/region.h"
 
 static char fabric[64], rundir[128];
@@ -50,6 +51,8 @@ static void cleanup_files(void)
 	snprintf(path, sizeof(path), "%s/vfabd.sock", rundir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/vfabd.pid", rundir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/" VFAB_KTAB_NAME, rundir);
 	unlink(path);
 	/* The counters file system of the vfabd killed above (`vfab down` does the same). */
 	snprintf(path, sizeof(path), "%s/counters", rundir);
