@@ -9,20 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* What follows the BTH, by opcode. */
-enum {
-	H_PAY = 1 << 0,	    /* may carry a payload */
-	H_XRCETH = 1 << 1,  /* 4 */
-	H_DETH = 1 << 2,    /* 8 */
-	H_RETH = 1 << 3,    /* 16 */
-	H_ATOMETH = 1 << 4, /* 28 */
-	H_AETH = 1 << 5,    /* 4 */
-	H_ATOMACK = 1 << 6, /* 8 */
-	H_IMMDT = 1 << 7,   /* 4 */
-	H_IETH = 1 << 8,    /* 4 */
-	H_RESP = 1 << 9,    /* a response: XRC responses carry no XRCETH */
-};
-
 /* The RC operations (low 5 opcode bits); 0 for a reserved one. */
 static unsigned rc_hdrs(unsigned op)
 {
@@ -33,41 +19,40 @@ static unsigned rc_hdrs(unsigned op)
 	case ROCE_OP_SEND_ONLY:
 	case ROCE_OP_WRITE_MIDDLE:
 	case ROCE_OP_WRITE_LAST:
-		return H_PAY;
+		return ROCE_H_PAY;
 	case ROCE_OP_SEND_LAST_IMM:
 	case ROCE_OP_SEND_ONLY_IMM:
 	case ROCE_OP_WRITE_LAST_IMM:
-		return H_IMMDT | H_PAY;
+		return ROCE_H_IMMDT | ROCE_H_PAY;
 	case ROCE_OP_WRITE_FIRST:
 	case ROCE_OP_WRITE_ONLY:
-		return H_RETH | H_PAY;
+		return ROCE_H_RETH | ROCE_H_PAY;
 	case ROCE_OP_WRITE_ONLY_IMM:
-		return H_RETH | H_IMMDT | H_PAY;
+		return ROCE_H_RETH | ROCE_H_IMMDT | ROCE_H_PAY;
 	case ROCE_OP_READ_REQUEST:
-		return H_RETH;
+		return ROCE_H_RETH;
 	case ROCE_OP_READ_RESP_FIRST:
 	case ROCE_OP_READ_RESP_LAST:
 	case ROCE_OP_READ_RESP_ONLY:
-		return H_RESP | H_AETH | H_PAY;
+		return ROCE_H_RESP | ROCE_H_AETH | ROCE_H_PAY;
 	case ROCE_OP_READ_RESP_MIDDLE:
-		return H_RESP | H_PAY;
+		return ROCE_H_RESP | ROCE_H_PAY;
 	case ROCE_OP_ACK:
-		return H_RESP | H_AETH;
+		return ROCE_H_RESP | ROCE_H_AETH;
 	case ROCE_OP_ATOMIC_ACK:
-		return H_RESP | H_AETH | H_ATOMACK;
+		return ROCE_H_RESP | ROCE_H_AETH | ROCE_H_ATOMACK;
 	case ROCE_OP_CMP_SWAP:
 	case ROCE_OP_FETCH_ADD:
-		return H_ATOMETH;
+		return ROCE_H_ATOMETH;
 	case ROCE_OP_SEND_LAST_INV:
 	case ROCE_OP_SEND_ONLY_INV:
-		return H_IETH | H_PAY;
+		return ROCE_H_IETH | ROCE_H_PAY;
 	default:
 		return 0;
 	}
 }
 
-/* The headers of a BTH opcode; 0 for one this encoder does not know. */
-static unsigned op_hdrs(uint8_t opcode)
+unsigned roce_op_hdrs(uint8_t opcode)
 {
 	unsigned op = opcode & 0x1f, h;
 
@@ -78,27 +63,27 @@ static unsigned op_hdrs(uint8_t opcode)
 		return op <= ROCE_OP_WRITE_ONLY_IMM ? rc_hdrs(op) : 0;
 	case ROCE_OP_UD:
 		if (opcode == ROCE_OP_UD_SEND_ONLY)
-			return H_DETH | H_PAY;
+			return ROCE_H_DETH | ROCE_H_PAY;
 		if (opcode == ROCE_OP_UD_SEND_ONLY_IMM)
-			return H_DETH | H_IMMDT | H_PAY;
+			return ROCE_H_DETH | ROCE_H_IMMDT | ROCE_H_PAY;
 		return 0;
 	case ROCE_OP_XRC: /* the RC set; requests carry an XRCETH right after the BTH */
 		h = rc_hdrs(op);
-		return h && !(h & H_RESP) ? h | H_XRCETH : h;
+		return h && !(h & ROCE_H_RESP) ? h | ROCE_H_XRCETH : h;
 	default: /* RD, CNP, manufacturer-specific */
 		return 0;
 	}
 }
 
-static int ext_len(unsigned h)
+int roce_ext_len(unsigned h)
 {
-	return (h & H_XRCETH ? 4 : 0) + (h & H_DETH ? 8 : 0) + (h & H_RETH ? 16 : 0) +
-	       (h & H_ATOMETH ? 28 : 0) + (h & H_AETH ? 4 : 0) + (h & H_ATOMACK ? 8 : 0) +
-	       (h & H_IMMDT ? 4 : 0) + (h & H_IETH ? 4 : 0);
+	return (h & ROCE_H_XRCETH ? 4 : 0) + (h & ROCE_H_DETH ? 8 : 0) +
+	       (h & ROCE_H_RETH ? 16 : 0) + (h & ROCE_H_ATOMETH ? 28 : 0) +
+	       (h & ROCE_H_AETH ? 4 : 0) + (h & ROCE_H_ATOMACK ? 8 : 0) +
+	       (h & ROCE_H_IMMDT ? 4 : 0) + (h & ROCE_H_IETH ? 4 : 0);
 }
 
-/* Bytes between the Ethernet header and the BTH; -1 for an unknown l3. */
-static int net_len(enum roce_l3 l3)
+int roce_net_len(enum roce_l3 l3)
 {
 	switch (l3) {
 	case ROCE_L3_V1:
@@ -114,12 +99,12 @@ static int net_len(enum roce_l3 l3)
 
 int roce_hdr_len(enum roce_l3 l3, uint8_t opcode)
 {
-	unsigned h = op_hdrs(opcode);
-	int n = net_len(l3);
+	unsigned h = roce_op_hdrs(opcode);
+	int n = roce_net_len(l3);
 
 	if (!h || n < 0)
 		return -EINVAL;
-	return ROCE_ETH_HLEN + n + ROCE_BTH_LEN + ext_len(h);
+	return ROCE_ETH_HLEN + n + ROCE_BTH_LEN + roce_ext_len(h);
 }
 
 /* CRC-32, polynomial 0x04C11DB7 reflected (0xEDB88320): the byte-wise table. */
@@ -207,7 +192,7 @@ uint32_t roce_icrc(const uint8_t *frame, size_t len, enum roce_l3 l3)
 {
 	static const uint8_t lrh_ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint8_t m[ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN];
-	int n = net_len(l3);
+	int n = roce_net_len(l3);
 	size_t hdrs;
 	uint32_t crc;
 
@@ -253,8 +238,7 @@ static void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, (uint32_t)v);
 }
 
-/* The Internet checksum's running sum: big-endian 16-bit words, an odd last byte padded. */
-static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t n)
+uint32_t roce_sum16(uint32_t sum, const uint8_t *p, size_t n)
 {
 	for (; n > 1; p += 2, n -= 2)
 		sum += (uint32_t)p[0] << 8 | p[1];
@@ -263,11 +247,19 @@ static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t n)
 	return sum;
 }
 
-static uint16_t fold(uint32_t sum)
+uint16_t roce_fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;
+}
+
+uint16_t roce_udp6_csum(const uint8_t *ip6, const uint8_t *udp, uint32_t ulen)
+{
+	/* Pseudo-header: addresses, upper-layer length, next header; then UDP + data. */
+	uint32_t sum = roce_sum16(0, ip6 + 8, 32) + (ulen >> 16) + (ulen & 0xffff) + 17;
+
+	return roce_fold(roce_sum16(sum, udp, ulen));
 }
 
 static bool v4mapped(const uint8_t g[16])
@@ -295,9 +287,9 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 
 	if (!a || !b)
 		return -EINVAL;
-	h = op_hdrs(b->opcode);
-	n = net_len(a->l3);
-	if (!h || n < 0 || (paylen && (!(h & H_PAY) || !payload)) || known > paylen)
+	h = roce_op_hdrs(b->opcode);
+	n = roce_net_len(a->l3);
+	if (!h || n < 0 || (paylen && (!(h & ROCE_H_PAY) || !payload)) || known > paylen)
 		return -EINVAL;
 	if (a->l3 == ROCE_L3_V2_IPV4 && (!v4mapped(a->sgid) || !v4mapped(a->dgid)))
 		return -EINVAL;
@@ -307,7 +299,7 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 	if (paylen > 0xffff)
 		return -EMSGSIZE;
 	pad = (4 - paylen % 4) % 4;
-	ib_len = ROCE_BTH_LEN + (uint32_t)ext_len(h) + paylen + pad + ROCE_ICRC_LEN;
+	ib_len = ROCE_BTH_LEN + (uint32_t)roce_ext_len(h) + paylen + pad + ROCE_ICRC_LEN;
 	/* The GRH payload length, IPv6 payload length (the UDP length), IPv4 total length. */
 	if (a->l3 == ROCE_L3_V2_IPV4)
 		lenfield = ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ib_len;
@@ -319,8 +311,9 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 		return -EMSGSIZE;
 	total = ROCE_ETH_HLEN + (uint32_t)n + ib_len;
 	/* A cut frame is written up to its known payload only. */
-	if (cap <
-	    (known < paylen ? total - ib_len + ROCE_BTH_LEN + (uint32_t)ext_len(h) + known : total))
+	if (cap < (known < paylen
+		       ? total - ib_len + ROCE_BTH_LEN + (uint32_t)roce_ext_len(h) + known
+		       : total))
 		return -ENOSPC;
 	ttl = a->hop_limit ? a->hop_limit : 64;
 
@@ -339,7 +332,7 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 		put16(p + 10, 0);
 		memcpy(p + 12, a->sgid + 12, 4);
 		memcpy(p + 16, a->dgid + 12, 4);
-		put16(p + 10, fold(sum16(0, p, ROCE_IPV4_HLEN)));
+		put16(p + 10, roce_fold(roce_sum16(0, p, ROCE_IPV4_HLEN)));
 		udp = p + ROCE_IPV4_HLEN;
 	} else {
 		bool v1 = a->l3 == ROCE_L3_V1;
@@ -369,41 +362,41 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 	put32(q + 4, b->dqpn & 0xffffff);
 	put32(q + 8, (b->ackreq ? 1u << 31 : 0) | (b->psn & 0xffffff));
 	q += ROCE_BTH_LEN;
-	if (h & H_XRCETH) {
+	if (h & ROCE_H_XRCETH) {
 		put32(q, x->xrc_srqn & 0xffffff);
 		q += 4;
 	}
-	if (h & H_DETH) {
+	if (h & ROCE_H_DETH) {
 		put32(q, x->qkey);
 		put32(q + 4, x->src_qpn & 0xffffff);
 		q += 8;
 	}
-	if (h & H_RETH) {
+	if (h & ROCE_H_RETH) {
 		put64(q, x->va);
 		put32(q + 8, x->rkey);
 		put32(q + 12, x->dma_len);
 		q += 16;
 	}
-	if (h & H_ATOMETH) {
+	if (h & ROCE_H_ATOMETH) {
 		put64(q, x->va);
 		put32(q + 8, x->rkey);
 		put64(q + 12, x->swap_add);
 		put64(q + 20, x->compare);
 		q += 28;
 	}
-	if (h & H_AETH) {
+	if (h & ROCE_H_AETH) {
 		put32(q, (uint32_t)x->aeth_syndrome << 24 | (x->msn & 0xffffff));
 		q += 4;
 	}
-	if (h & H_ATOMACK) {
+	if (h & ROCE_H_ATOMACK) {
 		put64(q, x->orig);
 		q += 8;
 	}
-	if (h & H_IMMDT) {
+	if (h & ROCE_H_IMMDT) {
 		memcpy(q, &x->imm, 4); /* already in network order */
 		q += 4;
 	}
-	if (h & H_IETH) {
+	if (h & ROCE_H_IETH) {
 		put32(q, x->inv_rkey);
 		q += 4;
 	}
@@ -426,10 +419,7 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 		q[3] = (uint8_t)(icrc >> 24);
 	}
 	if (a->l3 == ROCE_L3_V2_IPV6) {
-		/* Pseudo-header: addresses, upper-layer length, next header; then UDP + data. */
-		uint32_t ulen = ROCE_UDP_HLEN + ib_len;
-		uint32_t sum = sum16(0, p + 8, 32) + (ulen >> 16) + (ulen & 0xffff) + 17;
-		uint16_t c = fold(sum16(sum, udp, ulen));
+		uint16_t c = roce_udp6_csum(p, udp, ROCE_UDP_HLEN + ib_len);
 
 		put16(udp + 6, c ? c : 0xffff);
 	}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RoCE packet encoder: builds the exact bytes a RoCE port puts on the wire for
- * one packet, Ethernet header first, ICRC last. For `vfab capture` (pcap
- * frames that Wireshark decodes as RoCE) and for a transport that carries
- * real frames between hosts.
+ * RoCE packet encoder and parser: builds the exact bytes a RoCE port puts on
+ * the wire for one packet, Ethernet header first, ICRC last, and reads such a
+ * frame back with every check a receiving port makes (roce_parse.c). For
+ * `vfab capture` (pcap frames that Wireshark decodes as RoCE) and for a
+ * transport that carries real frames between hosts.
  *
  * Frame layout (all multi-byte fields big-endian unless said otherwise):
  *   Ethernet II, 14 bytes: dmac, smac, ethertype (no VLAN tag, no FCS)
@@ -133,6 +134,38 @@ struct roce_ext {
 #define ROCE_OP_UD_SEND_ONLY 0x64     /* DETH + payload */
 #define ROCE_OP_UD_SEND_ONLY_IMM 0x65 /* DETH + ImmDt + payload */
 
+/* What follows the BTH, by opcode (roce_op_hdrs): the IBA opcode table. */
+enum {
+	ROCE_H_PAY = 1 << 0,	 /* may carry a payload */
+	ROCE_H_XRCETH = 1 << 1,	 /* 4 bytes */
+	ROCE_H_DETH = 1 << 2,	 /* 8 */
+	ROCE_H_RETH = 1 << 3,	 /* 16 */
+	ROCE_H_ATOMETH = 1 << 4, /* 28 */
+	ROCE_H_AETH = 1 << 5,	 /* 4 */
+	ROCE_H_ATOMACK = 1 << 6, /* 8 */
+	ROCE_H_IMMDT = 1 << 7,	 /* 4 */
+	ROCE_H_IETH = 1 << 8,	 /* 4 */
+	ROCE_H_RESP = 1 << 9,	 /* a response: XRC responses carry no XRCETH */
+};
+
+/* The ROCE_H_* set of a BTH opcode; 0 for one vfab does not speak (RD, CNP, vendor). */
+unsigned roce_op_hdrs(uint8_t opcode);
+/* Bytes of the extension headers of a ROCE_H_* set. */
+int roce_ext_len(unsigned hdrs);
+/* Bytes between the Ethernet header and the BTH (GRH, or IP + UDP); -1 for an unknown l3. */
+int roce_net_len(enum roce_l3 l3);
+
+/* The Internet checksum: the running sum of big-endian 16-bit words (an odd last byte padded). */
+uint32_t roce_sum16(uint32_t sum, const uint8_t *p, size_t n);
+/* The sum folded to 16 bits and inverted: what the checksum field holds. */
+uint16_t roce_fold(uint32_t sum);
+/*
+ * The UDP checksum over IPv6's pseudo-header (the addresses of the header at
+ * ip6) and the ulen bytes at udp, its own checksum field as it stands: 0 when
+ * that field holds the right value, the value to store when it holds 0.
+ */
+uint16_t roce_udp6_csum(const uint8_t *ip6, const uint8_t *udp, uint32_t ulen);
+
 /*
  * Builds one frame into buf[0..cap). payload (paylen bytes, not overlapping
  * buf) may be NULL when paylen is 0; x may be NULL (all extension fields
@@ -183,6 +216,40 @@ int roce_hdr_len(enum roce_l3 l3, uint8_t opcode);
  * Returns 0 if len is shorter than the headers up to the BTH or l3 unknown.
  */
 uint32_t roce_icrc(const uint8_t *frame, size_t len, enum roce_l3 l3);
+
+/*
+ * A frame as roce_pkt_parse() read it. Pointers point into the frame.
+ * For ROCE_L3_V2_IPV4 the GIDs are IPv4-mapped (::ffff:a.b.c.d).
+ */
+struct roce_pkt_view {
+	enum roce_l3 l3;
+	struct roce_addr addr; /* MACs, GIDs, tclass, hop_limit, flow_label, udp_sport, ip_id */
+	struct roce_bth bth;
+	bool fecn, becn; /* BTH byte 4: congestion marks (a CNP sets BECN) */
+	uint8_t pad;	 /* PadCnt */
+	struct roce_ext ext;
+	const uint8_t *payload;
+	uint32_t paylen;
+	/* The frame's length by its IP / GRH length field: Ethernet padding not counted. */
+	uint32_t len;
+};
+
+/*
+ * Reads one Ethernet frame (no FCS; trailing Ethernet padding allowed).
+ * Returns 0 with *v filled, or:
+ *   -EPROTO      not a RoCE packet a port takes: another ethertype, IP version,
+ *                protocol or UDP port; IPv4 options or a fragment; GRH next
+ *                header not IBA; BTH TVer not 0
+ *   -EINVAL      lengths that disagree (IP, UDP, GRH against the frame and each
+ *                other), too short for the opcode's headers, a pad without
+ *                payload, payload and pad not a multiple of 4 bytes
+ *   -EBADMSG     the IPv4 header checksum, an IPv6 UDP checksum (when not 0) or
+ *                the ICRC is wrong
+ *   -EOPNOTSUPP  an opcode vfab does not speak (RD, CNP, vendor): l3, addr,
+ *                bth, fecn and becn are filled, the ICRC was checked
+ * Pure: no allocation, no I/O; reads nothing outside frame[0..len).
+ */
+int roce_pkt_parse(const uint8_t *frame, size_t len, struct roce_pkt_view *v);
 
 /*
  * The BTH opcode of a request packet. qp_type is the verbs QP type
