@@ -2,7 +2,10 @@
 # (env.sh), and torchrun in every node through `vfab run`.
 # Expects: $repo, $out, $summary, $fabric set by the caller.
 
-say() { echo "$*" | tee -a "$summary"; }
+# Each line says how far into the run it came (GPU minutes are few: the next
+# run's plan starts from these).
+gpu_t0=${gpu_t0:-$(date +%s)}
+say() { echo "$* (+$(($(date +%s) - gpu_t0)) s)" | tee -a "$summary"; }
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing: $1" >&2; exit 1; }; }
 need nvidia-smi
 need python3
