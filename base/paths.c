@@ -141,6 +141,11 @@ int vfab_run_config_path(char *buf, size_t len, const char *rundir)
 	return vfab_pathf(buf, len, "%s/config.yaml", rundir);
 }
 
+int vfab_run_host_path(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/host", rundir);
+}
+
 int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/" VFAB_CTL_SOCK, rundir);

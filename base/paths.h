@@ -87,6 +87,8 @@ int vfab_netns_path(char *buf, size_t len, const char *fabric, const char *suffi
  * <rundir>/config.yaml. vfabd and the CLI build their own topology from it.
  */
 int vfab_run_config_path(char *buf, size_t len, const char *rundir);
+/* <rundir>/host: the hosts[] id `vfab up --host` brought up (multi-host only). */
+int vfab_run_host_path(char *buf, size_t len, const char *rundir);
 
 /* vfabd's control socket: <rundir>/vfabd.sock. */
 int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir);

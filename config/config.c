@@ -259,6 +259,7 @@ static void set_defaults(struct vfab_config *cfg, const char *display)
 	snprintf(cfg->source, sizeof(cfg->source), "%s", display);
 	snprintf(cfg->name, sizeof(cfg->name), "vfab");
 	cfg->version = 1;
+	cfg->local_host = -1;
 	cfg->mtu = VFAB_CFG_DEFAULT_MTU;
 	cfg_parse_addr("198.18.0.0/24", &cfg->subnet, why, sizeof(why));
 	cfg_parse_addr(VFAB_CFG_DEFAULT_IPV6_PREFIX, &cfg->ipv6_prefix, why, sizeof(why));
@@ -287,7 +288,8 @@ static int load_root(struct cfg_parse *p)
 	if (!(seen & 4))
 		return cfg_fail(&p->ctx, root, "nodes", "missing: a fabric needs nodes");
 	rc = cfg_check(p);
-	return rc ? rc : cfg_check_hosts(p);
+	rc = rc ? rc : cfg_check_hosts(p);
+	return rc ? rc : cfg_check_machines(p);
 }
 
 int vfab_config_load_string(const char *yaml, const char *display_name, struct vfab_config *cfg,
@@ -384,14 +386,23 @@ int vfab_config_load_default(struct vfab_config *cfg, char *err, size_t errlen)
 
 void vfab_config_free(struct vfab_config *cfg)
 {
-	uint32_t i;
+	struct vfab_cfg_node *all;
+	uint32_t i, nall;
 
 	if (!cfg)
 		return;
-	for (i = 0; cfg->nodes && i < cfg->nnodes; i++) {
-		free(cfg->nodes[i].ranks);
-		free(cfg->nodes[i].gpu_profiles);
+	/* After vfab_config_select_host, nodes[] shares these with cluster[]. */
+	all = (struct vfab_cfg_node *)vfab_config_cluster(cfg, &nall);
+	for (i = 0; all && i < nall; i++) {
+		free(all[i].ranks);
+		free(all[i].gpu_profiles);
 	}
+	free(cfg->cluster);
+	cfg->cluster = NULL;
+	cfg->ncluster = 0;
+	free(cfg->routes);
+	cfg->routes = NULL;
+	cfg->nroutes = 0;
 	free(cfg->nodes);
 	free(cfg->leaves);
 	free(cfg->hosts);

@@ -60,9 +60,13 @@ struct vfab_cfg_hca {
 
 struct vfab_cfg_node {
 	char id[VFAB_CFG_NODE_ID_MAX + 1];
-	char host[VFAB_CFG_TEXT_MAX]; /* informational (seed format) */
-	uint32_t line;		      /* where the node starts in the file */
-	uint32_t group;		      /* leaf group: nodes[].leaf, or index / fabric.leaf_size */
+	/*
+	 * A hosts[] id in a multi-host config (the machine the node runs on);
+	 * elsewhere informational (the seed format's address).
+	 */
+	char host[VFAB_CFG_TEXT_MAX];
+	uint32_t line;	/* where the node starts in the file */
+	uint32_t group; /* leaf group: nodes[].leaf, or index / fabric.leaf_size */
 	uint32_t nranks;
 	uint32_t *ranks;
 	bool has_gpus; /* `gpus` given (even 0, []): GPUs of its own (netns/gpu_plan.h) */
@@ -73,6 +77,7 @@ struct vfab_cfg_node {
 	uint32_t nnetdevs;
 	struct vfab_cfg_netdev netdevs[VFAB_CFG_MAX_NETDEVS];
 	uint32_t k8s_host;     /* hosts[] index + 1 of the host this pod is on; 0: none */
+	uint32_t machine;      /* multi-host: hosts[] index + 1 of the node's machine; else 0 */
 	bool has_cpus;	       /* else the host's CPUs split between the nodes */
 	struct vfab_cpus cpus; /* nodes[].cpus */
 };
@@ -115,6 +120,8 @@ struct vfab_cfg_leaf {
  * is that HCA, bound to the PF netdev `netdev` (in no pod), and each pod's
  * own HCA netdev (net1) is a macvlan upper of it (configs/README.md).
  */
+#define VFAB_CFG_MAX_UPLINK_ADDRS 2
+
 struct vfab_cfg_host {
 	char id[VFAB_CFG_NODE_ID_MAX + 1];
 	uint32_t line;
@@ -125,6 +132,24 @@ struct vfab_cfg_host {
 	uint32_t pods[VFAB_MAX_NODES]; /* node indices, in the order the pods came up */
 	char pod_ids[VFAB_MAX_NODES][VFAB_CFG_NODE_ID_MAX + 1];
 	uint32_t pod_lines[VFAB_MAX_NODES];
+	/*
+	 * uplink (multi-host): the machine's netdev `uplink_netdev` carries the
+	 * fabric's traffic to the other hosts; the fabric's router joins it as
+	 * a macvlan holding these addresses (at most one per family).
+	 */
+	bool has_uplink;
+	uint32_t uplink_line;
+	char uplink_netdev[VFAB_IFNAME_MAX];
+	uint32_t nuplink_addrs;
+	struct vfab_cfg_addr uplink_addrs[VFAB_CFG_MAX_UPLINK_ADDRS];
+};
+
+/* A leaf of another host, seen from the selected one: reached via that host's uplink. */
+struct vfab_cfg_route {
+	struct vfab_cfg_addr dst; /* the leaf's subnet */
+	struct vfab_cfg_addr via; /* the other host's uplink address (same family) */
+	uint32_t host;		  /* hosts[] index of the other host */
+	uint32_t leaf_group;	  /* its leaf group (names "leaf<group>" alike on every host) */
 };
 
 struct vfab_config {
@@ -150,6 +175,19 @@ struct vfab_config {
 	struct vfab_cfg_leaf *leaves;
 	uint32_t nhosts;
 	struct vfab_cfg_host *hosts;
+	/*
+	 * Multi-host (configs/README.md "Several hosts"): every hosts[] entry has
+	 * an uplink and every node a machine. Until vfab_config_select_host,
+	 * nodes[] and leaves[] are the whole cluster's (local_host -1); after it
+	 * they are the selected host's only, cluster[] keeps every node in file
+	 * order (for names and launch lists) and routes[] the other hosts' leaves.
+	 */
+	bool multihost;
+	int32_t local_host;
+	uint32_t ncluster;
+	struct vfab_cfg_node *cluster; /* NULL: nodes[] is the cluster */
+	uint32_t nroutes;
+	struct vfab_cfg_route *routes;
 };
 
 /*
@@ -166,6 +204,27 @@ void vfab_config_free(struct vfab_config *cfg);
 
 /* The embedded default's YAML text (what `vfab up` writes to the run dir). */
 extern const char vfab_default_config_yaml[];
+
+/*
+ * Multi-host: keep only host `id`'s share (its nodes, their leaves) and learn
+ * the routes to the other hosts' leaves. -EINVAL with err set when the config
+ * is not multi-host or has no such host.
+ */
+int vfab_config_select_host(struct vfab_config *cfg, const char *id, char *err, size_t errlen);
+/*
+ * What `vfab up --host` recorded in a run dir (base/paths.h
+ * vfab_run_host_path): selects that host; no file, nothing to do.
+ */
+int vfab_config_apply_host_file(struct vfab_config *cfg, const char *path, char *err,
+				size_t errlen);
+
+/* Every node of the cluster, in file order, on whichever host (n: how many). */
+static inline const struct vfab_cfg_node *vfab_config_cluster(const struct vfab_config *cfg,
+							      uint32_t *n)
+{
+	*n = cfg->cluster ? cfg->ncluster : cfg->nnodes;
+	return cfg->cluster ? cfg->cluster : cfg->nodes;
+}
 
 /* Index of a node's netdev by name, or -1. Inline: no library needed. */
 static inline int vfab_config_netdev_index(const struct vfab_cfg_node *n, const char *name)

@@ -95,7 +95,8 @@ int cfg_parse_hosts(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *o
 	static const struct cfg_key keys[] = {{"id", parse_id},
 					      {"rdma_netns", parse_netns},
 					      {"hca", parse_hca},
-					      {"pods", parse_pods}};
+					      {"pods", parse_pods},
+					      {"uplink", cfg_parse_uplink}};
 	struct cfg_parse *p = obj;
 	size_t n;
 
@@ -118,8 +119,15 @@ int cfg_parse_hosts(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *o
 		cfg_path_index(sub, path, i);
 		if (cfg_mapping(c, it, sub, keys, NKEYS(keys), false, h, &seen))
 			return -EINVAL;
-		if (!(seen & 1) || !(seen & 2) || !(seen & 8))
-			return cfg_fail(c, it, sub, "a host needs id, rdma_netns and pods");
+		if (!(seen & 1))
+			return cfg_fail(c, it, sub, "a host needs an id");
+		/* A machine of several (uplink) may run plain nodes; a Kubernetes host runs pods.
+		 */
+		if (!(seen & 16) && (!(seen & 2) || !(seen & 8)))
+			return cfg_fail(
+			    c, it, sub,
+			    "a host needs rdma_netns and pods (Kubernetes), or an uplink "
+			    "(one of several machines)");
 		if (h->shared && (!h->hca[0] || !h->netdev[0]))
 			return cfg_fail(c, it, sub,
 					"a shared host needs hca: {name: HCA, netdev: PF netdev}");

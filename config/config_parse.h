@@ -77,6 +77,13 @@ int cfg_parse_hosts(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *o
 /* Resolves pods to nodes and checks shared hosts; needs cfg_check done (leaves). */
 int cfg_check_hosts(struct cfg_parse *p);
 
+/* ---- config_machines.c: several hosts ---- */
+
+/* hosts[].uplink: {netdev, addresses}; obj is the struct vfab_cfg_host. */
+int cfg_parse_uplink(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *obj);
+/* Uplinks, each node's machine, one host per leaf; needs cfg_check_hosts done. */
+int cfg_check_machines(struct cfg_parse *p);
+
 /* ---- config_leaves.c ---- */
 
 /*

@@ -181,12 +181,22 @@ static void remove_run_files(const char *rundir)
 
 static int load_config(const struct opts *o, struct vfab_config *cfg)
 {
-	char err[512];
+	char err[512], host[RUNDIR_MAX + 16];
 	int rc = o->config ? vfab_config_load_file(o->config, cfg, err, sizeof(err))
 			   : vfab_config_load_default(cfg, err, sizeof(err));
 
-	if (rc)
+	if (rc) {
 		fprintf(stderr, "vfabd: %s\n", err);
+		return rc;
+	}
+	/* A multi-host fabric: this machine's share, as `vfab up --host` recorded. */
+	rc = vfab_run_host_path(host, sizeof(host), o->rundir)
+		 ? -ENAMETOOLONG
+		 : vfab_config_apply_host_file(cfg, host, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "vfabd: %s\n", rc == -ENAMETOOLONG ? "run dir path too long" : err);
+		vfab_config_free(cfg);
+	}
 	return rc;
 }
 

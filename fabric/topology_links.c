@@ -116,36 +116,45 @@ static void leaf_links(struct vfab_region *r, const struct vfab_config *cfg, str
 	l->downlink = add_link(r, VFAB_LINK_LEAF_DOWN, name, up, lat / 2, 0);
 }
 
-static void fill_spine(struct vfab_region *r)
+/* Folds an IPv6 prefix into the spine's aggregate (the first one starts it). */
+static void fold_ipv6(struct vfab_spine *s, const uint8_t *net, uint8_t prefix)
+{
+	unsigned common;
+
+	if (!s->has_ipv6) {
+		memcpy(s->ipv6_net, net, 16);
+		s->ipv6_prefix = prefix;
+		s->has_ipv6 = 1;
+		return;
+	}
+	common = vfab_ipnet_common(s->ipv6_net, net, 16);
+	if (common < s->ipv6_prefix)
+		s->ipv6_prefix = (uint8_t)common;
+	vfab_ipnet_mask(s->ipv6_net, s->ipv6_prefix, 16);
+}
+
+/*
+ * A router is there when leaves must be joined, or when other hosts' leaves
+ * (cfg->routes, multi-host) are reached through it: the aggregate the nodes
+ * route to it then covers those leaves too.
+ */
+static void fill_spine(struct vfab_region *r, const struct vfab_config *cfg)
 {
 	struct vfab_spine *s = &r->spine;
 	const uint8_t v4base[4] = {198, 18, 0, 0};
-	bool first = true;
 
 	memset(s, 0, sizeof(*s));
-	s->present = r->nleaves > 1;
+	s->present = r->nleaves > 1 || cfg->nroutes > 0;
 	if (!s->present)
 		return;
 	memcpy(&s->ipv4_net, v4base, 4);
 	s->ipv4_prefix = 15; /* the config keeps every IPv4 address in 198.18.0.0/15 */
-	for (uint32_t k = 0; k < r->nleaves; k++) {
-		const struct vfab_leaf *l = &r->leaves[k];
-		unsigned common;
-
-		if (!l->ipv6_prefix)
-			continue;
-		if (first) {
-			memcpy(s->ipv6_net, l->ipv6_net, 16);
-			s->ipv6_prefix = l->ipv6_prefix;
-			s->has_ipv6 = 1;
-			first = false;
-			continue;
-		}
-		common = vfab_ipnet_common(s->ipv6_net, l->ipv6_net, 16);
-		if (common < s->ipv6_prefix)
-			s->ipv6_prefix = (uint8_t)common;
-		vfab_ipnet_mask(s->ipv6_net, s->ipv6_prefix, 16);
-	}
+	for (uint32_t k = 0; k < r->nleaves; k++)
+		if (r->leaves[k].ipv6_prefix)
+			fold_ipv6(s, r->leaves[k].ipv6_net, r->leaves[k].ipv6_prefix);
+	for (uint32_t k = 0; k < cfg->nroutes; k++)
+		if (cfg->routes[k].dst.family == AF_INET6)
+			fold_ipv6(s, cfg->routes[k].dst.addr, cfg->routes[k].dst.prefix);
 }
 
 void topo_fill_leaves(struct vfab_region *r, const struct vfab_config *cfg)
@@ -174,5 +183,5 @@ void topo_fill_leaves(struct vfab_region *r, const struct vfab_config *cfg)
 		l->in_use = 1;
 	}
 	r->nleaves = cfg->nleaves;
-	fill_spine(r);
+	fill_spine(r, cfg);
 }

@@ -18,7 +18,9 @@
 
 static int write_hosts(const char *path, const struct vfab_config *cfg)
 {
-	size_t cap = 256 + (size_t)cfg->nnodes * VFAB_CFG_MAX_ADDRS * 128, used = 0;
+	uint32_t count;
+	const struct vfab_cfg_node *all = vfab_config_cluster(cfg, &count);
+	size_t cap = 256 + (size_t)count * VFAB_CFG_MAX_ADDRS * 128, used = 0;
 	char *buf = malloc(cap);
 	int ret;
 
@@ -29,8 +31,9 @@ static int write_hosts(const char *path, const struct vfab_config *cfg)
 				 "::1\tlocalhost ip6-localhost ip6-loopback\n"
 				 "ff02::1\tip6-allnodes\n"
 				 "ff02::2\tip6-allrouters\n");
-	for (uint32_t i = 0; i < cfg->nnodes; i++) {
-		const struct vfab_cfg_node *n = &cfg->nodes[i];
+	/* Every node of the cluster, on this host or another. */
+	for (uint32_t i = 0; i < count; i++) {
+		const struct vfab_cfg_node *n = &all[i];
 
 		if (n->nnetdevs == 0)
 			continue;

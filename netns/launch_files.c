@@ -85,10 +85,13 @@ int vfab_launch_files_write(const char *rundir, const struct vfab_config *cfg)
 {
 	struct text hostfile = {0}, hosts = {0};
 	char path[4096];
+	uint32_t count;
+	const struct vfab_cfg_node *all = vfab_config_cluster(cfg, &count);
 	int ret;
 
-	for (uint32_t i = 0; i < cfg->nnodes; i++) {
-		const struct vfab_cfg_node *n = &cfg->nodes[i];
+	/* A launcher spans the cluster: the other hosts' nodes too, in file order. */
+	for (uint32_t i = 0; i < count; i++) {
+		const struct vfab_cfg_node *n = &all[i];
 
 		/* slots = processes per node, as the config's ranks say. */
 		add(&hostfile, "%s slots=%u\n", n->id, n->nranks ? n->nranks : 1);

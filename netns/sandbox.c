@@ -27,6 +27,7 @@
 #include "netns/node_sshd.h"
 #include "netns/pci_view.h"
 #include "netns/sysfs_view.h"
+#include "netns/uplink.h"
 
 static int write_libdirs(const struct vfab_sandbox *sb)
 {
@@ -69,6 +70,9 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	if (ret)
 		return vfab_fail(err, errlen, ret, "create " VFAB_HOST_DEVIB);
 	ret = vfab_net_fabric_create(sb->fabric, sb->topo, err, errlen);
+	if (ret)
+		return ret;
+	ret = vfab_net_uplink_create(sb->fabric, sb->cfg, err, errlen);
 	if (ret)
 		return ret;
 	ret = vfab_launch_files_write(sb->rundir, sb->cfg);

@@ -60,16 +60,35 @@ int vfab_cli_enter(const struct vfab_cli *cli, const char *verb, const char *nod
 	return VFAB_EXIT_OK;
 }
 
+/* The run dir's copy of the config, and the host `up --host` selected from it. */
+static int load_run_config(const struct vfab_cli *cli, struct vfab_config *cfg, char *err,
+			   size_t errlen)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (vfab_run_config_path(path, sizeof(path), cli->rundir))
+		return snprintf(err, errlen, "run dir path too long"), -ENAMETOOLONG;
+	ret = vfab_config_load_file(path, cfg, err, errlen);
+	if (ret)
+		return ret;
+	ret = vfab_run_host_path(path, sizeof(path), cli->rundir)
+		  ? -ENAMETOOLONG
+		  : vfab_config_apply_host_file(cfg, path, err, errlen);
+	if (ret)
+		vfab_config_free(cfg);
+	return ret;
+}
+
 int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vfab_config *cfg)
 {
-	char path[PATH_MAX], err[1024] = "";
+	char err[1024] = "";
 
 	if (!fabric_is_up(cli, verb))
 		return VFAB_EXIT_FAIL;
-	if (vfab_run_config_path(path, sizeof(path), cli->rundir) ||
-	    vfab_config_load_file(path, cfg, err, sizeof(err))) {
+	if (load_run_config(cli, cfg, err, sizeof(err))) {
 		fprintf(stderr, "vfab %s: cannot read the config of fabric %s: %s\n", verb,
-			cli->fabric, err[0] ? err : path);
+			cli->fabric, err);
 		return VFAB_EXIT_FAIL;
 	}
 	return VFAB_EXIT_OK;
@@ -77,7 +96,7 @@ int vfab_cli_load_config(const struct vfab_cli *cli, const char *verb, struct vf
 
 int vfab_cli_topology(const struct vfab_cli *cli, const char *verb, struct vfab_region **t)
 {
-	char path[PATH_MAX], err[1024] = "";
+	char err[1024] = "";
 	struct vfab_config cfg;
 	int ret;
 
@@ -85,8 +104,7 @@ int vfab_cli_topology(const struct vfab_cli *cli, const char *verb, struct vfab_
 		ret = vfab_cli_load_config(cli, verb, &cfg);
 		if (ret)
 			return ret;
-	} else if (vfab_run_config_path(path, sizeof(path), cli->rundir) ||
-		   vfab_config_load_file(path, &cfg, err, sizeof(err))) {
+	} else if (load_run_config(cli, &cfg, err, sizeof(err))) {
 		return VFAB_EXIT_FAIL;
 	}
 	ret = vfab_topology_private(cli->fabric, cli->rundir, &cfg, t);

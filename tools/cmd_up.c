@@ -19,6 +19,7 @@
 #include "netns/launch_files.h"
 #include "netns/node_cpus.h"
 #include "netns/sandbox.h"
+#include "netns/uplink.h"
 #include "tools/cli.h"
 #include "tools/layout.h"
 #include "tools/up_gpus.h"
@@ -32,12 +33,13 @@ struct up_opts {
 	char libdir_buf[MAX_LIBDIRS][PATH_MAX];
 	unsigned nlibdirs;
 	int ssh;
+	const char *host; /* --host: this machine's hosts[] id (multi-host) */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vfab [--fabric NAME] up [--libdir DIR]... [--ssh] [CONFIG]\n"
+		"usage: vfab [--fabric NAME] up [--libdir DIR]... [--ssh] [--host ID] [CONFIG]\n"
 		"Brings a fabric up: parses CONFIG (default: the built-in 2-node fabric),\n"
 		"starts vfabd, builds every node (namespaces, eth0, HCA views) and prints\n"
 		"a summary. Nothing is left behind when it fails. The run dir gets\n"
@@ -51,6 +53,10 @@ static void usage(FILE *f)
 		"                gets 'ssh_config'; in the nodes 'ssh node1' works as is\n"
 		"                (pdsh, DeepSpeed hostfiles); from the host: 'vfab ssh'.\n"
 		"                Needs openssh-server.\n"
+		"  --host ID     CONFIG spans machines (hosts[] with uplinks): bring up\n"
+		"                this machine's share, host ID's nodes, and route the other\n"
+		"                hosts' leaves through its uplink. Without it every node\n"
+		"                of every host comes up on this machine.\n"
 		"Exit: 0 up, 1 runtime failure (rolled back), 2 usage or config error.\n",
 		MAX_LIBDIRS);
 }
@@ -189,6 +195,41 @@ static void print_rootless(const struct vfab_cli *cli, const char *node, int ssh
 	printf("\n");
 }
 
+/* Multi-host: whose share this is and how the other hosts are reached. */
+static void print_hosts(const struct vfab_config *cfg)
+{
+	uint32_t count;
+	const struct vfab_cfg_node *all = vfab_config_cluster(cfg, &count);
+
+	if (!cfg->multihost)
+		return;
+	if (cfg->local_host < 0) {
+		printf("  hosts: every host's nodes run here (vfab up --host ID brings up one "
+		       "host's share)\n");
+		return;
+	}
+	printf("  host %s of %u: uplink %s on %s (in the fabric: " VFAB_UPLINK_NETDEV ")\n",
+	       cfg->hosts[cfg->local_host].id, cfg->nhosts,
+	       cfg->hosts[cfg->local_host].uplink_addrs[0].text,
+	       cfg->hosts[cfg->local_host].uplink_netdev);
+	for (uint32_t h = 0; h < cfg->nhosts; h++) {
+		uint32_t nodes = 0;
+
+		if ((int32_t)h == cfg->local_host)
+			continue;
+		for (uint32_t i = 0; i < count; i++)
+			nodes += all[i].machine == h + 1;
+		const struct vfab_cfg_addr *via = &cfg->hosts[h].uplink_addrs[0];
+
+		printf("  host %-10s %u node(s), via %.*s:", cfg->hosts[h].id, nodes,
+		       (int)strcspn(via->text, "/"), via->text);
+		for (uint32_t r = 0; r < cfg->nroutes; r++)
+			if (cfg->routes[r].host == h)
+				printf(" %s", cfg->routes[r].dst.text);
+		printf("\n");
+	}
+}
+
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,
 			  const struct up_opts *o, const struct vfab_gpu_plan *gpus,
 			  const struct vfab_region *r, pid_t vfabd, long long ms)
@@ -226,6 +267,7 @@ static void print_summary(const struct vfab_cli *cli, const struct vfab_config *
 		}
 		printf("\n");
 	}
+	print_hosts(cfg);
 	vfab_up_gpus_print(stdout, cfg, gpus);
 	for (unsigned i = 0; i < o->nlibdirs; i++)
 		printf("  libdir %s (in every node's ld.so.cache)\n", o->libdirs[i]);
@@ -277,6 +319,10 @@ static int bring_up(const struct vfab_cli *cli, const struct vfab_config *cfg, c
 	ret = write_config_copy(cli, path);
 	if (ret)
 		return snprintf(err, errlen, "copy the config to %s", cli->rundir), ret;
+	/* Later readers of the copy (vfabd, the CLI) select the same host from it. */
+	if (o->host && (vfab_run_host_path(rpath, sizeof(rpath), cli->rundir) ||
+			vfab_write_filef(rpath, "%s\n", o->host)))
+		return snprintf(err, errlen, "record the host in %s", cli->rundir), -EIO;
 	/* vfabd reads the run dir's copy: the fabric never depends on the original. */
 	if (vfab_run_config_path(rpath, sizeof(rpath), cli->rundir))
 		return snprintf(err, errlen, "run dir path too long"), -ENAMETOOLONG;
@@ -335,11 +381,10 @@ static void explain_failure(void)
 
 int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-					     {"fabric", required_argument, NULL, 'f'},
-					     {"libdir", required_argument, NULL, 'L'},
-					     {"ssh", no_argument, NULL, 's'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"help", no_argument, NULL, 'h'},	      {"fabric", required_argument, NULL, 'f'},
+	    {"libdir", required_argument, NULL, 'L'}, {"ssh", no_argument, NULL, 's'},
+	    {"host", required_argument, NULL, 'H'},   {NULL, 0, NULL, 0}};
 	static struct up_opts o;
 	static struct vfab_gpu_plan gpus; /* ~20 KiB */
 	char err[4096] = "", cfgpath[PATH_MAX];
@@ -356,6 +401,9 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	while ((ch = getopt_long(argc, argv, "hf:L:s", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'H':
+			o.host = optarg;
+			break;
 		case 'L':
 			if (add_libdir(&o, optarg))
 				return VFAB_EXIT_USAGE;
@@ -387,7 +435,10 @@ int vfab_cmd_up(struct vfab_cli *cli, int argc, char **argv)
 		fprintf(stderr, "vfab up: %s\n", err);
 		return VFAB_EXIT_USAGE;
 	}
-	if (check_config(&cfg, path ? argv[optind] : "default")) {
+	if (check_config(&cfg, path ? argv[optind] : "default") ||
+	    (o.host && vfab_config_select_host(&cfg, o.host, err, sizeof(err)))) {
+		if (err[0])
+			fprintf(stderr, "vfab up: %s\n", err);
 		vfab_config_free(&cfg);
 		return VFAB_EXIT_USAGE;
 	}

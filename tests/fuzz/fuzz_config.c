@@ -22,8 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(yaml, data, size);
 	yaml[size] = '\0';
-	if (vfab_config_load_string(yaml, "fuzz.yaml", &cfg, err, sizeof(err)) == 0)
+	if (vfab_config_load_string(yaml, "fuzz.yaml", &cfg, err, sizeof(err)) == 0) {
+		/* A cluster of several hosts: one host's share, as `vfab up --host` keeps it. */
+		if (cfg.multihost && cfg.nhosts)
+			vfab_config_select_host(&cfg, cfg.hosts[size % cfg.nhosts].id, err,
+						sizeof(err));
 		vfab_config_free(&cfg);
+	}
 	free(yaml);
 	return 0;
 }

@@ -24,6 +24,7 @@ set_tests_properties(test_vfabd PROPERTIES ENVIRONMENT "VFABD=$<TARGET_FILE:vfab
 
 # Leaves and the spine, reachability, the link model and the rehearsal configs.
 vfab_unit_test(test_leaves SOURCES unit/test_leaves.c LIBS vfab_config)
+vfab_unit_test(test_machines SOURCES unit/test_machines.c LIBS vfab_config)
 vfab_unit_test(test_reach SOURCES unit/test_reach.c LIBS vfab_config)
 vfab_unit_test(test_link_model SOURCES unit/test_link_model.c LIBS vfab_config)
 vfab_unit_test(test_rehearsal SOURCES unit/test_rehearsal.c LIBS vfab_config)

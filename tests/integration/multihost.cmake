@@ -1,0 +1,7 @@
+# Two machines, one cluster (tests/integration/multihost.sh,
+# configs/two-hosts.yaml): two network namespaces as machines joined by a
+# veth, `vfab up --host` in each, nodes reaching each other across.
+add_test(NAME int_multihost COMMAND ${CMAKE_CURRENT_LIST_DIR}/multihost.sh)
+set_tests_properties(int_multihost PROPERTIES
+  LABELS integration RUN_SERIAL TRUE TIMEOUT 300
+  ENVIRONMENT "VFAB_BUILD_DIR=${CMAKE_BINARY_DIR};VFAB_FABRIC_MULTIHOST=tmh")
