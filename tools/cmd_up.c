@@ -213,14 +213,13 @@ static void print_hosts(const struct vfab_config *cfg)
 	       cfg->hosts[cfg->local_host].uplink_addrs[0].text,
 	       cfg->hosts[cfg->local_host].uplink_netdev);
 	for (uint32_t h = 0; h < cfg->nhosts; h++) {
+		const struct vfab_cfg_addr *via = &cfg->hosts[h].uplink_addrs[0];
 		uint32_t nodes = 0;
 
 		if ((int32_t)h == cfg->local_host)
 			continue;
 		for (uint32_t i = 0; i < count; i++)
 			nodes += all[i].machine == h + 1;
-		const struct vfab_cfg_addr *via = &cfg->hosts[h].uplink_addrs[0];
-
 		printf("  host %-10s %u node(s), via %.*s:", cfg->hosts[h].id, nodes,
 		       (int)strcspn(via->text, "/"), via->text);
 		for (uint32_t r = 0; r < cfg->nroutes; r++)

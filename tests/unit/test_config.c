@@ -12,29 +12,9 @@
 
 #include <cmocka.h>
 
+#include "config_fixture.h"
+
 #include "config/config.h"
-
-static char err[512];
-
-static void load_ok(const char *yaml, struct vfab_config *cfg)
-{
-	int rc = vfab_config_load_string(yaml, "t.yaml", cfg, err, sizeof(err));
-
-	if (rc)
-		fail_msg("unexpected error: %s", err);
-}
-
-/* Loads yaml and expects exactly "t.yaml:<want>". */
-static void load_fails(const char *yaml, const char *want)
-{
-	struct vfab_config cfg;
-	char full[600];
-
-	snprintf(full, sizeof(full), "t.yaml:%s", want);
-	assert_int_equal(vfab_config_load_string(yaml, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, full);
-	assert_null(cfg.nodes);
-}
 
 /* want ending in '*': only that prefix is checked (libyaml's own wording). */
 static void file_fails(const char *name, const char *want)

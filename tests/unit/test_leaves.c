@@ -17,27 +17,10 @@
 
 #include <cmocka.h>
 
+#include "config_fixture.h"
+
 #include "fabric/gid.h"
 #include "fabric_fixture.h"
-
-static char err[512];
-
-static void load_ok(const char *yaml, struct vfab_config *cfg)
-{
-	if (vfab_config_load_string(yaml, "t.yaml", cfg, err, sizeof(err)))
-		fail_msg("unexpected error: %s", err);
-}
-
-static void load_fails(const char *yaml, const char *want)
-{
-	struct vfab_config cfg;
-	char full[600];
-
-	snprintf(full, sizeof(full), "t.yaml:%s", want);
-	assert_int_equal(vfab_config_load_string(yaml, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, full);
-	assert_null(cfg.leaves);
-}
 
 static const char *addr_text(const struct vfab_config *cfg, uint32_t node, const char *dev,
 			     uint32_t i)

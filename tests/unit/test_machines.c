@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "config/config.h"
+#include "config_fixture.h"
 
-static char err[512];
+#include "config/config.h"
 
 #define HOSTS                                                                                      \
 	"hosts:\n"                                                                                 \
@@ -33,22 +33,6 @@ static char err[512];
 	"  - {id: b0, host: hb, leaf: 1}\n"                                                        \
 	"  - {id: a1, host: ha, leaf: 0}\n"                                                        \
 	"  - {id: b1, host: hb, leaf: 1}\n"
-
-static void load_ok(const char *yaml, struct vfab_config *cfg)
-{
-	if (vfab_config_load_string(yaml, "t.yaml", cfg, err, sizeof(err)))
-		fail_msg("unexpected error: %s", err);
-}
-
-static void load_fails(const char *yaml, const char *want)
-{
-	struct vfab_config cfg;
-	char full[600];
-
-	snprintf(full, sizeof(full), "t.yaml:%s", want);
-	assert_int_equal(vfab_config_load_string(yaml, "t.yaml", &cfg, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, full);
-}
 
 static void test_cluster(void **state)
 {
