@@ -36,6 +36,7 @@ vfab_unit_test(test_cpuset SOURCES unit/test_cpuset.c LIBS vfab_config)
 # The RoCE packet encoder (fabric/roce_pkt.c): header layouts, ICRC, opcode table.
 vfab_unit_test(test_roce_pkt SOURCES unit/test_roce_pkt.c LIBS vfab_fabric)
 vfab_unit_test(test_roce_parse SOURCES unit/test_roce_parse.c LIBS vfab_fabric)
+vfab_unit_test(test_roce_rc SOURCES unit/test_roce_rc.c LIBS vfab_fabric)
 
 # Packet capture: the records' checks (fabric/capture.c) and the CM's messages
 # as CM MADs (tools/capture_cm.c).
