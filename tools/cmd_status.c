@@ -66,6 +66,7 @@ struct fabric_status {
 	int healthy;
 	int ssh;
 	char libdirs[4096]; /* <rundir>/libdirs: one per line */
+	char host[64];	    /* <rundir>/host: the machine's share (vfab up --host); "" none */
 };
 
 static void gather_node(const struct vfab_cli *cli, struct fabric_status *fs, const char *id,
@@ -101,6 +102,10 @@ static void gather(const struct vfab_cli *cli, struct fabric_status *fs)
 	if (vfab_pathf(path, sizeof(path), "%s/" VFAB_LIBDIRS_FILE, cli->rundir) ||
 	    vfab_read_file(path, fs->libdirs, sizeof(fs->libdirs)) < 0)
 		fs->libdirs[0] = '\0';
+	if (vfab_run_host_path(path, sizeof(path), cli->rundir) ||
+	    vfab_read_file(path, fs->host, sizeof(fs->host)) < 0)
+		fs->host[0] = '\0';
+	fs->host[strcspn(fs->host, "\n")] = '\0';
 	fs->vfabd = vfab_vfabd_pid(cli);
 	if (vfab_vfabd_request(cli, "STATUS", fs->vfabd_json, sizeof(fs->vfabd_json),
 			       STATUS_ANSWER_MS) <= 0 ||
@@ -153,6 +158,8 @@ static void print_text(const struct vfab_cli *cli, const struct fabric_status *f
 {
 	printf("fabric %s: %s\n", cli->fabric, fs->healthy ? "up" : "DEGRADED");
 	printf("  run dir %s\n", cli->rundir);
+	if (fs->host[0])
+		printf("  host    %s (this machine's share of a multi-host cluster)\n", fs->host);
 	if (fs->vfabd)
 		printf("  vfabd   pid %d, %s\n", (int)fs->vfabd,
 		       fs->vfabd_json[0] ? fs->vfabd_json : "not answering");
@@ -242,7 +249,11 @@ static void print_json(const struct vfab_cli *cli, const struct fabric_status *f
 	       fs->vfabd ? "true" : "false", fs->vfabd_json[0] ? fs->vfabd_json : "null");
 	printf(",\"libdirs\":");
 	json_list(fs->libdirs, "\n");
-	printf(",\"ssh\":%s", fs->ssh ? "true" : "false");
+	printf(",\"ssh\":%s,\"host\":", fs->ssh ? "true" : "false");
+	if (fs->host[0])
+		vfab_cli_json_str(fs->host);
+	else
+		printf("null");
 	printf(",\"nodes\":[");
 	for (int i = 0; i < fs->nnodes; i++) {
 		const struct node_status *ns = &fs->nodes[i];

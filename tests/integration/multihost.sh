@@ -61,7 +61,10 @@ show "$VFAB_TMP/upa"
 grep -q '^fabric .* up in .*: 2 node(s)' "$VFAB_TMP/upa" || fail "hosta's share is not 2 nodes"
 grep -q '^  host hostb  *2 node(s), via 198.19.255.2: 198.18.1.0/24$' "$VFAB_TMP/upa" ||
 	fail "vfab up does not say how hostb is reached"
-va status | grep -q '^  a1 ' || fail "a1 is not on hosta"
+va status >"$VFAB_TMP/sta"
+grep -q '^  host    hosta ' "$VFAB_TMP/sta" || { show "$VFAB_TMP/sta"; fail "vfab status does not name host hosta"; }
+grep -q '^  a1 ' "$VFAB_TMP/sta" || fail "a1 is not on hosta"
+va status --json | grep -q '"host":"hosta"' || fail 'vfab status --json has no "host":"hosta"'
 if va status | grep -q '^  b0 '; then fail "hostb's b0 runs on hosta"; fi
 va exec b0 -- true 2>/dev/null && fail "vfab exec reaches b0 from hosta"
 
