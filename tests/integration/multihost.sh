@@ -12,7 +12,8 @@
 #    datagrams unfragmented (MTU 9000 end to end), a TCP stream by name;
 #  - RDMA across machines does not pass yet (issue 25's wire path): a QP to
 #    the other machine's GID ends in RETRY_EXC_ERR (12), not a hang;
-#  - `vfab down` on each leaves the machines as they were.
+#  - `vfab down` on each leaves the machines as they were;
+#  - with IPv6 leaves, the /64s cross as well.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -132,4 +133,17 @@ vb down >/dev/null || fail "vfab down on hostb failed"
 [ "$(ip -n "$HA" -o link | wc -l)" = 2 ] || { ip -n "$HA" link; fail "hosta kept a netdev"; }
 [ "$(machine "$HA")" = "$before_a" ] || fail "hosta's addresses or routes changed"
 if ls /run/netns | grep -q "^vfab-$F-"; then fail "namespaces of $F-a/$F-b are left"; fi
+
+note "IPv6 too: each leaf's /64 routed via the other uplink's IPv6 address"
+sed -e 's|\(198.19.255.\([12]\)/24\)\]|\1, "fd00:199::\2/64"]|' \
+	"$VFAB_REPO/configs/two-hosts.yaml" >"$VFAB_TMP/two6.yaml"
+printf 'fabric: {ipv6: true}\n' >>"$VFAB_TMP/two6.yaml"
+va up --host hosta "$VFAB_TMP/two6.yaml" >"$VFAB_TMP/up6" 2>&1 || { show "$VFAB_TMP/up6"; fail "IPv6: up hosta"; }
+vb up --host hostb "$VFAB_TMP/two6.yaml" >"$VFAB_TMP/up6b" 2>&1 || { show "$VFAB_TMP/up6b"; fail "IPv6: up hostb"; }
+grep -q 'via 198.19.255.2: 198.18.1.0/24 fd00:198:18:1::/64$' "$VFAB_TMP/up6" ||
+	{ show "$VFAB_TMP/up6"; fail "IPv6: no route to hostb's IPv6 leaf"; }
+va exec a0 -- ping -6 -c 2 -i 0.2 -W 2 b1 >"$VFAB_TMP/p6" || { show "$VFAB_TMP/p6"; fail "IPv6: a0 cannot ping b1"; }
+grep -q 'fd00:198:18:1::2' "$VFAB_TMP/p6" || fail "IPv6: b1 is not fd00:198:18:1::2"
+va down >/dev/null || fail "IPv6: down hosta"
+vb down >/dev/null || fail "IPv6: down hostb"
 echo "PASS: multihost"
