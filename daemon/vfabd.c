@@ -346,6 +346,35 @@ static int serve(const struct opts *o, struct vfabd *d)
 	return rc;
 }
 
+/*
+ * Multi-host: the other machines' leaves (cfg->routes) as the delay line's
+ * remote senders, with the latencies their links start with.
+ */
+static int remote_senders(const struct vfab_config *cfg, struct vfabd *d)
+{
+	struct vfab_class_lat lat;
+
+	if (!cfg->nroutes)
+		return 0;
+	d->remote = calloc(cfg->nroutes, sizeof(*d->remote));
+	if (!d->remote)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cfg->nroutes; i++) {
+		const struct vfab_cfg_addr *dst = &cfg->routes[i].dst;
+
+		d->remote[i].family = dst->family;
+		memcpy(d->remote[i].a, dst->addr, sizeof(d->remote[i].a));
+		d->remote[i].len = dst->prefix;
+	}
+	d->nremote = cfg->nroutes;
+	vfab_topology_class_lat(cfg, &lat);
+	d->remote_lat = (struct vfabd_delay_lat){.up_ns = lat.port_up_ns,
+						 .down_ns = lat.port_down_ns,
+						 .leaf_up_ns = lat.leaf_up_ns,
+						 .leaf_down_ns = lat.leaf_down_ns};
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vfab_config cfg;
@@ -359,6 +388,12 @@ int main(int argc, char **argv)
 	if (load_config(&o, &cfg))
 		return 2;
 	rc = create_region(&o, &cfg, &r, &t);
+	if (!rc && remote_senders(&cfg, &d)) {
+		vfab_region_close(r);
+		vfab_region_unlink(o.fabric);
+		vfab_topology_private_free(t);
+		rc = -ENOMEM;
+	}
 	vfab_config_free(&cfg);
 	if (rc)
 		return 1;
@@ -371,10 +406,12 @@ int main(int argc, char **argv)
 		vfab_region_close(r);
 		vfab_region_unlink(o.fabric);
 		vfab_topology_private_free(t);
+		free(d.remote);
 		return 1;
 	}
 	rc = serve(&o, &d);
 	vfab_region_close(r);
 	vfab_topology_private_free(t);
+	free(d.remote);
 	return rc ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include "fabric/ktab.h"
 #include "fabric/region.h"
 #include "vfabd_counters.h"
+#include "vfabd_delay.h"
 #include "vfabd_countersfs.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_faults.h"
@@ -50,6 +51,13 @@ struct vfabd {
 	struct vfabd_history hist;	    /* vfabd_history.c: the links' counters over time */
 	struct vfabd_addrwatch *aw;	    /* vfabd_addrwatch.c; NULL: not followed */
 	struct vfabd_ipwire *ipw;	    /* vfabd_ipwire.c: the IP side of the wires */
+	/*
+	 * Multi-host: the other machines' leaf subnets and the latencies their
+	 * senders' links have by the config (the delay line adds them).
+	 */
+	uint32_t nremote;
+	struct vfabd_delay_prefix *remote;
+	struct vfabd_delay_lat remote_lat;
 };
 
 #endif /* VFAB_DAEMON_VFABD_H */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "fabric/ipnet.h"
 #include "netns/ip_shape.h"
 #include "netns/netns_file.h"
 
@@ -63,7 +64,10 @@ struct source {
 struct vfabd_delay {
 	uint32_t n;
 	struct line *l;
+	/* n wires, then at n the senders on other machines (remote[], by prefix): under mu. */
 	struct source *s;
+	uint32_t nremote;
+	struct vfabd_delay_prefix remote[VFABD_DELAY_PREFIXES];
 	pthread_mutex_t mu;
 	int epfd, evfd, tfd;
 	bool started;
@@ -84,7 +88,21 @@ static bool addr_is(const struct source *s, int family, const uint8_t *a)
 	return false;
 }
 
-/* The wire that sent a frame towards wire dst, dl->n if none is known (mu held). */
+static bool remote_is(const struct vfabd_delay *dl, int family, const uint8_t *a)
+{
+	size_t len = family == AF_INET ? 4 : 16;
+
+	for (uint32_t i = 0; i < dl->nremote; i++)
+		if (dl->remote[i].family == family &&
+		    vfab_ipnet_contains(dl->remote[i].a, dl->remote[i].len, a, len))
+			return true;
+	return false;
+}
+
+/*
+ * The source of a frame towards wire dst: a wire, dl->n for a sender on
+ * another machine, dl->n + 1 if none is known (mu held).
+ */
 static uint32_t sender(const struct vfabd_delay *dl, uint32_t dst, const uint8_t *f, size_t len)
 {
 	const uint8_t *a;
@@ -92,16 +110,16 @@ static uint32_t sender(const struct vfabd_delay *dl, uint32_t dst, const uint8_t
 	uint32_t w;
 
 	if (len < 14)
-		return dl->n;
+		return dl->n + 1;
 	for (w = 0; w < dl->n; w++)
 		if (w != dst && dl->s[w].has_mac && !memcmp(dl->s[w].mac, f + 6, 6))
 			return w;
 	if (!vfabd_frame_source(f, len, &family, &a))
-		return dl->n;
+		return dl->n + 1;
 	for (w = 0; w < dl->n; w++)
 		if (w != dst && addr_is(&dl->s[w], family, a))
-			break;
-	return w;
+			return w;
+	return remote_is(dl, family, a) ? dl->n : dl->n + 1;
 }
 
 /* ---- one line's queue ---- */
@@ -159,7 +177,8 @@ static void read_line(struct vfabd_delay *dl, uint32_t w, uint64_t now)
 		len = (size_t)got;
 		release = vfabd_frame_unstamp(&buf, &len, now);
 		src = sender(dl, w, buf + VFABD_FRAME_VNET_HDR, len - VFABD_FRAME_VNET_HDR);
-		release += vfabd_frame_path_ns(src < dl->n ? &dl->s[src].lat : NULL, &dl->s[w].lat);
+		release +=
+		    vfabd_frame_path_ns(src <= dl->n ? &dl->s[src].lat : NULL, &dl->s[w].lat);
 		if (release < l->last_release_ns)
 			release = l->last_release_ns;
 		l->last_release_ns = release;
@@ -228,7 +247,7 @@ int vfabd_delay_init(struct vfabd_delay **out, uint32_t nwires)
 		return -ENOMEM;
 	dl->n = nwires;
 	dl->l = calloc(nwires ? nwires : 1, sizeof(*dl->l));
-	dl->s = calloc(nwires ? nwires : 1, sizeof(*dl->s));
+	dl->s = calloc(nwires + 1, sizeof(*dl->s));
 	dl->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dl->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	dl->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -356,6 +375,17 @@ void vfabd_delay_source(struct vfabd_delay *dl, uint32_t wire, const uint8_t mac
 		memcpy(s->mac, mac, 6);
 	s->naddr = n < VFABD_DELAY_ADDRS ? n : VFABD_DELAY_ADDRS;
 	memcpy(s->addr, addrs, s->naddr * sizeof(*addrs));
+	pthread_mutex_unlock(&dl->mu);
+}
+
+void vfabd_delay_remote(struct vfabd_delay *dl, const struct vfabd_delay_prefix *p, uint32_t n,
+			const struct vfabd_delay_lat *lat)
+{
+	pthread_mutex_lock(&dl->mu);
+	dl->nremote = n < VFABD_DELAY_PREFIXES ? n : VFABD_DELAY_PREFIXES;
+	memcpy(dl->remote, p, dl->nremote * sizeof(*p));
+	dl->s[dl->n].lat = *lat;
+	dl->s[dl->n].lat.leaf = UINT32_MAX; /* no leaf of this machine */
 	pthread_mutex_unlock(&dl->mu);
 }
 

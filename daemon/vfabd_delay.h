@@ -16,6 +16,11 @@
  *         + from another leaf: the sender's leaf uplink and the
  *           destination's leaf downlink (the spine's latency)
  *
+ * A sender on another machine of a multi-host cluster (its address in one
+ * of the remote prefixes) counts as a wire of another leaf with the
+ * latencies its links start with there (the config's, as vfabd_delay_remote
+ * was told): a `vfab shape` on that machine is not seen here.
+ *
  * which is the path's latency as the RDMA side adds it up (netem, where the
  * kernel has it, gives the two node hops only), counted from the stamp the
  * kernel put on the frame when it handed it over (ip_shape.h
@@ -65,6 +70,22 @@ void vfabd_delay_set(struct vfabd_delay *dl, uint32_t wire, const struct vfabd_d
 /* Who a wire is as a sender: its netdev's MAC and addresses (n at most VFABD_DELAY_ADDRS). */
 void vfabd_delay_source(struct vfabd_delay *dl, uint32_t wire, const uint8_t mac[6],
 			const struct vfabd_delay_addr *addrs, uint32_t n);
+
+/* A leaf subnet of another machine: family AF_INET (4 bytes) or AF_INET6, prefix length. */
+struct vfabd_delay_prefix {
+	int family;
+	uint8_t a[16];
+	uint8_t len;
+};
+#define VFABD_DELAY_PREFIXES 256u
+
+/*
+ * Senders on other machines: their leaves' subnets (n at most
+ * VFABD_DELAY_PREFIXES) and the latencies of their wires and leaves (lat's
+ * leaf is ignored: theirs is never one of this machine's).
+ */
+void vfabd_delay_remote(struct vfabd_delay *dl, const struct vfabd_delay_prefix *p, uint32_t n,
+			const struct vfabd_delay_lat *lat);
 
 /* Frames a wire's line dropped for want of room, so far. */
 uint64_t vfabd_delay_drops(const struct vfabd_delay *dl, uint32_t wire);

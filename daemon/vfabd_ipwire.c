@@ -315,8 +315,12 @@ static int delay_sync(struct vfabd *d)
 	int rc = 0, nsfd = -1;
 	bool all = true;
 
-	if (!x->delay && (rc = vfabd_delay_init(&x->delay, x->nwires)))
-		return rc;
+	if (!x->delay) {
+		rc = vfabd_delay_init(&x->delay, x->nwires);
+		if (rc)
+			return rc;
+		vfabd_delay_remote(x->delay, d->remote, d->nremote, &d->remote_lat);
+	}
 	x->delay_on = false;
 	for (uint32_t i = 0; i < x->nwires; i++) {
 		struct vfabd_delay_lat lat;

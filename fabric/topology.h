@@ -74,6 +74,18 @@ int vfab_topology_publish(struct vfab_region *r, const struct vfab_region *t);
 int vfab_topology_port_gids(struct vfab_port *port, const struct vfab_gid_addr *addrs, size_t n);
 
 uint8_t vfab_topology_fabric_byte(const char *fabric);
+/*
+ * The one-way latencies the config gives each HCA port's links (node -> leaf,
+ * leaf -> node: latency_us is node to node on one leaf, half per hop, up
+ * gets the odd ns) and each leaf's to and from the spine: what the links of
+ * a node on any host of the cluster start with.
+ */
+struct vfab_class_lat {
+	uint32_t port_up_ns, port_down_ns;
+	uint32_t leaf_up_ns, leaf_down_ns;
+};
+void vfab_topology_class_lat(const struct vfab_config *cfg, struct vfab_class_lat *out);
+
 /* MAC of netdev `netdev` of node `node_idx` (scheme above); -ENOENT if unknown. */
 int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, uint32_t node_idx,
 			     const char *netdev, uint8_t mac[6]);

@@ -2,6 +2,7 @@
 /* Links, leaves and the spine of the topology fill (scheme in topology.h). */
 #include "fabric/topology_links.h"
 #include "fabric/ipnet.h"
+#include "fabric/topology.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,19 +47,32 @@ static uint32_t us_to_ns(double us)
 	return (uint32_t)lround(us * 1e3);
 }
 
+void vfab_topology_class_lat(const struct vfab_config *cfg, struct vfab_class_lat *out)
+{
+	const struct vfab_cfg_link *l = &cfg->inter_node;
+	uint32_t lat = l->has_latency ? us_to_ns(l->latency_us) : 0;
+	uint32_t spine = us_to_ns(cfg->spine_latency_us);
+
+	out->port_up_ns = lat - lat / 2;
+	out->port_down_ns = lat / 2;
+	out->leaf_up_ns = spine - spine / 2;
+	out->leaf_down_ns = spine / 2;
+}
+
 void topo_port_links(struct vfab_region *r, const struct vfab_config *cfg, const char *node,
 		     const char *hca, uint32_t port_no, struct vfab_port *port)
 {
 	const struct vfab_cfg_link *l = &cfg->inter_node;
-	uint32_t lat = l->has_latency ? us_to_ns(l->latency_us) : 0;
 	uint32_t loss = (uint32_t)lround(l->loss * 1e6);
 	char name[VFAB_NAME_MAX * 3];
+	struct vfab_class_lat lat;
 
-	/* latency_us is node to node on one leaf: half per hop, up gets the odd ns. */
+	vfab_topology_class_lat(cfg, &lat);
 	snprintf(name, sizeof(name), "%s/%s/%u/up", node, hca, port_no);
-	port->link_up = add_link(r, VFAB_LINK_NODE_UP, name, class_rate(l), lat - lat / 2, loss);
+	port->link_up = add_link(r, VFAB_LINK_NODE_UP, name, class_rate(l), lat.port_up_ns, loss);
 	snprintf(name, sizeof(name), "%s/%s/%u/down", node, hca, port_no);
-	port->link_down = add_link(r, VFAB_LINK_NODE_DOWN, name, class_rate(l), lat / 2, 0);
+	port->link_down =
+	    add_link(r, VFAB_LINK_NODE_DOWN, name, class_rate(l), lat.port_down_ns, 0);
 }
 
 uint32_t topo_node_loopback(struct vfab_region *r, const struct vfab_config *cfg, const char *node)
@@ -100,20 +114,21 @@ static uint64_t node_capacity(const struct vfab_region *r, uint32_t leaf)
 
 static void leaf_links(struct vfab_region *r, const struct vfab_config *cfg, struct vfab_leaf *l)
 {
-	uint32_t lat = us_to_ns(cfg->spine_latency_us);
 	double ratio = cfg->inter_node.oversubscription;
 	uint64_t up =
 	    l->node_capacity_bps ? (uint64_t)llround((double)l->node_capacity_bps / ratio) : 0;
 	char name[VFAB_NAME_MAX * 2];
+	struct vfab_class_lat lat;
 
 	l->oversub_milli = (uint32_t)lround(ratio * 1000.0);
 	l->uplink = l->downlink = VFAB_LINK_NONE;
 	if (!cfg->spine)
 		return; /* nothing leaves a lone leaf */
+	vfab_topology_class_lat(cfg, &lat);
 	snprintf(name, sizeof(name), "%s/up", l->name);
-	l->uplink = add_link(r, VFAB_LINK_LEAF_UP, name, up, lat - lat / 2, 0);
+	l->uplink = add_link(r, VFAB_LINK_LEAF_UP, name, up, lat.leaf_up_ns, 0);
 	snprintf(name, sizeof(name), "%s/down", l->name);
-	l->downlink = add_link(r, VFAB_LINK_LEAF_DOWN, name, up, lat / 2, 0);
+	l->downlink = add_link(r, VFAB_LINK_LEAF_DOWN, name, up, lat.leaf_down_ns, 0);
 }
 
 /* Folds an IPv6 prefix into the spine's aggregate (the first one starts it). */
