@@ -11,9 +11,9 @@
  * struct roce_resp_ops. So a vfabd endpoint, or a unit test's lossy channel,
  * drives them alike.
  *
- * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM of any
- * length including 0. Not yet: READ, atomics, RNR NAK (a SEND without a
- * receive buffer is NAKed as a remote operational error).
+ * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and
+ * RDMA_READ of any length including 0. Not yet: atomics, RNR NAK (a SEND
+ * without a receive buffer is NAKed as a remote operational error).
  */
 #ifndef VFAB_ROCE_RC_H
 #define VFAB_ROCE_RC_H
@@ -42,6 +42,7 @@
 enum roce_wc_status {
 	ROCE_WC_SUCCESS = 0,
 	ROCE_WC_WR_FLUSH_ERR = 5,
+	ROCE_WC_BAD_RESP_ERR = 8,
 	ROCE_WC_REM_INV_REQ_ERR = 9,
 	ROCE_WC_REM_ACCESS_ERR = 10,
 	ROCE_WC_REM_OP_ERR = 11,
@@ -59,15 +60,18 @@ static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
+#define ROCE_WR_READ 4 /* IBV_WR_RDMA_READ */
+
 /* One work request; data stays the caller's until it completes. */
 struct roce_wr {
 	uint64_t wr_id;
-	uint32_t opcode; /* ibv_wr_opcode: 0 RDMA_WRITE, 1 ..._WITH_IMM, 2 SEND, 3 SEND_WITH_IMM */
-	const uint8_t *data;
-	uint32_t len;  /* bytes */
-	uint64_t va;   /* RDMA_WRITE*: remote address */
-	uint32_t rkey; /* RDMA_WRITE*: its R_Key */
-	uint32_t imm;  /* *_WITH_IMM: network order */
+	/* ibv_wr_opcode: 0 RDMA_WRITE, 1 ..._WITH_IMM, 2 SEND, 3 SEND_WITH_IMM, 4 RDMA_READ */
+	uint32_t opcode;
+	const uint8_t *data; /* what is sent; RDMA_READ: none (roce_req.place stores) */
+	uint32_t len;	     /* bytes */
+	uint64_t va;	     /* RDMA_WRITE*, RDMA_READ: remote address */
+	uint32_t rkey;	     /* RDMA_WRITE*, RDMA_READ: its R_Key */
+	uint32_t imm;	     /* *_WITH_IMM: network order */
 	/* The requester's: the message's PSNs. */
 	uint32_t first_psn, npkts;
 };
@@ -101,13 +105,21 @@ struct roce_req {
 	uint8_t retry_cnt; /* 0..7: retries after a timeout or sequence NAK */
 	uint64_t timeout_ns;
 	struct roce_wr wr[ROCE_RC_MAX_WR];
-	uint32_t head, cur, tail;  /* ring positions: oldest, being sent, next free */
-	uint32_t una_psn;	   /* oldest unacknowledged PSN */
-	uint32_t psn;		   /* next PSN to send */
-	uint32_t next_psn;	   /* after the last posted WR's */
-	uint32_t max_sent_psn;	   /* after the furthest packet ever sent */
-	uint32_t since_ackreq;	   /* packets sent without AckReq */
-	uint32_t retries;	   /* left */
+	uint32_t head, cur, tail; /* ring positions: oldest, being sent, next free */
+	uint32_t una_psn;	  /* oldest unacknowledged PSN */
+	uint32_t psn;		  /* next PSN to send */
+	uint32_t next_psn;	  /* after the last posted WR's */
+	uint32_t max_sent_psn;	  /* after the furthest packet ever sent */
+	uint32_t since_ackreq;	  /* packets sent without AckReq */
+	uint32_t retries;	  /* left */
+	bool retrying;		  /* went back for a loss and made no progress since */
+	/*
+	 * RDMA_READ replies: the owner stores off.. of WR w's reply (in the
+	 * requester's memory) as it arrives in order. Set after init.
+	 */
+	void (*place)(void *ctx, const struct roce_wr *w, uint32_t off, const uint8_t *p,
+		      uint32_t len);
+	void *place_ctx;
 	uint64_t deadline_ns;	   /* of the ACK timer; 0: stopped */
 	enum roce_wc_status error; /* once not SUCCESS the QP is in error */
 	struct roce_req_stats st;
@@ -122,11 +134,13 @@ int roce_req_post(struct roce_req *q, const struct roce_wr *wr);
 int roce_req_next(struct roce_req *q, uint64_t now_ns, struct roce_tx *tx);
 
 /*
- * An ACK or NAK (opcode ROCE_OP_ACK, its AETH in x) arrived at now_ns.
- * Completions go to wc[0..max), in posting order; returns how many.
+ * A response arrived at now_ns: an ACK or NAK (its AETH in x), or a packet of
+ * an RDMA READ's reply (payload, len). Completions go to wc[0..max), max at
+ * least ROCE_RC_MAX_WR, in posting order; returns how many.
  */
-int roce_comp_ack(struct roce_req *q, const struct roce_bth *bth, const struct roce_ext *x,
-		  uint64_t now_ns, struct roce_wc *wc, int max);
+int roce_comp_rx(struct roce_req *q, const struct roce_bth *bth, const struct roce_ext *x,
+		 const uint8_t *payload, uint32_t len, uint64_t now_ns, struct roce_wc *wc,
+		 int max);
 /*
  * The ACK timer at now_ns: a retry rewinds to the oldest unacknowledged PSN;
  * with none left the oldest WR completes with RETRY_EXC_ERR and the rest are
@@ -147,6 +161,11 @@ struct roce_resp_ops {
 	 * posted; -EMSGSIZE: the buffer is too short.
 	 */
 	int (*recv)(void *ctx, uint32_t offset, const uint8_t *p, uint32_t len);
+	/*
+	 * len bytes at va under rkey into buf for an RDMA READ; buf NULL: only
+	 * whether the rkey, bounds and rights allow the whole range. -EACCES.
+	 */
+	int (*read)(void *ctx, uint32_t rkey, uint64_t va, uint8_t *buf, uint32_t len);
 	/* A message ended: its BTH opcode (the last packet's), bytes, immediate. */
 	void (*done)(void *ctx, uint8_t opcode, uint32_t len, bool has_imm, uint32_t imm);
 };
@@ -171,16 +190,28 @@ struct roce_resp {
 	uint64_t va; /* WRITE: where the next packet goes */
 	uint32_t rkey;
 	uint32_t done_bytes, total_bytes; /* so far; WRITE: the RETH's length */
+	/* An RDMA READ's reply still to send: from rd_psn, rd_left bytes at rd_va. */
+	bool rd_on;
+	uint32_t rd_psn, rd_rkey, rd_left, rd_total;
+	uint64_t rd_va;
 	struct roce_resp_stats st;
 };
 
 int roce_resp_init(struct roce_resp *r, uint32_t dqpn, uint32_t pmtu_bytes, uint32_t epsn);
 /*
  * One request packet (payload, len as parsed). Returns 1 with *ack set when
- * an ACK or NAK must be sent, 0 when nothing is.
+ * an ACK or NAK must be sent, 0 when nothing is. After an RDMA READ request
+ * (new or repeated) its reply waits: call roce_resp_next until it gives 0.
  */
 int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct roce_ext *x,
 		 const uint8_t *payload, uint32_t len, const struct roce_resp_ops *ops, void *ctx,
 		 struct roce_tx *ack);
+
+/*
+ * The next packet of an RDMA READ's reply into *tx, its payload read through
+ * ops->read into buf (pmtu_bytes at least): 1, or 0 when none waits.
+ */
+int roce_resp_next(struct roce_resp *r, const struct roce_resp_ops *ops, void *ctx, uint8_t *buf,
+		   struct roce_tx *tx);
 
 #endif /* VFAB_ROCE_RC_H */

@@ -36,7 +36,7 @@ int roce_req_post(struct roce_req *q, const struct roce_wr *wr)
 {
 	struct roce_wr *w;
 
-	if (wr->opcode > 3 || (wr->len && !wr->data))
+	if (wr->opcode > ROCE_WR_READ || (wr->len && !wr->data && wr->opcode != ROCE_WR_READ))
 		return -EINVAL;
 	if (q->tail - q->head == ROCE_RC_MAX_WR)
 		return -ENOMEM;
@@ -47,6 +47,25 @@ int roce_req_post(struct roce_req *q, const struct roce_wr *wr)
 	q->next_psn = roce_psn_add(q->next_psn, w->npkts);
 	q->tail++;
 	return 0;
+}
+
+/*
+ * An RDMA READ from its k-th reply packet on: one request for the rest (a
+ * retry asks only for what did not arrive, as the IB specification allows).
+ */
+static void fill_read(const struct roce_req *q, const struct roce_wr *w, uint32_t k,
+		      struct roce_tx *tx)
+{
+	uint32_t off = k * q->pmtu_bytes;
+
+	memset(tx, 0, sizeof(*tx));
+	tx->bth.opcode = ROCE_OP_RC | ROCE_OP_READ_REQUEST;
+	tx->bth.pkey = q->pkey;
+	tx->bth.dqpn = q->dqpn;
+	tx->bth.psn = roce_psn_add(w->first_psn, k);
+	tx->ext.va = w->va + off;
+	tx->ext.rkey = w->rkey;
+	tx->ext.dma_len = w->len - off;
 }
 
 /* Packet k of w: its opcode, headers and slice of the data. */
@@ -83,7 +102,14 @@ int roce_req_next(struct roce_req *q, uint64_t now_ns, struct roce_tx *tx)
 		return 0;
 	w = &q->wr[q->cur % ROCE_RC_MAX_WR];
 	k = (uint32_t)roce_psn_diff(q->psn, w->first_psn);
-	fill(q, w, k, tx);
+	if (w->opcode == ROCE_WR_READ) {
+		fill_read(q, w, k, tx);
+		/* The reply takes the PSNs up to the READ's last. */
+		q->psn = roce_psn_add(q->psn, w->npkts - k - 1);
+		k = w->npkts - 1;
+	} else {
+		fill(q, w, k, tx);
+	}
 	if (++q->since_ackreq >= ROCE_RC_ACK_EVERY)
 		tx->bth.ackreq = true;
 	if (tx->bth.ackreq)

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The RC responder (roce_rc.h), one check per IB rule (C9-7 onwards): the
- * PSN against ePSN (a duplicate is acknowledged again and not executed, a
- * later PSN gets one sequence NAK until ePSN arrives), the opcode against
- * the message in progress, the payload against the path MTU and the RETH's
- * length, then the placement, whose refusal is a remote access (WRITE) or
- * invalid request / operational (SEND) NAK that ends the QP.
+ * The RC responder (roce_rc.h), one check per IB rule (chapter 9.7): the
+ * PSN against ePSN (a duplicate is acknowledged again and not executed,
+ * except a READ, whose reply is sent again; a later PSN gets one sequence
+ * NAK until ePSN arrives), the opcode against the message in progress, the
+ * payload against the path MTU and the RETH's length, then the placement,
+ * whose refusal is a remote access (WRITE, READ) or invalid request /
+ * operational (SEND) NAK that ends the QP. A READ's reply is read from
+ * memory packet by packet as roce_resp_next sends it.
  */
 #include "fabric/roce_rc.h"
 
@@ -54,7 +56,7 @@ static bool starts(uint8_t op)
 {
 	return op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY || op == ROCE_OP_SEND_ONLY_IMM ||
 	       op == ROCE_OP_WRITE_FIRST || op == ROCE_OP_WRITE_ONLY ||
-	       op == ROCE_OP_WRITE_ONLY_IMM;
+	       op == ROCE_OP_WRITE_ONLY_IMM || op == ROCE_OP_READ_REQUEST;
 }
 
 static bool ends(uint8_t op)
@@ -69,7 +71,7 @@ static bool has_imm(uint8_t op)
 	       op == ROCE_OP_WRITE_LAST_IMM || op == ROCE_OP_WRITE_ONLY_IMM;
 }
 
-/* C9-34 and following: a message starts with FIRST or ONLY, goes on in kind. */
+/* A message starts with FIRST or ONLY and goes on in kind. */
 static bool check_sequence(const struct roce_resp *r, uint8_t op)
 {
 	if (!r->in_msg)
@@ -97,9 +99,27 @@ static int write_pkt(struct roce_resp *r, uint8_t op, const struct roce_ext *x, 
 	if (len > r->total_bytes - r->done_bytes ||
 	    (ends(op) && r->done_bytes + len != r->total_bytes))
 		return ROCE_AETH_NAK_INV_REQ;
-	/* A zero-length WRITE checks no key (C9-88). */
+	/* A zero-length WRITE checks no key. */
 	if (len && ops->write(ctx, r->rkey, r->va + r->done_bytes, p, len))
 		return ROCE_AETH_NAK_REM_ACCESS;
+	return 0;
+}
+
+/*
+ * An RDMA READ request, new or repeated: its reply waits for roce_resp_next.
+ * The whole range must be readable before a byte goes out.
+ */
+static int read_req(struct roce_resp *r, uint32_t psn, const struct roce_ext *x,
+		    const struct roce_resp_ops *ops, void *ctx)
+{
+	if (x->dma_len > (1u << 31) ||
+	    (x->dma_len && ops->read(ctx, x->rkey, x->va, NULL, x->dma_len)))
+		return ROCE_AETH_NAK_REM_ACCESS;
+	r->rd_on = true;
+	r->rd_psn = psn;
+	r->rd_va = x->va;
+	r->rd_rkey = x->rkey;
+	r->rd_left = r->rd_total = x->dma_len;
 	return 0;
 }
 
@@ -132,13 +152,28 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 		return reply(r, ROCE_AETH_NAK_PSN_SEQ, r->epsn, ack);
 	}
 	if (d < 0) {
-		/* Already executed: say again how far this responder got. */
 		r->st.duplicates++;
+		/* A READ's reply is sent again (its data may have changed: that is allowed). */
+		if (op == ROCE_OP_READ_REQUEST)
+			return read_req(r, psn, x, ops, ctx)
+				   ? fatal(r, ROCE_AETH_NAK_REM_ACCESS, psn, ack)
+				   : 0;
+		/* Already executed: say again how far this responder got. */
 		return reply(r, ROCE_AETH_ACK, roce_psn_add(r->epsn, ROCE_PSN_MASK), ack);
 	}
 	r->nak_sent = false;
-	if (op > ROCE_OP_WRITE_ONLY_IMM || !check_sequence(r, op) || !check_length(r, op, len))
+	if (op > ROCE_OP_READ_REQUEST || !check_sequence(r, op) || !check_length(r, op, len))
 		return fatal(r, ROCE_AETH_NAK_INV_REQ, psn, ack);
+	if (op == ROCE_OP_READ_REQUEST) {
+		if (read_req(r, psn, x, ops, ctx))
+			return fatal(r, ROCE_AETH_NAK_REM_ACCESS, psn, ack);
+		/* The reply takes a PSN per packet. */
+		r->epsn = roce_psn_add(
+		    r->epsn, x->dma_len ? (x->dma_len + r->pmtu_bytes - 1) / r->pmtu_bytes : 1);
+		r->msn = roce_psn_add(r->msn, 1);
+		r->st.messages++;
+		return 0;
+	}
 	if (starts(op))
 		r->done_bytes = 0;
 	nak = is_write(op) ? write_pkt(r, op, x, payload, len, ops, ctx)
@@ -155,4 +190,35 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 		ops->done(ctx, bth->opcode, r->done_bytes, has_imm(op), x->imm);
 	}
 	return bth->ackreq ? reply(r, ROCE_AETH_ACK, psn, ack) : 0;
+}
+
+int roce_resp_next(struct roce_resp *r, const struct roce_resp_ops *ops, void *ctx, uint8_t *buf,
+		   struct roce_tx *tx)
+{
+	uint32_t n = r->rd_left < r->pmtu_bytes ? r->rd_left : r->pmtu_bytes;
+	bool first = r->rd_left == r->rd_total, last = n == r->rd_left;
+
+	if (!r->rd_on || r->error)
+		return 0;
+	if (n && ops->read(ctx, r->rd_rkey, r->rd_va, buf, n)) {
+		r->rd_on = false; /* checked whole at the request: the MR went meanwhile */
+		return 0;
+	}
+	memset(tx, 0, sizeof(*tx));
+	tx->bth.opcode = ROCE_OP_RC | (first && last ? ROCE_OP_READ_RESP_ONLY
+				       : first	     ? ROCE_OP_READ_RESP_FIRST
+				       : last	     ? ROCE_OP_READ_RESP_LAST
+						     : ROCE_OP_READ_RESP_MIDDLE);
+	tx->bth.pkey = r->pkey;
+	tx->bth.dqpn = r->dqpn;
+	tx->bth.psn = r->rd_psn;
+	tx->ext.aeth_syndrome = ROCE_AETH_ACK;
+	tx->ext.msn = r->msn;
+	tx->payload = n ? buf : NULL;
+	tx->len = n;
+	r->rd_psn = roce_psn_add(r->rd_psn, 1);
+	r->rd_va += n;
+	r->rd_left -= n;
+	r->rd_on = !last;
+	return 1;
 }

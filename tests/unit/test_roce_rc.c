@@ -54,7 +54,13 @@ struct peer_b {
 static struct wire ab, ba;
 static struct peer_b b;
 static uint8_t src[MAX_MSGS][20000];
+static uint8_t rdst[MAX_MSGS][20000]; /* A's buffers for READ replies */
+/* B's memory: WRITEs go to the lower half, READs read the upper half's pattern. */
+#define READ_AREA (MEM_BYTES / 2)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* The wire loses the frame of this PSN once (UINT32_MAX: none). */
+static uint32_t drop_once_psn = UINT32_MAX;
+static struct roce_tx last_read_req; /* the last READ request put on a wire */
 
 static uint32_t rnd(uint32_t n)
 {
@@ -82,6 +88,13 @@ static void put(struct wire *w, const struct roce_addr *a, const struct roce_tx 
 	assert_true(w->tail - w->head < FRAMES);
 	n = roce_pkt_build(w->frame[slot], FRAME_MAX, a, &tx->bth, &tx->ext, tx->payload, tx->len);
 	assert_true(n > 0);
+	if (tx->bth.opcode == (ROCE_OP_RC | ROCE_OP_READ_REQUEST))
+		last_read_req = *tx;
+	if (tx->bth.psn == drop_once_psn) {
+		drop_once_psn = UINT32_MAX;
+		w->dropped++;
+		return;
+	}
 	if (rnd(1000000) < w->loss_ppm) {
 		w->dropped++;
 		return;
@@ -147,7 +160,26 @@ static void b_done(void *ctx, uint8_t opcode, uint32_t len, bool has_imm, uint32
 	b.ndone++;
 }
 
-static const struct roce_resp_ops ops = {.write = b_write, .recv = b_recv, .done = b_done};
+static int b_read(void *ctx, uint32_t rkey, uint64_t va, uint8_t *buf, uint32_t len)
+{
+	(void)ctx;
+	if (rkey != MEM_RKEY || va < MEM_VA || va - MEM_VA > MEM_BYTES - len)
+		return -EACCES;
+	if (buf)
+		memcpy(buf, b.mem + (va - MEM_VA), len);
+	return 0;
+}
+
+static void a_place(void *ctx, const struct roce_wr *w, uint32_t off, const uint8_t *p,
+		    uint32_t len)
+{
+	(void)ctx;
+	assert_true(off + len <= sizeof(rdst[0]));
+	memcpy(rdst[w->wr_id - 1000] + off, p, len);
+}
+
+static const struct roce_resp_ops ops = {
+    .write = b_write, .recv = b_recv, .read = b_read, .done = b_done};
 
 struct run {
 	struct roce_req q;
@@ -166,6 +198,7 @@ static void setup(struct run *x, uint32_t psn, uint32_t loss_ppm, uint32_t reord
 	memset(&ba, 0, sizeof(ba));
 	memset(&b, 0, sizeof(b));
 	ab.loss_ppm = ba.loss_ppm = loss_ppm;
+	drop_once_psn = UINT32_MAX;
 	ab.reorder_ppm = ba.reorder_ppm = reorder_ppm;
 	addr_ba = addr_ab;
 	memcpy(addr_ba.smac, addr_ab.dmac, 6);
@@ -174,7 +207,11 @@ static void setup(struct run *x, uint32_t psn, uint32_t loss_ppm, uint32_t reord
 	memcpy(addr_ba.dgid, addr_ab.sgid, 16);
 	assert_int_equal(roce_req_init(&x->q, 0x11, PMTU, psn, 7, TIMEOUT_NS), 0);
 	assert_int_equal(roce_resp_init(&x->r, 0x22, PMTU, psn), 0);
+	x->q.place = a_place;
 	b.nrecv_posted = MAX_MSGS;
+	for (uint32_t k = READ_AREA; k < MEM_BYTES; k++)
+		b.mem[k] = (uint8_t)(k * 7 + 3);
+	memset(rdst, 0, sizeof(rdst));
 }
 
 /* WR i: an operation, a length, a place in B's memory, its bytes. */
@@ -190,7 +227,8 @@ static void add_wr(struct run *x, uint32_t opcode, uint32_t len)
 			      .opcode = opcode,
 			      .data = src[i],
 			      .len = len,
-			      .va = MEM_VA + (uint64_t)i * 4096 % (MEM_BYTES - 20000),
+			      .va = MEM_VA + (opcode == ROCE_WR_READ ? READ_AREA : 0) +
+				    (uint64_t)i * 4096 % (READ_AREA - 20000),
 			      .rkey = MEM_RKEY,
 			      .imm = 0xa0000000u + i};
 }
@@ -209,12 +247,18 @@ static void run(struct run *x, uint64_t max_ns)
 			x->posted++;
 		for (int k = 0; k < 16 && roce_req_next(&x->q, x->now, &tx); k++)
 			put(&ab, &addr_ab, &tx);
-		while (take(&ab, &v))
+		while (take(&ab, &v)) {
+			uint8_t buf[PMTU];
+
 			if (roce_resp_rx(&x->r, &v.bth, &v.ext, v.payload, v.paylen, &ops, NULL,
 					 &tx))
 				put(&ba, &addr_ba, &tx);
+			while (roce_resp_next(&x->r, &ops, NULL, buf, &tx))
+				put(&ba, &addr_ba, &tx);
+		}
 		while (take(&ba, &v)) {
-			n = roce_comp_ack(&x->q, &v.bth, &v.ext, x->now, wc, ROCE_RC_MAX_WR);
+			n = roce_comp_rx(&x->q, &v.bth, &v.ext, v.payload, v.paylen, x->now, wc,
+					 ROCE_RC_MAX_WR);
 			assert_true(n >= 0);
 			memcpy(&x->wc[x->nwc], wc, (size_t)n * sizeof(*wc));
 			x->nwc += (uint32_t)n;
@@ -229,24 +273,33 @@ static void run(struct run *x, uint64_t max_ns)
 /* Every WR succeeded in order, and B holds exactly what was sent, once. */
 static void check_all_delivered(const struct run *x)
 {
-	uint32_t sends = 0;
+	uint32_t sends = 0, d = 0;
 
 	assert_int_equal(x->nwc, x->nwr);
-	assert_int_equal(b.ndone, x->nwr);
 	for (uint32_t i = 0; i < x->nwr; i++) {
 		const struct roce_wr *w = &x->wr[i];
 		bool imm = w->opcode == 1 || w->opcode == 3;
 
 		assert_int_equal(x->wc[i].status, ROCE_WC_SUCCESS);
 		assert_int_equal(x->wc[i].wr_id, w->wr_id);
-		assert_int_equal(b.done[i].len, w->len);
-		assert_int_equal(b.done[i].has_imm, imm);
+		if (w->opcode == ROCE_WR_READ) {
+			/* The reply: B's pattern, which nothing writes. */
+			if (w->len)
+				assert_memory_equal(rdst[i], b.mem + (w->va - MEM_VA), w->len);
+			continue;
+		}
+		/* SENDs and WRITEs end a message at B, in order; READs do not. */
+		assert_true(d < b.ndone);
+		assert_int_equal(b.done[d].len, w->len);
+		assert_int_equal(b.done[d].has_imm, imm);
 		if (imm)
-			assert_int_equal(b.done[i].imm, w->imm);
+			assert_int_equal(b.done[d].imm, w->imm);
+		d++;
 		if (w->opcode >= 2 && w->len)
 			assert_memory_equal(b.recv[sends], w->data, w->len);
 		sends += w->opcode >= 2;
 	}
+	assert_int_equal(b.ndone, d);
 	/* WRITEs land in order, so a later one over an earlier one wins: check them last to first.
 	 */
 	for (uint32_t i = x->nwr; i-- > 0;) {
@@ -273,23 +326,27 @@ static void test_psn(void **state)
 
 static void test_clean(void **state)
 {
-	static const uint32_t lens[] = {0, 1, 1023, 1024, 1025, 5000, 20000, 4096, 3, 0, 2048, 777};
+	static const uint32_t lens[] = {0,    1, 1023, 1024, 1025, 5000, 20000,
+					4096, 3, 0,    2048, 777,  9000, 0};
 	static struct run x;
 
 	(void)state;
 	setup(&x, 0xfffff0, 0, 0); /* the PSNs wrap */
 	for (uint32_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
-		add_wr(&x, i % 4, lens[i]);
+		add_wr(&x, i % 5, lens[i]); /* WRITE, WRITE_IMM, SEND, SEND_IMM, READ */
 	run(&x, 100000000);
 	check_all_delivered(&x);
 	assert_int_equal(x.q.st.retransmitted, 0);
 	assert_int_equal(x.q.st.timeouts, 0);
 	assert_int_equal(x.r.st.naks, 0);
 	assert_int_equal(x.r.st.duplicates, 0);
-	/* One PSN per packet: 20000 B is 20 packets of 1 KiB, 0 B one. */
-	assert_int_equal(x.q.st.packets, 1 + 1 + 1 + 1 + 2 + 5 + 20 + 4 + 1 + 1 + 2 + 1);
-	assert_int_equal(x.r.epsn, roce_psn_add(0xfffff0, 40));
-	assert_int_equal(x.r.msn, 12);
+	/*
+	 * One PSN per packet: 20000 B is 20 packets of 1 KiB, 0 B one; a READ
+	 * is one request packet and a PSN per packet of its reply.
+	 */
+	assert_int_equal(x.q.st.packets, 1 + 1 + 1 + 1 + 1 + 5 + 20 + 4 + 1 + 1 + 2 + 1 + 9 + 1);
+	assert_int_equal(x.r.epsn, roce_psn_add(0xfffff0, 50));
+	assert_int_equal(x.r.msn, 14);
 }
 
 static void test_lossy(void **state)
@@ -299,7 +356,7 @@ static void test_lossy(void **state)
 	(void)state;
 	setup(&x, 100, 50000, 50000); /* 5 % lost, 5 % swapped, each way */
 	for (uint32_t i = 0; i < 200; i++)
-		add_wr(&x, rnd(4), rnd(4) ? rnd(3000) : rnd(20000));
+		add_wr(&x, rnd(5), rnd(4) ? rnd(3000) : rnd(20000));
 	run(&x, 20000000000ull);
 	check_all_delivered(&x);
 	assert_true(ab.dropped > 0 && ba.dropped > 0);
@@ -445,6 +502,39 @@ static void test_responder(void **state)
 	assert_int_equal(ack.ext.aeth_syndrome, ROCE_AETH_ACK);
 }
 
+/* A READ: a lost reply packet is asked for again with the rest only; a bad key. */
+static void test_read(void **state)
+{
+	static struct run x;
+
+	(void)state;
+	setup(&x, 100, 0, 0);
+	add_wr(&x, ROCE_WR_READ, 5 * PMTU - 10);
+	drop_once_psn = 102; /* the third reply packet */
+	run(&x, 100000000);
+	check_all_delivered(&x);
+	assert_int_equal(x.q.st.packets, 2);
+	assert_int_equal(x.q.st.retransmitted, 1);
+	/* The second request: from the lost packet on, at its place. */
+	assert_int_equal(last_read_req.bth.psn, 102);
+	assert_int_equal(last_read_req.ext.va, x.wr[0].va + 2 * PMTU);
+	assert_int_equal(last_read_req.ext.dma_len, 3 * PMTU - 10);
+	assert_int_equal(x.r.st.duplicates, 1);
+	assert_int_equal(x.r.epsn, 105);
+
+	/* A SEND, then a READ with a wrong R_Key, then a WRITE. */
+	setup(&x, 0, 0, 0);
+	add_wr(&x, 2, 100);
+	add_wr(&x, ROCE_WR_READ, 3000);
+	x.wr[1].rkey = 0xbad;
+	add_wr(&x, 0, 100);
+	run(&x, 100000000);
+	assert_int_equal(x.nwc, 3);
+	assert_int_equal(x.wc[0].status, ROCE_WC_SUCCESS);
+	assert_int_equal(x.wc[1].status, ROCE_WC_REM_ACCESS_ERR);
+	assert_int_equal(x.wc[2].status, ROCE_WC_WR_FLUSH_ERR);
+}
+
 /* The timer rewound, then the ACK of the originals came: nothing is sent again. */
 static void test_ack_after_rewind(void **state)
 {
@@ -468,11 +558,14 @@ static void test_ack_after_rewind(void **state)
 	assert_int_equal(x.q.st.retransmitted, 1);
 	/* A stale ACK (before una - 1) and one for a PSN never sent are ignored. */
 	bth.psn = 0xfffff0;
-	assert_int_equal(roce_comp_ack(&x.q, &bth, &ext, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 0);
+	assert_int_equal(
+	    roce_comp_rx(&x.q, &bth, &ext, NULL, 0, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 0);
 	bth.psn = 1; /* the packets were 0xfffffe, 0xffffff, 0 */
-	assert_int_equal(roce_comp_ack(&x.q, &bth, &ext, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 0);
+	assert_int_equal(
+	    roce_comp_rx(&x.q, &bth, &ext, NULL, 0, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 0);
 	bth.psn = 0;
-	assert_int_equal(roce_comp_ack(&x.q, &bth, &ext, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 1);
+	assert_int_equal(
+	    roce_comp_rx(&x.q, &bth, &ext, NULL, 0, 3000 + TIMEOUT_NS, wc, ROCE_RC_MAX_WR), 1);
 	assert_int_equal(wc[0].status, ROCE_WC_SUCCESS);
 	assert_int_equal(x.q.retries, 7); /* progress renews them */
 	assert_int_equal(x.q.deadline_ns, 0);
@@ -484,13 +577,10 @@ static void test_ack_after_rewind(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_psn),
-	    cmocka_unit_test(test_clean),
-	    cmocka_unit_test(test_lossy),
-	    cmocka_unit_test(test_dead_peer),
-	    cmocka_unit_test(test_access_error),
-	    cmocka_unit_test(test_responder),
-	    cmocka_unit_test(test_ack_after_rewind),
+	    cmocka_unit_test(test_psn),	      cmocka_unit_test(test_clean),
+	    cmocka_unit_test(test_lossy),     cmocka_unit_test(test_read),
+	    cmocka_unit_test(test_dead_peer), cmocka_unit_test(test_access_error),
+	    cmocka_unit_test(test_responder), cmocka_unit_test(test_ack_after_rewind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
