@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The RC completer (roce_rc.h): ACKs and READ replies complete work
- * requests in order, a PSN
- * sequence NAK or the ACK timer send the requester back to the first PSN
- * the responder lacks (go-back-N), each such retry spending one of
- * retry_cnt until progress renews them, and a NAK for an invalid request
- * or a remote access error ends the QP with that status, as a ConnectX
- * reports it (rxe's comp.c does the same).
+ * requests in order; a PSN sequence NAK, a lost reply packet or the ACK
+ * timer send the requester back to the first PSN the responder lacks
+ * (go-back-N), each such retry spending one of retry_cnt until progress
+ * renews them; a NAK for an invalid request or a remote access or
+ * operational error ends the QP with that status, as a ConnectX reports it
+ * (rxe's comp.c does the same).
  */
 #include "fabric/roce_rc.h"
 
