@@ -383,7 +383,8 @@ void vfabd_delay_remote(struct vfabd_delay *dl, const struct vfabd_delay_prefix 
 {
 	pthread_mutex_lock(&dl->mu);
 	dl->nremote = n < VFABD_DELAY_PREFIXES ? n : VFABD_DELAY_PREFIXES;
-	memcpy(dl->remote, p, dl->nremote * sizeof(*p));
+	if (dl->nremote)
+		memcpy(dl->remote, p, dl->nremote * sizeof(*p));
 	dl->s[dl->n].lat = *lat;
 	dl->s[dl->n].lat.leaf = UINT32_MAX; /* no leaf of this machine */
 	pthread_mutex_unlock(&dl->mu);

@@ -52,6 +52,7 @@ static void advanced(struct roce_req *q, uint32_t una)
 {
 	q->una_psn = una;
 	q->retries = q->retry_cnt;
+	q->rnr_used = 0;
 	q->retrying = false;
 	if (roce_psn_diff(q->psn, q->una_psn) < 0)
 		seek(q, q->una_psn);
@@ -113,6 +114,19 @@ static int retry(struct roce_req *q, uint32_t psn, uint64_t now_ns, struct roce_
 	q->retrying = true;
 	seek(q, psn);
 	q->deadline_ns = now_ns + q->timeout_ns;
+	return n;
+}
+
+/* An RNR NAK: from psn on after the timer, rnr_retry times at most. */
+static int rnr(struct roce_req *q, uint32_t psn, uint32_t timer, uint64_t now_ns,
+	       struct roce_wc *wc, int n)
+{
+	q->st.rnr_naks++;
+	if (q->rnr_retry != ROCE_RNR_RETRY_FOREVER && q->rnr_used++ == q->rnr_retry)
+		return fail(q, ROCE_WC_RNR_RETRY_EXC_ERR, wc, n);
+	seek(q, psn);
+	q->hold_ns = now_ns + roce_rnr_timer_ns(timer);
+	q->deadline_ns = q->hold_ns + q->timeout_ns;
 	return n;
 }
 
@@ -194,7 +208,10 @@ int roce_comp_rx(struct roce_req *q, const struct roce_bth *bth, const struct ro
 		default:
 			return fail(q, ROCE_WC_REM_OP_ERR, wc, n);
 		}
-	default: /* RNR NAK (not sent by roce_resp yet) and reserved codes */
+	case 1: /* RNR NAK: no receive at psn yet; send it again after its timer */
+		n = acked(q, psn, now_ns, wc, &lost);
+		return rnr(q, psn, syn & 0x1f, now_ns, wc, n);
+	default: /* reserved codes */
 		return 0;
 	}
 }

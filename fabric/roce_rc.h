@@ -11,9 +11,8 @@
  * struct roce_resp_ops. So a vfabd endpoint, or a unit test's lossy channel,
  * drives them alike.
  *
- * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and
- * RDMA_READ of any length including 0. Not yet: atomics, RNR NAK (a SEND
- * without a receive buffer is NAKed as a remote operational error).
+ * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and * RDMA_READ of any length
+ * including 0, and RNR NAKs. Not yet: atomics.
  */
 #ifndef VFAB_ROCE_RC_H
 #define VFAB_ROCE_RC_H
@@ -33,6 +32,7 @@
 
 /* AETH syndromes (IBA 9.7.5.1): ACK with no credit count, and the NAKs. */
 #define ROCE_AETH_ACK 0x1f
+#define ROCE_AETH_RNR_NAK 0x20 /* | the responder's min_rnr_timer encoding */
 #define ROCE_AETH_NAK_PSN_SEQ 0x60
 #define ROCE_AETH_NAK_INV_REQ 0x61
 #define ROCE_AETH_NAK_REM_ACCESS 0x62
@@ -47,7 +47,24 @@ enum roce_wc_status {
 	ROCE_WC_REM_ACCESS_ERR = 10,
 	ROCE_WC_REM_OP_ERR = 11,
 	ROCE_WC_RETRY_EXC_ERR = 12,
+	ROCE_WC_RNR_RETRY_EXC_ERR = 13,
 };
+
+/* rnr_retry 7: an RNR NAK is retried for ever. */
+#define ROCE_RNR_RETRY_FOREVER 7
+
+/* How long an RNR NAK's timer field (min_rnr_timer, 0..31) says to wait. */
+static inline uint64_t roce_rnr_timer_ns(uint32_t timer)
+{
+	/* The IB encoding, in 10 us: 0 is the longest, 655.36 ms. */
+	static const uint32_t t10us[32] = {
+	    65536, 1,	 2,    3,    4,	   6,	  8,	 12,	16,    24,    32,
+	    48,	   64,	 96,   128,  192,  256,	  384,	 512,	768,   1024,  1536,
+	    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+	};
+
+	return (uint64_t)t10us[timer & 31] * 10000ull;
+}
 
 /* a + n and a - b (signed) in the 24-bit PSN space. */
 static inline uint32_t roce_psn_add(uint32_t a, uint32_t n)
@@ -96,6 +113,7 @@ struct roce_req_stats {
 	uint64_t retransmitted; /* packets sent again */
 	uint64_t timeouts;	/* ACK timer expiries */
 	uint64_t seq_naks;	/* PSN sequence error NAKs received */
+	uint64_t rnr_naks;	/* RNR NAKs received */
 };
 
 struct roce_req {
@@ -103,6 +121,7 @@ struct roce_req {
 	uint32_t pmtu_bytes; /* 256..4096 */
 	uint16_t pkey;
 	uint8_t retry_cnt; /* 0..7: retries after a timeout or sequence NAK */
+	uint8_t rnr_retry; /* 0..7 (ROCE_RNR_RETRY_FOREVER, init's): set after init */
 	uint64_t timeout_ns;
 	struct roce_wr wr[ROCE_RC_MAX_WR];
 	uint32_t head, cur, tail; /* ring positions: oldest, being sent, next free */
@@ -113,6 +132,8 @@ struct roce_req {
 	uint32_t since_ackreq;	  /* packets sent without AckReq */
 	uint32_t retries;	  /* left */
 	bool retrying;		  /* went back for a loss and made no progress since */
+	uint32_t rnr_used;	  /* RNR NAKs since the last progress */
+	uint64_t hold_ns;	  /* an RNR NAK: nothing is sent before this */
 	/*
 	 * RDMA_READ replies: the owner stores off.. of WR w's reply (in the
 	 * requester's memory) as it arrives in order. Set after init.
@@ -156,9 +177,9 @@ struct roce_resp_ops {
 	 */
 	int (*write)(void *ctx, uint32_t rkey, uint64_t va, const uint8_t *p, uint32_t len);
 	/*
-	 * len bytes of a SEND at offset into the receive buffer; offset 0
-	 * starts a message (takes the next receive WQE). -ENOBUFS: no receive
-	 * posted; -EMSGSIZE: the buffer is too short.
+	 * len bytes of a SEND at offset into the receive buffer; offset 0	 * starts a message
+	 * (takes the next receive WQE). -ENOBUFS: no receive posted (an RNR NAK: the requester
+	 * tries again later); -EMSGSIZE: the buffer is too short.
 	 */
 	int (*recv)(void *ctx, uint32_t offset, const uint8_t *p, uint32_t len);
 	/*
@@ -173,7 +194,8 @@ struct roce_resp_ops {
 struct roce_resp_stats {
 	uint64_t duplicates; /* packets before ePSN, acknowledged again */
 	uint64_t out_of_seq; /* packets after ePSN, dropped */
-	uint64_t naks;	     /* NAKs sent */
+	uint64_t naks;	     /* NAKs sent, RNR NAKs included */
+	uint64_t rnr_naks;   /* RNR NAKs sent */
 	uint64_t messages;   /* completed */
 };
 
@@ -181,11 +203,12 @@ struct roce_resp {
 	uint32_t dqpn; /* the requester's QP: ACKs go there */
 	uint32_t pmtu_bytes;
 	uint16_t pkey;
-	uint32_t epsn; /* expected PSN */
-	uint32_t msn;  /* messages completed, 24 bits */
-	bool nak_sent; /* a sequence NAK is out: no second one until ePSN arrives */
-	bool error;    /* an invalid request or access error ended the QP */
-	bool in_msg;   /* a message is being received, which msg_op began */
+	uint8_t min_rnr_timer; /* 0..31 (0, init's: 655.36 ms): set after init */
+	uint32_t epsn;	       /* expected PSN */
+	uint32_t msn;	       /* messages completed, 24 bits */
+	bool nak_sent;	       /* a sequence NAK is out: no second one until ePSN arrives */
+	bool error;	       /* an invalid request or access error ended the QP */
+	bool in_msg;	       /* a message is being received, which msg_op began */
 	uint8_t msg_op;
 	uint64_t va; /* WRITE: where the next packet goes */
 	uint32_t rkey;

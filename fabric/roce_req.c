@@ -27,6 +27,7 @@ int roce_req_init(struct roce_req *q, uint32_t dqpn, uint32_t pmtu_bytes, uint32
 	q->pkey = ROCE_DEFAULT_PKEY;
 	q->retry_cnt = retry_cnt;
 	q->retries = retry_cnt;
+	q->rnr_retry = ROCE_RNR_RETRY_FOREVER;
 	q->timeout_ns = timeout_ns;
 	q->una_psn = q->psn = q->next_psn = q->max_sent_psn = psn & ROCE_PSN_MASK;
 	return 0;
@@ -96,8 +97,7 @@ int roce_req_next(struct roce_req *q, uint64_t now_ns, struct roce_tx *tx)
 {
 	const struct roce_wr *w;
 	uint32_t k;
-
-	if (q->error || q->cur == q->tail ||
+	if (q->error || q->cur == q->tail || now_ns < q->hold_ns ||
 	    roce_psn_diff(q->psn, q->una_psn) >= ROCE_RC_MAX_UNACKED)
 		return 0;
 	w = &q->wr[q->cur % ROCE_RC_MAX_WR];

@@ -4,10 +4,10 @@
  * PSN against ePSN (a duplicate is acknowledged again and not executed,
  * except a READ, whose reply is sent again; a later PSN gets one sequence
  * NAK until ePSN arrives), the opcode against the message in progress, the
- * payload against the path MTU and the RETH's length, then the placement,
- * whose refusal is a remote access (WRITE, READ) or invalid request /
- * operational (SEND) NAK that ends the QP. A READ's reply is read from
- * memory packet by packet as roce_resp_next sends it.
+ * payload against the path MTU and the RETH's length, then the placement, * whose refusal is a
+ * remote access (WRITE, READ) or invalid request / operational (SEND) NAK that ends the QP; a SEND
+ * with no receive posted gets an RNR NAK and nothing ends. A READ's reply is read from memory
+ * packet by packet as roce_resp_next sends it.
  */
 #include "fabric/roce_rc.h"
 
@@ -127,9 +127,10 @@ static int send_pkt(struct roce_resp *r, const uint8_t *p, uint32_t len,
 		    const struct roce_resp_ops *ops, void *ctx)
 {
 	int ret = ops->recv(ctx, r->done_bytes, p, len);
-
 	if (ret == -EMSGSIZE)
 		return ROCE_AETH_NAK_INV_REQ;
+	if (ret == -ENOBUFS)
+		return ROCE_AETH_RNR_NAK | r->min_rnr_timer;
 	return ret ? ROCE_AETH_NAK_REM_OP : 0;
 }
 
@@ -178,6 +179,13 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 		r->done_bytes = 0;
 	nak = is_write(op) ? write_pkt(r, op, x, payload, len, ops, ctx)
 			   : send_pkt(r, payload, len, ops, ctx);
+	if ((nak >> 5) == 1) {
+		/* Not ready: ePSN stays, the rest of the message is dropped until it comes again.
+		 */
+		r->st.rnr_naks++;
+		r->nak_sent = true;
+		return reply(r, (uint8_t)nak, psn, ack);
+	}
 	if (nak)
 		return fatal(r, (uint8_t)nak, psn, ack);
 	r->done_bytes += len;

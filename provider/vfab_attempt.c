@@ -16,24 +16,13 @@
 #include "provider/vfab_resp.h"
 #include "provider/vfab_xfer.h"
 #include "fabric/mcast.h"
+#include "fabric/roce_rc.h"
 
 #include <string.h>
 
 /* Retry interval when the local ACK timeout is 0, which IB defines as infinite. */
 #define INFINITE_TIMEOUT_RETRY_NS 100000000ull
 #define RNR_RETRY_FOREVER 7
-
-/* The IB RNR timer encodings (min_rnr_timer), in units of 10 us. */
-static const uint32_t rnr_timer_10us[32] = {
-    65536, 1,	 2,    3,    4,	   6,	  8,	 12,	16,    24,    32,
-    48,	   64,	 96,   128,  192,  256,	  384,	 512,	768,   1024,  1536,
-    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
-};
-
-static uint64_t rnr_ns(uint32_t timer)
-{
-	return (uint64_t)rnr_timer_10us[timer & 31] * 10000ull;
-}
 
 /* Local ACK timeout: 4.096 us * 2^timeout. */
 static uint64_t ack_timeout_ns(uint32_t timeout)
@@ -288,7 +277,7 @@ static enum vfab_stage rc_transfer(struct vfab_qp *qp, struct vfab_swqe *w, uint
 		if (w->rnr_left != RNR_RETRY_FOREVER)
 			w->rnr_left--;
 		w->stage = VFAB_ST_WAIT_RNR;
-		w->due_ns = (now ? now : vfab_mono_ns()) + rnr_ns(res.rnr_timer);
+		w->due_ns = (now ? now : vfab_mono_ns()) + roce_rnr_timer_ns(res.rnr_timer);
 		return VFAB_ST_WAIT_RNR;
 	case VFAB_RESP_NAK:
 		return failed(w, res.status);

@@ -63,6 +63,7 @@ grep -q '^fabric .* up in .*: 2 node(s)' "$VFAB_TMP/upa" || fail "hosta's share 
 grep -q '^  host hostb  *2 node(s), via 198.19.255.2: 198.18.1.0/24$' "$VFAB_TMP/upa" ||
 	fail "vfab up does not say how hostb is reached"
 va status >"$VFAB_TMP/sta"
+grep -q "^fabric $F-a: up" "$VFAB_TMP/sta" || { show "$VFAB_TMP/sta"; fail "fabric $F-a is not healthy"; }
 grep -q '^  host    hosta ' "$VFAB_TMP/sta" || { show "$VFAB_TMP/sta"; fail "vfab status does not name host hosta"; }
 grep -q '^  a1 ' "$VFAB_TMP/sta" || fail "a1 is not on hosta"
 va status --json | grep -q '"host":"hosta"' || fail 'vfab status --json has no "host":"hosta"'

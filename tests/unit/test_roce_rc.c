@@ -189,6 +189,7 @@ struct run {
 	struct roce_wc wc[MAX_MSGS];
 	uint32_t nwc;
 	uint64_t now;
+	uint64_t recv_at_ns; /* B posts its receives then (0: from the start) */
 };
 
 static void setup(struct run *x, uint32_t psn, uint32_t loss_ppm, uint32_t reorder_ppm)
@@ -243,6 +244,8 @@ static void run(struct run *x, uint64_t max_ns)
 
 	while (x->nwc < x->nwr && x->now < max_ns) {
 		x->now += 1000;
+		if (x->recv_at_ns && x->now >= x->recv_at_ns)
+			b.nrecv_posted = MAX_MSGS;
 		while (x->posted < x->nwr && roce_req_post(&x->q, &x->wr[x->posted]) == 0)
 			x->posted++;
 		for (int k = 0; k < 16 && roce_req_next(&x->q, x->now, &tx); k++)
@@ -474,13 +477,16 @@ static void test_responder(void **state)
 	bth.opcode = ROCE_OP_WRITE_ONLY;
 	bth.psn = 0;
 	assert_int_equal(roce_resp_rx(&x.r, &bth, &ext, pay, 8, &ops, NULL, &ack), 1);
-	assert_int_equal(ack.ext.aeth_syndrome, ROCE_AETH_NAK_INV_REQ);
-	/* A SEND with no receive posted: a remote operational error. */
+	assert_int_equal(ack.ext.aeth_syndrome,
+			 ROCE_AETH_NAK_INV_REQ); /* A SEND with no receive posted: RNR NAK with the
+						    QP's timer; ePSN stays. */
 	setup(&x, 0, 0, 0);
 	b.nrecv_posted = 0;
 	bth.opcode = ROCE_OP_SEND_ONLY;
 	assert_int_equal(roce_resp_rx(&x.r, &bth, &ext, pay, 8, &ops, NULL, &ack), 1);
-	assert_int_equal(ack.ext.aeth_syndrome, ROCE_AETH_NAK_REM_OP);
+	assert_int_equal(ack.ext.aeth_syndrome, ROCE_AETH_RNR_NAK);
+	assert_int_equal(x.r.epsn, 0);
+	assert_false(x.r.error);
 	/* A SEND longer than the receive buffer: an invalid request. */
 	setup(&x, 0, 0, 0);
 	bth.opcode = ROCE_OP_SEND_FIRST;
@@ -535,6 +541,43 @@ static void test_read(void **state)
 	assert_int_equal(x.wc[2].status, ROCE_WC_WR_FLUSH_ERR);
 }
 
+/* SENDs before the receives: RNR NAKs, then all arrive; or rnr_retry runs out. */
+static void test_rnr(void **state)
+{
+	static struct run x;
+
+	(void)state;
+	setup(&x, 0, 0, 0);
+	x.r.min_rnr_timer = 14; /* 1.28 ms */
+	b.nrecv_posted = 0;
+	x.recv_at_ns = 3000000;
+	add_wr(&x, 0, 500);
+	add_wr(&x, 2, 3000);
+	add_wr(&x, 3, 10);
+	run(&x, 100000000);
+	check_all_delivered(&x);
+	/* Asked at 0, 1.28 and 2.56 ms; the receives came at 3 ms. */
+	assert_int_equal(x.q.st.rnr_naks, 3);
+	assert_int_equal(x.r.st.rnr_naks, 3);
+	assert_true(x.now >= 3840000 && x.now < 3840000 + 100000);
+	assert_int_equal(x.q.st.timeouts, 0);
+
+	setup(&x, 0, 0, 0);
+	x.r.min_rnr_timer = 1; /* 10 us */
+	x.q.rnr_retry = 2;
+	b.nrecv_posted = 0;
+	add_wr(&x, 2, 100);
+	add_wr(&x, 0, 100);
+	run(&x, 100000000);
+	assert_int_equal(x.nwc, 2);
+	assert_int_equal(x.wc[0].status, ROCE_WC_RNR_RETRY_EXC_ERR);
+	assert_int_equal(x.wc[1].status, ROCE_WC_WR_FLUSH_ERR);
+	/* The first try and rnr_retry (2) retries. */
+	assert_int_equal(x.q.st.rnr_naks, 3);
+	assert_int_equal(roce_rnr_timer_ns(0), 655360000);
+	assert_int_equal(roce_rnr_timer_ns(31), 491520000);
+}
+
 /* The timer rewound, then the ACK of the originals came: nothing is sent again. */
 static void test_ack_after_rewind(void **state)
 {
@@ -577,10 +620,15 @@ static void test_ack_after_rewind(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_psn),	      cmocka_unit_test(test_clean),
-	    cmocka_unit_test(test_lossy),     cmocka_unit_test(test_read),
-	    cmocka_unit_test(test_dead_peer), cmocka_unit_test(test_access_error),
-	    cmocka_unit_test(test_responder), cmocka_unit_test(test_ack_after_rewind),
+	    cmocka_unit_test(test_psn),
+	    cmocka_unit_test(test_clean),
+	    cmocka_unit_test(test_lossy),
+	    cmocka_unit_test(test_read),
+	    cmocka_unit_test(test_rnr),
+	    cmocka_unit_test(test_dead_peer),
+	    cmocka_unit_test(test_access_error),
+	    cmocka_unit_test(test_responder),
+	    cmocka_unit_test(test_ack_after_rewind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
