@@ -65,8 +65,9 @@ struct vfab_cfg_node {
 	 * elsewhere informational (the seed format's address).
 	 */
 	char host[VFAB_CFG_TEXT_MAX];
-	uint32_t line;	/* where the node starts in the file */
-	uint32_t group; /* leaf group: nodes[].leaf, or index / fabric.leaf_size */
+	uint32_t line;		/* where the node starts in the file */
+	uint32_t cluster_index; /* its place in the file (cluster[]), on any host */
+	uint32_t group;		/* leaf group: nodes[].leaf, or index / fabric.leaf_size */
 	uint32_t nranks;
 	uint32_t *ranks;
 	bool has_gpus; /* `gpus` given (even 0, []): GPUs of its own (netns/gpu_plan.h) */

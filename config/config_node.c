@@ -403,8 +403,8 @@ static int parse_node(struct cfg_parse *p, yaml_node_t *v, const char *path, siz
 	struct node_obj o = {.p = p, .n = n, .lines = &p->lines[idx]};
 	char sub[CFG_PATH_MAX];
 	uint32_t seen;
-
 	n->line = cfg_line(v);
+	n->cluster_index = (uint32_t)idx;
 	n->nnetdevs = 1; /* eth0 always exists: the node's socket interface */
 	snprintf(n->netdevs[0].name, VFAB_IFNAME_MAX, "%s", VFAB_CFG_DEFAULT_NETDEV);
 	if (cfg_mapping(&p->ctx, v, path, keys, NKEYS(keys), false, &o, &seen))

@@ -42,13 +42,13 @@ int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, 
 	for (uint32_t h = 0; h < n->nhcas; h++)
 		for (uint32_t p = 0; p < n->hcas[h].nports; p++)
 			if (!strcmp(n->hcas[h].netdev[p], netdev)) {
-				make_mac(fabric, node_idx, (uint8_t)(h + 0x10 * p), mac);
+				make_mac(fabric, n->cluster_index, (uint8_t)(h + 0x10 * p), mac);
 				return 0;
 			}
 	d = vfab_config_netdev_index(n, netdev);
 	if (d < 0)
 		return -ENOENT;
-	make_mac(fabric, node_idx, (uint8_t)(0x80 | d), mac);
+	make_mac(fabric, n->cluster_index, (uint8_t)(0x80 | d), mac);
 	return 0;
 }
 

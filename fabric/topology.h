@@ -2,8 +2,9 @@
 /*
  * From a parsed config to the region's topology tables (nodes, HCAs, ports,
  * GID tables, links), plus the naming schemes other components must agree on.
- *
- * MAC of a node's netdev: 02:76:66:<fabric byte>:<node index>:<low>, where
+ * * MAC of a node's netdev: 02:76:66:<fabric byte>:<node index>:<low>, where
+ *   node index = the node's place in the config file, on whichever host of
+ *   a multi-host cluster it runs (so MACs and GUIDs stay unique there), and
  *   low = hca index within the node + 0x10 * (port - 1) for a netdev bound to
  *         an HCA port (so port 1 of HCA h is ...:<h>), and
  *   low = 0x80 | netdev index for a netdev no HCA port is bound to;

@@ -19,7 +19,7 @@
 #include "config_fixture.h"
 
 #include "config/config.h"
-
+#include "fabric/topology.h"
 #define HOSTS                                                                                      \
 	"hosts:\n"                                                                                 \
 	"  - id: ha\n"                                                                             \
@@ -68,6 +68,16 @@ static void test_select(void **state)
 	assert_int_equal(cfg.nnodes, 2);
 	assert_string_equal(cfg.nodes[0].id, "b0");
 	assert_string_equal(cfg.nodes[1].id, "b1");
+	/* Their places in the file: MACs and GUIDs stay unique across the hosts. */
+	assert_int_equal(cfg.nodes[0].cluster_index, 1);
+	assert_int_equal(cfg.nodes[1].cluster_index, 3);
+	{
+		uint8_t mac[6];
+
+		/* b1 on hb, in a fabric called as on ha: not a0's or a1's MAC. */
+		assert_int_equal(vfab_topology_netdev_mac("vfab", &cfg, 1, "eth0", mac), 0);
+		assert_int_equal(mac[4], 3);
+	}
 	/* Its one leaf, now leaves[0], keeps its name and subnet. */
 	assert_int_equal(cfg.nleaves, 1);
 	assert_string_equal(cfg.leaves[0].name, "leaf1");
