@@ -9,21 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-static uint32_t get16(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) << 16 | get16(p + 2);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
 static void v4map(uint8_t gid[16], const uint8_t *ip)
 {
 	memset(gid, 0, 10);
@@ -43,27 +28,27 @@ static int parse_net(const uint8_t *f, size_t len, struct roce_pkt_view *v)
 	if (v->l3 == ROCE_L3_V2_IPV4) {
 		if (p[0] != 0x45 || p[9] != 17)
 			return -EPROTO; /* RoCE sends no IP options; UDP only */
-		if (get16(p + 6) & 0x3fff)
+		if (roce_get16(p + 6) & 0x3fff)
 			return -EPROTO; /* a fragment (MF or an offset) */
-		end = ROCE_ETH_HLEN + get16(p + 2);
-		if (get16(p + 2) < ROCE_IPV4_HLEN + ROCE_UDP_HLEN || end > len)
+		end = ROCE_ETH_HLEN + roce_get16(p + 2);
+		if (roce_get16(p + 2) < ROCE_IPV4_HLEN + ROCE_UDP_HLEN || end > len)
 			return -EINVAL;
 		if (roce_fold(roce_sum16(0, p, ROCE_IPV4_HLEN)))
 			return -EBADMSG;
 		v->addr.tclass = p[1];
 		v->addr.hop_limit = p[8];
-		v->addr.ip_id = (uint16_t)get16(p + 4);
+		v->addr.ip_id = (uint16_t)roce_get16(p + 4);
 		v4map(v->addr.sgid, p + 12);
 		v4map(v->addr.dgid, p + 16);
 		udp = p + ROCE_IPV4_HLEN;
 	} else {
-		uint32_t w = get32(p);
+		uint32_t w = roce_get32(p);
 		bool v1 = v->l3 == ROCE_L3_V1;
 
 		if (w >> 28 != 6 || p[6] != (v1 ? ROCE_GRH_NEXT_HDR_IBA : 17))
 			return -EPROTO;
-		end = ROCE_ETH_HLEN + ROCE_IPV6_HLEN + get16(p + 4);
-		if (end > len || (!v1 && get16(p + 4) < ROCE_UDP_HLEN))
+		end = ROCE_ETH_HLEN + ROCE_IPV6_HLEN + roce_get16(p + 4);
+		if (end > len || (!v1 && roce_get16(p + 4) < ROCE_UDP_HLEN))
 			return -EINVAL;
 		v->addr.tclass = (uint8_t)(w >> 20);
 		v->addr.flow_label = w & 0xfffff;
@@ -74,16 +59,16 @@ static int parse_net(const uint8_t *f, size_t len, struct roce_pkt_view *v)
 			udp = p + ROCE_IPV6_HLEN;
 	}
 	if (udp) {
-		uint32_t ulen = get16(udp + 4);
+		uint32_t ulen = roce_get16(udp + 4);
 
-		if (get16(udp + 2) != ROCE_V2_UDP_DPORT)
+		if (roce_get16(udp + 2) != ROCE_V2_UDP_DPORT)
 			return -EPROTO;
 		if (ulen != end - (size_t)(udp - f))
 			return -EINVAL;
 		/* IPv4 RoCE sends no UDP checksum; over IPv6 one that is sent must hold. */
-		if (v->l3 == ROCE_L3_V2_IPV6 && get16(udp + 6) && roce_udp6_csum(p, udp, ulen))
+		if (v->l3 == ROCE_L3_V2_IPV6 && roce_get16(udp + 6) && roce_udp6_csum(p, udp, ulen))
 			return -EBADMSG;
-		v->addr.udp_sport = (uint16_t)get16(udp);
+		v->addr.udp_sport = (uint16_t)roce_get16(udp);
 	}
 	memcpy(v->addr.dmac, f, 6);
 	memcpy(v->addr.smac, f + 6, 6);
@@ -94,34 +79,34 @@ static int parse_net(const uint8_t *f, size_t len, struct roce_pkt_view *v)
 static const uint8_t *parse_ext(const uint8_t *q, unsigned h, struct roce_ext *x)
 {
 	if (h & ROCE_H_XRCETH) {
-		x->xrc_srqn = get32(q) & 0xffffff;
+		x->xrc_srqn = roce_get32(q) & 0xffffff;
 		q += 4;
 	}
 	if (h & ROCE_H_DETH) {
-		x->qkey = get32(q);
-		x->src_qpn = get32(q + 4) & 0xffffff;
+		x->qkey = roce_get32(q);
+		x->src_qpn = roce_get32(q + 4) & 0xffffff;
 		q += 8;
 	}
 	if (h & ROCE_H_RETH) {
-		x->va = get64(q);
-		x->rkey = get32(q + 8);
-		x->dma_len = get32(q + 12);
+		x->va = roce_get64(q);
+		x->rkey = roce_get32(q + 8);
+		x->dma_len = roce_get32(q + 12);
 		q += 16;
 	}
 	if (h & ROCE_H_ATOMETH) {
-		x->va = get64(q);
-		x->rkey = get32(q + 8);
-		x->swap_add = get64(q + 12);
-		x->compare = get64(q + 20);
+		x->va = roce_get64(q);
+		x->rkey = roce_get32(q + 8);
+		x->swap_add = roce_get64(q + 12);
+		x->compare = roce_get64(q + 20);
 		q += 28;
 	}
 	if (h & ROCE_H_AETH) {
 		x->aeth_syndrome = q[0];
-		x->msn = get32(q) & 0xffffff;
+		x->msn = roce_get32(q) & 0xffffff;
 		q += 4;
 	}
 	if (h & ROCE_H_ATOMACK) {
-		x->orig = get64(q);
+		x->orig = roce_get64(q);
 		q += 8;
 	}
 	if (h & ROCE_H_IMMDT) {
@@ -129,7 +114,7 @@ static const uint8_t *parse_ext(const uint8_t *q, unsigned h, struct roce_ext *x
 		q += 4;
 	}
 	if (h & ROCE_H_IETH) {
-		x->inv_rkey = get32(q);
+		x->inv_rkey = roce_get32(q);
 		q += 4;
 	}
 	return q;
@@ -145,7 +130,7 @@ int roce_pkt_parse(const uint8_t *f, size_t len, struct roce_pkt_view *v)
 	memset(v, 0, sizeof(*v));
 	if (len < ROCE_ETH_HLEN)
 		return -EINVAL;
-	switch (get16(f + 12)) {
+	switch (roce_get16(f + 12)) {
 	case 0x0800:
 		v->l3 = ROCE_L3_V2_IPV4;
 		break;
@@ -179,12 +164,12 @@ int roce_pkt_parse(const uint8_t *f, size_t len, struct roce_pkt_view *v)
 	v->bth.se = q[1] & 0x80;
 	v->bth.mig = q[1] & 0x40;
 	v->pad = (q[1] >> 4) & 3;
-	v->bth.pkey = (uint16_t)get16(q + 2);
+	v->bth.pkey = (uint16_t)roce_get16(q + 2);
 	v->fecn = q[4] & 0x80;
 	v->becn = q[4] & 0x40;
-	v->bth.dqpn = get32(q + 4) & 0xffffff;
+	v->bth.dqpn = roce_get32(q + 4) & 0xffffff;
 	v->bth.ackreq = q[8] & 0x80;
-	v->bth.psn = get32(q + 8) & 0xffffff;
+	v->bth.psn = roce_get32(q + 8) & 0xffffff;
 	h = roce_op_hdrs(v->bth.opcode);
 	if (!h)
 		return -EOPNOTSUPP;

@@ -220,24 +220,6 @@ uint32_t roce_icrc(const uint8_t *frame, size_t len, enum roce_l3 l3)
 	return ~crc;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
 uint32_t roce_sum16(uint32_t sum, const uint8_t *p, size_t n)
 {
 	for (; n > 1; p += 2, n -= 2)
@@ -321,26 +303,26 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 	memcpy(buf + 6, a->smac, 6);
 	p = buf + ROCE_ETH_HLEN;
 	if (a->l3 == ROCE_L3_V2_IPV4) {
-		put16(buf + 12, 0x0800);
+		roce_put16(buf + 12, 0x0800);
 		p[0] = 0x45; /* version 4, IHL 5 words */
 		p[1] = a->tclass;
-		put16(p + 2, ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ib_len);
-		put16(p + 4, a->ip_id);
-		put16(p + 6, 0x4000); /* DF, fragment offset 0 */
+		roce_put16(p + 2, ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ib_len);
+		roce_put16(p + 4, a->ip_id);
+		roce_put16(p + 6, 0x4000); /* DF, fragment offset 0 */
 		p[8] = (uint8_t)ttl;
 		p[9] = 17; /* UDP */
-		put16(p + 10, 0);
+		roce_put16(p + 10, 0);
 		memcpy(p + 12, a->sgid + 12, 4);
 		memcpy(p + 16, a->dgid + 12, 4);
-		put16(p + 10, roce_fold(roce_sum16(0, p, ROCE_IPV4_HLEN)));
+		roce_put16(p + 10, roce_fold(roce_sum16(0, p, ROCE_IPV4_HLEN)));
 		udp = p + ROCE_IPV4_HLEN;
 	} else {
 		bool v1 = a->l3 == ROCE_L3_V1;
 
 		/* The GRH is laid out as an IPv6 header. */
-		put16(buf + 12, v1 ? ROCE_ETHERTYPE_V1 : 0x86dd);
-		put32(p, 6u << 28 | (uint32_t)a->tclass << 20 | (a->flow_label & 0xfffff));
-		put16(p + 4, v1 ? ib_len : ROCE_UDP_HLEN + ib_len);
+		roce_put16(buf + 12, v1 ? ROCE_ETHERTYPE_V1 : 0x86dd);
+		roce_put32(p, 6u << 28 | (uint32_t)a->tclass << 20 | (a->flow_label & 0xfffff));
+		roce_put16(p + 4, v1 ? ib_len : ROCE_UDP_HLEN + ib_len);
 		p[6] = v1 ? ROCE_GRH_NEXT_HDR_IBA : 17;
 		p[7] = (uint8_t)ttl;
 		memcpy(p + 8, a->sgid, 16);
@@ -349,47 +331,47 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 			udp = p + ROCE_IPV6_HLEN;
 	}
 	if (udp) {
-		put16(udp, a->udp_sport ? a->udp_sport : ROCE_V2_UDP_SPORT_DEFAULT);
-		put16(udp + 2, ROCE_V2_UDP_DPORT);
-		put16(udp + 4, ROCE_UDP_HLEN + ib_len);
-		put16(udp + 6, 0); /* IPv4: none; IPv6: filled in below */
+		roce_put16(udp, a->udp_sport ? a->udp_sport : ROCE_V2_UDP_SPORT_DEFAULT);
+		roce_put16(udp + 2, ROCE_V2_UDP_DPORT);
+		roce_put16(udp + 4, ROCE_UDP_HLEN + ib_len);
+		roce_put16(udp + 6, 0); /* IPv4: none; IPv6: filled in below */
 	}
 
 	q = buf + ROCE_ETH_HLEN + n; /* the BTH */
 	q[0] = b->opcode;
 	q[1] = (uint8_t)((b->se ? 0x80 : 0) | (b->mig ? 0x40 : 0) | pad << 4); /* TVer 0 */
-	put16(q + 2, b->pkey);
-	put32(q + 4, b->dqpn & 0xffffff);
-	put32(q + 8, (b->ackreq ? 1u << 31 : 0) | (b->psn & 0xffffff));
+	roce_put16(q + 2, b->pkey);
+	roce_put32(q + 4, b->dqpn & 0xffffff);
+	roce_put32(q + 8, (b->ackreq ? 1u << 31 : 0) | (b->psn & 0xffffff));
 	q += ROCE_BTH_LEN;
 	if (h & ROCE_H_XRCETH) {
-		put32(q, x->xrc_srqn & 0xffffff);
+		roce_put32(q, x->xrc_srqn & 0xffffff);
 		q += 4;
 	}
 	if (h & ROCE_H_DETH) {
-		put32(q, x->qkey);
-		put32(q + 4, x->src_qpn & 0xffffff);
+		roce_put32(q, x->qkey);
+		roce_put32(q + 4, x->src_qpn & 0xffffff);
 		q += 8;
 	}
 	if (h & ROCE_H_RETH) {
-		put64(q, x->va);
-		put32(q + 8, x->rkey);
-		put32(q + 12, x->dma_len);
+		roce_put64(q, x->va);
+		roce_put32(q + 8, x->rkey);
+		roce_put32(q + 12, x->dma_len);
 		q += 16;
 	}
 	if (h & ROCE_H_ATOMETH) {
-		put64(q, x->va);
-		put32(q + 8, x->rkey);
-		put64(q + 12, x->swap_add);
-		put64(q + 20, x->compare);
+		roce_put64(q, x->va);
+		roce_put32(q + 8, x->rkey);
+		roce_put64(q + 12, x->swap_add);
+		roce_put64(q + 20, x->compare);
 		q += 28;
 	}
 	if (h & ROCE_H_AETH) {
-		put32(q, (uint32_t)x->aeth_syndrome << 24 | (x->msn & 0xffffff));
+		roce_put32(q, (uint32_t)x->aeth_syndrome << 24 | (x->msn & 0xffffff));
 		q += 4;
 	}
 	if (h & ROCE_H_ATOMACK) {
-		put64(q, x->orig);
+		roce_put64(q, x->orig);
 		q += 8;
 	}
 	if (h & ROCE_H_IMMDT) {
@@ -397,7 +379,7 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 		q += 4;
 	}
 	if (h & ROCE_H_IETH) {
-		put32(q, x->inv_rkey);
+		roce_put32(q, x->inv_rkey);
 		q += 4;
 	}
 	if (known < paylen) {
@@ -421,7 +403,7 @@ int roce_pkt_build_cut(uint8_t *buf, size_t cap, const struct roce_addr *a,
 	if (a->l3 == ROCE_L3_V2_IPV6) {
 		uint16_t c = roce_udp6_csum(p, udp, ROCE_UDP_HLEN + ib_len);
 
-		put16(udp + 6, c ? c : 0xffff);
+		roce_put16(udp + 6, c ? c : 0xffff);
 	}
 	return (int)total;
 }

@@ -101,6 +101,40 @@ struct roce_ext {
 	uint32_t xrc_srqn;     /* XRCETH (XRC requests): XRC SRQ number, low 24 bits used */
 };
 
+/* Big-endian fields, as every RoCE header carries them (encoder, parser, tests). */
+static inline uint32_t roce_get16(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 8 | p[1];
+}
+
+static inline uint32_t roce_get32(const uint8_t *p)
+{
+	return roce_get16(p) << 16 | roce_get16(p + 2);
+}
+
+static inline uint64_t roce_get64(const uint8_t *p)
+{
+	return (uint64_t)roce_get32(p) << 32 | roce_get32(p + 4);
+}
+
+static inline void roce_put16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void roce_put32(uint8_t *p, uint32_t v)
+{
+	roce_put16(p, v >> 16);
+	roce_put16(p + 2, v);
+}
+
+static inline void roce_put64(uint8_t *p, uint64_t v)
+{
+	roce_put32(p, (uint32_t)(v >> 32));
+	roce_put32(p + 4, (uint32_t)v);
+}
+
 /* BTH opcodes: transport base + operation. */
 #define ROCE_OP_RC 0x00
 #define ROCE_OP_UC 0x20

@@ -10,6 +10,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/bridge.h>
+#include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/veth.h>
 #include <netlink/route/link/vlan.h>
 #include <netlink/route/route.h>
@@ -149,6 +150,23 @@ int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, ui
 		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_put(l);
 	return vfab_nl_errno(ret);
+}
+
+int vfab_nl_macvlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, int nsfd)
+{
+	struct rtnl_link *l = rtnl_link_macvlan_alloc();
+	int ret;
+
+	if (!l)
+		return -ENOMEM;
+	rtnl_link_set_name(l, name);
+	rtnl_link_set_link(l, lower_ifindex);
+	rtnl_link_set_ns_fd(l, nsfd);
+	ret = rtnl_link_macvlan_set_mode(l, rtnl_link_macvlan_str2mode("bridge"));
+	if (ret == 0)
+		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_put(l);
+	return ret < 0 ? vfab_nl_errno(ret) : 0;
 }
 
 int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer)

@@ -35,6 +35,12 @@ int vfab_nl_iflink(struct nl_sock *sk, int ifindex);
  */
 int vfab_nl_vlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, uint16_t vlan);
 
+/*
+ * A bridge-mode macvlan `name` of lower_ifindex (in the current namespace),
+ * created straight into the network namespace nsfd, down.
+ */
+int vfab_nl_macvlan_add(struct nl_sock *sk, const char *name, int lower_ifindex, int nsfd);
+
 /* A veth pair `name` - `peer`, both in the current namespace, down. */
 int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer);
 

@@ -12,8 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netlink/netlink.h>
-#include <netlink/route/link.h>
-#include <netlink/route/link/macvlan.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -26,23 +24,6 @@ struct uplink_args {
 	char *err;
 	size_t errlen;
 };
-
-static int add_macvlan(struct nl_sock *sk, int lower, int nsfd)
-{
-	struct rtnl_link *l = rtnl_link_macvlan_alloc();
-	int ret;
-
-	if (!l)
-		return -ENOMEM;
-	rtnl_link_set_name(l, VFAB_UPLINK_NETDEV);
-	rtnl_link_set_link(l, lower);
-	rtnl_link_set_ns_fd(l, nsfd);
-	ret = rtnl_link_macvlan_set_mode(l, rtnl_link_macvlan_str2mode("bridge"));
-	if (ret == 0)
-		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
-	rtnl_link_put(l);
-	return ret < 0 ? vfab_nl_errno(ret) : 0;
-}
 
 /* In the fabric namespace: addresses, up, then a route per other host's leaf. */
 static int uplink_body(void *arg)
@@ -108,7 +89,7 @@ int vfab_net_uplink_create(const char *fabric, const struct vfab_config *cfg, ch
 		nl_socket_free(sk);
 		return vfab_fail(err, errlen, nsfd, "open the fabric namespace");
 	}
-	ret = add_macvlan(sk, lower, nsfd);
+	ret = vfab_nl_macvlan_add(sk, VFAB_UPLINK_NETDEV, lower, nsfd);
 	nl_socket_free(sk);
 	if (ret)
 		vfab_fail(err, errlen, ret, "macvlan of %s in the fabric namespace",

@@ -26,21 +26,6 @@ enum { IP6 = 14, UDP6 = IP6 + 40, BTH6 = UDP6 + 8, GRH = 14, BTH1 = GRH + 40 };
 
 static uint8_t frame[2048];
 
-static uint32_t be16(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return be16(p) << 16 | be16(p + 2);
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
 static uint32_t le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -109,7 +94,7 @@ static void check_icrc(const uint8_t *f, int len, enum roce_l3 l3)
 static uint32_t inet_fold(uint32_t sum, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += be16(p + i);
+		sum += roce_get16(p + i);
 	if (n & 1)
 		sum += (uint32_t)p[n - 1] << 8;
 	while (sum >> 16)
@@ -209,34 +194,34 @@ static void test_write_first_ipv4(void **state)
 	/* Ethernet */
 	assert_memory_equal(frame, dmac, 6);
 	assert_memory_equal(frame + 6, smac, 6);
-	assert_int_equal(be16(frame + 12), 0x0800);
+	assert_int_equal(roce_get16(frame + 12), 0x0800);
 	/* IPv4 */
 	assert_int_equal(frame[IP4], 0x45);
 	assert_int_equal(frame[IP4 + 1], 0x68);
-	assert_int_equal(be16(frame + IP4 + 2), n - 14);
-	assert_int_equal(be16(frame + IP4 + 4), 0x4242);
-	assert_int_equal(be16(frame + IP4 + 6), 0x4000); /* DF */
-	assert_int_equal(frame[IP4 + 8], 64);		 /* hop_limit 0 */
+	assert_int_equal(roce_get16(frame + IP4 + 2), n - 14);
+	assert_int_equal(roce_get16(frame + IP4 + 4), 0x4242);
+	assert_int_equal(roce_get16(frame + IP4 + 6), 0x4000); /* DF */
+	assert_int_equal(frame[IP4 + 8], 64);		       /* hop_limit 0 */
 	assert_int_equal(frame[IP4 + 9], 17);
 	assert_int_equal(inet_fold(0, frame + IP4, 20), 0);
 	assert_memory_equal(frame + IP4 + 12, "\x0a\x00\x00\x01", 4);
 	assert_memory_equal(frame + IP4 + 16, "\x0a\x00\x01\x02", 4);
 	/* UDP */
-	assert_int_equal(be16(frame + UDP4), 0xc123);
-	assert_int_equal(be16(frame + UDP4 + 2), 4791);
-	assert_int_equal(be16(frame + UDP4 + 4), n - 14 - 20);
-	assert_int_equal(be16(frame + UDP4 + 6), 0);
+	assert_int_equal(roce_get16(frame + UDP4), 0xc123);
+	assert_int_equal(roce_get16(frame + UDP4 + 2), 4791);
+	assert_int_equal(roce_get16(frame + UDP4 + 4), n - 14 - 20);
+	assert_int_equal(roce_get16(frame + UDP4 + 6), 0);
 	/* BTH */
 	assert_int_equal(frame[BTH4], 0x06);
 	assert_int_equal(frame[BTH4 + 1], 0x40); /* M, pad 0, TVer 0 */
-	assert_int_equal(be16(frame + BTH4 + 2), 0x8001);
+	assert_int_equal(roce_get16(frame + BTH4 + 2), 0x8001);
 	assert_int_equal(frame[BTH4 + 4], 0); /* resv8a */
-	assert_int_equal(be32(frame + BTH4 + 4), 0x123456);
-	assert_int_equal(be32(frame + BTH4 + 8), 0x80abcdef); /* AckReq, resv7 0, PSN */
+	assert_int_equal(roce_get32(frame + BTH4 + 4), 0x123456);
+	assert_int_equal(roce_get32(frame + BTH4 + 8), 0x80abcdef); /* AckReq, resv7 0, PSN */
 	/* RETH */
-	assert_true(be64(frame + EXT4) == 0x0123456789abcdefull);
-	assert_int_equal(be32(frame + EXT4 + 8), 0xcafef00d);
-	assert_int_equal(be32(frame + EXT4 + 12), 0x10000);
+	assert_true(roce_get64(frame + EXT4) == 0x0123456789abcdefull);
+	assert_int_equal(roce_get32(frame + EXT4 + 8), 0xcafef00d);
+	assert_int_equal(roce_get32(frame + EXT4 + 12), 0x10000);
 	/* payload, then the ICRC */
 	assert_memory_equal(frame + EXT4 + 16, pay, 8);
 	assert_int_equal(n, EXT4 + 16 + 8 + 4);
@@ -269,8 +254,8 @@ static void test_pad(void **state)
 	assert_int_equal(n, EXT4 + 5 + 3 + 4);
 	assert_int_equal(frame[BTH4 + 1], 0x80 | 3 << 4);
 	assert_memory_equal(frame + EXT4, "hello\0\0\0", 8);
-	assert_int_equal(be16(frame + UDP4 + 4), 8 + 12 + 8 + 4);
-	assert_int_equal(be16(frame + IP4 + 2), 20 + 8 + 12 + 8 + 4);
+	assert_int_equal(roce_get16(frame + UDP4 + 4), 8 + 12 + 8 + 4);
+	assert_int_equal(roce_get16(frame + IP4 + 2), 20 + 8 + 12 + 8 + 4);
 	assert_int_equal(le32(frame + EXT4 + 8), ref_icrc(frame, EXT4 + 8, ROCE_L3_V2_IPV4));
 
 	for (uint32_t len = 0; len <= 8; len++) {
@@ -301,7 +286,7 @@ static void test_send_imm(void **state)
 	x.rkey = 7;
 	x.dma_len = 4;
 	build(&a, &b, &x, "data", 4);
-	assert_true(be64(frame + EXT4) == 0x1000);
+	assert_true(roce_get64(frame + EXT4) == 0x1000);
 	assert_memory_equal(frame + EXT4 + 16, "\x11\x22\x33\x44", 4);
 	assert_memory_equal(frame + EXT4 + 20, "data", 4);
 }
@@ -317,7 +302,7 @@ static void test_ack(void **state)
 	assert_int_equal(ROCE_OP_ACK, 0x11);
 	n = build(&a, &b, &x, NULL, 0);
 	assert_int_equal(n, EXT4 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x1fabcdef);
+	assert_int_equal(roce_get32(frame + EXT4), 0x1fabcdef);
 	/* An ACK carries no payload. */
 	assert_int_equal(roce_pkt_build(frame, sizeof(frame), &a, &b, &x, "x", 1), -EINVAL);
 	/* RNR NAK */
@@ -354,14 +339,14 @@ static void test_read(void **state)
 		n = build(&a, &b, &x, "0123456789abcdef", 16);
 		assert_int_equal(n, EXT4 + 4 * resp[i].aeth + 16 + 4);
 		if (resp[i].aeth)
-			assert_int_equal(be32(frame + EXT4), 0x1f000005);
+			assert_int_equal(roce_get32(frame + EXT4), 0x1f000005);
 		assert_memory_equal(frame + EXT4 + 4 * resp[i].aeth, "0123456789abcdef", 16);
 	}
 	/* The request: RETH, no payload. */
 	b = bth(ROCE_OP_RC | ROCE_OP_READ_REQUEST);
 	n = build(&a, &b, &x, NULL, 0);
 	assert_int_equal(n, EXT4 + 16 + 4);
-	assert_int_equal(be32(frame + EXT4 + 12), 64);
+	assert_int_equal(roce_get32(frame + EXT4 + 12), 64);
 	assert_int_equal(roce_pkt_build(frame, sizeof(frame), &a, &b, &x, "x", 1), -EINVAL);
 }
 
@@ -381,10 +366,10 @@ static void test_atomic(void **state)
 	(void)state;
 	n = build(&a, &b, &x, NULL, 0);
 	assert_int_equal(n, EXT4 + 28 + 4);
-	assert_true(be64(frame + EXT4) == 0x7f0000001000ull);
-	assert_int_equal(be32(frame + EXT4 + 8), 0x1234);
-	assert_true(be64(frame + EXT4 + 12) == 0x1111222233334444ull);
-	assert_true(be64(frame + EXT4 + 20) == 0x5555666677778888ull);
+	assert_true(roce_get64(frame + EXT4) == 0x7f0000001000ull);
+	assert_int_equal(roce_get32(frame + EXT4 + 8), 0x1234);
+	assert_true(roce_get64(frame + EXT4 + 12) == 0x1111222233334444ull);
+	assert_true(roce_get64(frame + EXT4 + 20) == 0x5555666677778888ull);
 	b.opcode = ROCE_OP_RC | ROCE_OP_FETCH_ADD;
 	assert_int_equal(build(&a, &b, &x, NULL, 0), n);
 	assert_int_equal(roce_pkt_build(frame, sizeof(frame), &a, &b, &x, "12345678", 8), -EINVAL);
@@ -393,8 +378,8 @@ static void test_atomic(void **state)
 	assert_int_equal(ROCE_OP_ATOMIC_ACK, 0x12);
 	n = build(&a, &b, &x, NULL, 0);
 	assert_int_equal(n, EXT4 + 4 + 8 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x1f000003);
-	assert_true(be64(frame + EXT4 + 4) == 0x99990000aaaabbbbull);
+	assert_int_equal(roce_get32(frame + EXT4), 0x1f000003);
+	assert_true(roce_get64(frame + EXT4 + 4) == 0x99990000aaaabbbbull);
 }
 
 static void test_ud(void **state)
@@ -409,13 +394,13 @@ static void test_ud(void **state)
 	n = build(&a, &b, &x, "ud!", 3);
 	assert_int_equal(frame[BTH4], 0x64);
 	assert_int_equal(n, EXT4 + 8 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x80010000);
-	assert_int_equal(be32(frame + EXT4 + 4), 0x000123);
+	assert_int_equal(roce_get32(frame + EXT4), 0x80010000);
+	assert_int_equal(roce_get32(frame + EXT4 + 4), 0x000123);
 	assert_memory_equal(frame + EXT4 + 8, "ud!\0", 4);
 	b.opcode = ROCE_OP_UD_SEND_ONLY_IMM;
 	n = build(&a, &b, &x, "ud!", 3);
 	assert_int_equal(n, EXT4 + 8 + 4 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x80010000);
+	assert_int_equal(roce_get32(frame + EXT4), 0x80010000);
 	assert_memory_equal(frame + EXT4 + 8, "\xde\xad\xbe\xef", 4);
 	assert_memory_equal(frame + EXT4 + 12, "ud!\0", 4);
 }
@@ -437,14 +422,14 @@ static void test_xrc(void **state)
 	n = build(&a, &b, &x, "xrc!", 4);
 	assert_int_equal(frame[BTH4], 0xa4);
 	assert_int_equal(n, EXT4 + 4 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x000042);
+	assert_int_equal(roce_get32(frame + EXT4), 0x000042);
 	assert_memory_equal(frame + EXT4 + 4, "xrc!", 4);
 
 	b.opcode = ROCE_OP_XRC | ROCE_OP_WRITE_FIRST;
 	n = build(&a, &b, &x, "xrc!", 4);
 	assert_int_equal(n, EXT4 + 4 + 16 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x42);
-	assert_true(be64(frame + EXT4 + 4) == 0x2000);
+	assert_int_equal(roce_get32(frame + EXT4), 0x42);
+	assert_true(roce_get64(frame + EXT4 + 4) == 0x2000);
 
 	b.opcode = ROCE_OP_XRC | ROCE_OP_CMP_SWAP;
 	assert_int_equal(roce_hdr_len(ROCE_L3_V2_IPV6, b.opcode), ROCE_MAX_HDR_LEN);
@@ -452,7 +437,7 @@ static void test_xrc(void **state)
 	b.opcode = ROCE_OP_XRC | ROCE_OP_ACK;
 	n = build(&a, &b, &x, NULL, 0);
 	assert_int_equal(n, EXT4 + 4 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x1f000009);
+	assert_int_equal(roce_get32(frame + EXT4), 0x1f000009);
 	b.opcode = ROCE_OP_XRC | ROCE_OP_READ_RESP_MIDDLE;
 	assert_int_equal(roce_hdr_len(ROCE_L3_V2_IPV4, b.opcode), EXT4);
 }
@@ -468,22 +453,22 @@ static void test_send_inv(void **state)
 	n = build(&a, &b, &x, "inval", 5);
 	assert_int_equal(frame[BTH4], 0x17);
 	assert_int_equal(n, EXT4 + 4 + 8 + 4);
-	assert_int_equal(be32(frame + EXT4), 0x00c0ffee);
+	assert_int_equal(roce_get32(frame + EXT4), 0x00c0ffee);
 	assert_memory_equal(frame + EXT4 + 4, "inval\0\0\0", 8);
 	b.opcode = ROCE_OP_RC | ROCE_OP_SEND_LAST_INV;
 	build(&a, &b, &x, "inval", 5);
 	assert_int_equal(frame[BTH4], 0x16);
-	assert_int_equal(be32(frame + EXT4), 0x00c0ffee);
+	assert_int_equal(roce_get32(frame + EXT4), 0x00c0ffee);
 }
 
 /* The UDP checksum over the IPv6 pseudo-header: 0 when right. */
 static uint32_t udp6_fold(const uint8_t *f, int n)
 {
-	uint32_t len = be16(f + UDP6 + 4), sum = 0;
+	uint32_t len = roce_get16(f + UDP6 + 4), sum = 0;
 
 	assert_int_equal(len, n - UDP6);
 	for (int i = 0; i < 32; i += 2)
-		sum += be16(f + IP6 + 8 + i);
+		sum += roce_get16(f + IP6 + 8 + i);
 	sum += len + 17;
 	return inet_fold(sum, f + UDP6, len);
 }
@@ -502,16 +487,16 @@ static void test_ipv6(void **state)
 	a.udp_sport = 0xd000;
 	n = build(&a, &b, NULL, "v6 payload", 10);
 	assert_int_equal(n, BTH6 + 12 + 12 + 4);
-	assert_int_equal(be16(frame + 12), 0x86dd);
-	assert_int_equal(be32(frame + IP6), 0x6a512345);
-	assert_int_equal(be16(frame + IP6 + 4), n - IP6 - 40);
+	assert_int_equal(roce_get16(frame + 12), 0x86dd);
+	assert_int_equal(roce_get32(frame + IP6), 0x6a512345);
+	assert_int_equal(roce_get16(frame + IP6 + 4), n - IP6 - 40);
 	assert_int_equal(frame[IP6 + 6], 17);
 	assert_int_equal(frame[IP6 + 7], 7);
 	assert_memory_equal(frame + IP6 + 8, a.sgid, 16);
 	assert_memory_equal(frame + IP6 + 24, a.dgid, 16);
-	assert_int_equal(be16(frame + UDP6), 0xd000);
-	assert_int_equal(be16(frame + UDP6 + 2), 4791);
-	assert_int_not_equal(be16(frame + UDP6 + 6), 0);
+	assert_int_equal(roce_get16(frame + UDP6), 0xd000);
+	assert_int_equal(roce_get16(frame + UDP6 + 2), 4791);
+	assert_int_not_equal(roce_get16(frame + UDP6 + 6), 0);
 	assert_int_equal(udp6_fold(frame, n), 0);
 	assert_int_equal(frame[BTH6], 0x04);
 	assert_memory_equal(frame + BTH6 + 12, "v6 payload\0\0", 12);
@@ -525,7 +510,7 @@ static void test_ipv6(void **state)
 	assert_int_equal(udp6_fold(frame, n), 0);
 	a.udp_sport = 0;
 	build(&a, &b, NULL, "v6 payload", 10);
-	assert_int_equal(be16(frame + UDP6), 0xc000);
+	assert_int_equal(roce_get16(frame + UDP6), 0xc000);
 	assert_int_not_equal(le32(frame + n - 4), icrc);
 	assert_int_equal(udp6_fold(frame, n), 0);
 }
@@ -545,9 +530,9 @@ static void test_v1_grh(void **state)
 	assert_int_equal(roce_hdr_len(ROCE_L3_V1, b.opcode), BTH1 + 12);
 	n = build(&a, &b, NULL, "roce v1", 7);
 	assert_int_equal(n, BTH1 + 12 + 8 + 4);
-	assert_int_equal(be16(frame + 12), 0x8915);
-	assert_int_equal(be32(frame + GRH), 0x610abcde);
-	assert_int_equal(be16(frame + GRH + 4), n - BTH1); /* BTH through ICRC */
+	assert_int_equal(roce_get16(frame + 12), 0x8915);
+	assert_int_equal(roce_get32(frame + GRH), 0x610abcde);
+	assert_int_equal(roce_get16(frame + GRH + 4), n - BTH1); /* BTH through ICRC */
 	assert_int_equal(frame[GRH + 6], 0x1b);
 	assert_int_equal(frame[GRH + 7], 1);
 	assert_memory_equal(frame + GRH + 8, a.sgid, 16);
@@ -691,7 +676,7 @@ static void test_cut(void **state)
 		/* Headers alike but the IPv6 UDP checksum (it covers the unknown bytes). */
 		if (l3 == ROCE_L3_V2_IPV6) {
 			assert_memory_equal(cut, frame, 14 + 40 + 6);
-			assert_int_equal(be16(cut + 14 + 40 + 6), 0);
+			assert_int_equal(roce_get16(cut + 14 + 40 + 6), 0);
 			assert_memory_equal(cut + 14 + 48, frame + 14 + 48, (size_t)hdr - 14 - 48);
 		} else {
 			assert_memory_equal(cut, frame, (size_t)hdr);
@@ -744,7 +729,7 @@ static void test_errors(void **state)
 	a = addr(ROCE_L3_V2_IPV4); /* IPv4 total length 28 + 65504 */
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65488),
 			 14 + 28 + 65504);
-	assert_int_equal(be16(big + IP4 + 2), 65532);
+	assert_int_equal(roce_get16(big + IP4 + 2), 65532);
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65489), -EMSGSIZE);
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 0x10000), -EMSGSIZE);
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, UINT32_MAX),
@@ -752,12 +737,12 @@ static void test_errors(void **state)
 	a = addr(ROCE_L3_V2_IPV6); /* IPv6 payload length 8 + 65524 */
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65508),
 			 14 + 48 + 65524);
-	assert_int_equal(be16(big + IP6 + 4), 65532);
+	assert_int_equal(roce_get16(big + IP6 + 4), 65532);
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65509), -EMSGSIZE);
 	a = addr(ROCE_L3_V1); /* GRH payload length 65532 */
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65516),
 			 14 + 40 + 65532);
-	assert_int_equal(be16(big + GRH + 4), 65532);
+	assert_int_equal(roce_get16(big + GRH + 4), 65532);
 	assert_int_equal(roce_pkt_build(big, sizeof(big), &a, &b, NULL, src, 65517), -EMSGSIZE);
 
 	/* roce_icrc on something shorter than the headers. */
