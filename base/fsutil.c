@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int vfab_pathf(char *buf, size_t len, const char *fmt, ...)
@@ -243,4 +245,25 @@ int vfab_path_public(const char *path, char *where, size_t wlen)
 		}
 	}
 	return 0;
+}
+
+int vfab_unix_listen(const char *path, int type)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
+	    listen(fd, 128) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
 }

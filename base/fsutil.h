@@ -41,6 +41,14 @@ int vfab_write_pid_file(const char *path, pid_t pid);
 int vfab_rm_rf(const char *path);
 
 /*
+ * A listening unix socket of type (SOCK_STREAM, SOCK_SEQPACKET) at path,
+ * non-blocking and close-on-exec, that every local user may connect to
+ * (mode 0666; who connected the server learns from the kernel). A socket
+ * left at path (by a daemon that crashed) is replaced. fd or -errno.
+ */
+int vfab_unix_listen(const char *path, int type);
+
+/*
  * Whether every user may read path (an absolute one): each directory above
  * it searchable and the file readable by "others". 0, or -EACCES with the
  * first component that is not copied into where[wlen] (-errno from stat).

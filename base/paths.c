@@ -151,6 +151,11 @@ int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir)
 	return vfab_pathf(buf, len, "%s/" VFAB_CTL_SOCK, rundir);
 }
 
+int vfab_wire_sock_path(char *buf, size_t len, const char *rundir)
+{
+	return vfab_pathf(buf, len, "%s/" VFAB_WIRE_SOCK, rundir);
+}
+
 int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir)
 {
 	return vfab_pathf(buf, len, "%s/" VFAB_VFABD_PID_FILE, rundir);

@@ -18,6 +18,7 @@
 #define VFAB_FABRIC_NAME_MAX 32		       /* letters, digits, '_' and '-' */
 #define VFAB_DEFAULT_FABRIC "vfab"	       /* vfab and vfabd without --fabric */
 #define VFAB_CTL_SOCK "vfabd.sock"	       /* in the run dir */
+#define VFAB_WIRE_SOCK "wire.sock"	       /* in the run dir: fabric/roce_wire.h */
 #define VFAB_VFABD_PID_FILE "vfabd.pid"	       /* in the run dir */
 #define VFAB_HOLDER_PID_FILE "holder.pid"      /* in the run dir's nodes/<node>/ */
 /* Room for a path below a run dir built from names of the config (ids are <= 64 bytes). */
@@ -92,6 +93,9 @@ int vfab_run_host_path(char *buf, size_t len, const char *rundir);
 
 /* vfabd's control socket: <rundir>/vfabd.sock. */
 int vfab_ctl_sock_path(char *buf, size_t len, const char *rundir);
+
+/* vfabd's RoCE wire socket: <rundir>/wire.sock (fabric/roce_wire.h). */
+int vfab_wire_sock_path(char *buf, size_t len, const char *rundir);
 
 /* vfabd's pid file: <rundir>/vfabd.pid. */
 int vfab_vfabd_pid_path(char *buf, size_t len, const char *rundir);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -146,5 +148,31 @@ int vfab_pid_comm(pid_t pid, char *buf, size_t len)
 		return (int)n;
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
+	return 0;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+int vfab_proc_peer(int fd, struct vfab_proc_peer *p)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char state;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	if (cred.pid <= 0)
+		return -ESRCH;
+	p->pid = cred.pid;
+	p->uid = cred.uid;
+	p->gid = cred.gid;
+	len = sizeof(p->pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &p->pidfd, &len) < 0)
+		p->pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	/* Read after the pidfd: if it names the peer, so does this start time. */
+	if (vfab_proc_stat(cred.pid, &state, &p->start))
+		p->start = 0;
 	return 0;
 }

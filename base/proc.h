@@ -58,6 +58,21 @@ struct vfab_proc_creds {
 };
 int vfab_proc_creds(pid_t pid, struct vfab_proc_creds *c);
 
+/*
+ * Who is at the other end of a connected unix socket, as the kernel says:
+ * SO_PEERCRED's pid, uid and gid, a pidfd naming that very process
+ * (SO_PEERPIDFD; on older kernels pidfd_open of the pid, which the
+ * connect() just proved alive; -1 when neither works) and its start time,
+ * read after the pidfd (0 unknown). 0, or -errno when the kernel tells nothing.
+ */
+struct vfab_proc_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	unsigned long long start;
+	int pidfd;
+};
+int vfab_proc_peer(int fd, struct vfab_proc_peer *p);
 /* Is the process there and not a zombie? (see above for an unreadable stat) */
 bool vfab_pid_alive(pid_t pid);
 

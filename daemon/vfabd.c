@@ -40,6 +40,7 @@
 #include "vfabd_history.h"
 #include "vfabd_log.h"
 #include "vfabd_server.h"
+#include "vfabd_wire.h"
 
 #define RUNDIR_MAX 200 /* leaves room for "/vfabd.sock" in a sockaddr_un path */
 
@@ -134,23 +135,10 @@ static int write_pid_file(const char *rundir)
 
 static int listen_socket(const char *rundir)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, n, rc;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int rc = vfab_ctl_sock_path(path, sizeof(path), rundir);
 
-	n = vfab_ctl_sock_path(sa.sun_path, sizeof(sa.sun_path), rundir);
-	if (n)
-		return n;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	unlink(sa.sun_path); /* a stale socket of a vfabd that crashed */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0666) < 0 ||
-	    listen(fd, 128) < 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
+	return rc ? rc : vfab_unix_listen(path, SOCK_STREAM);
 }
 
 static int signal_fd(void)
@@ -303,6 +291,15 @@ static int setup(const struct opts *o, struct vfabd *d)
 		if (aw)
 			vfabd_log("the IP side of the wires will not follow the links: %s",
 				  strerror(-aw));
+		/*
+		 * The RoCE wire, for a fabric with other machines to reach: on
+		 * one host every GID is in the region, and a QP to an unknown
+		 * one keeps the in-host path's answer (none).
+		 */
+		aw = d->nremote ? vfabd_wire_init(d) : 0;
+		if (aw)
+			vfabd_log("no RoCE wire to other machines (%s): %s", VFAB_WIRE_SOCK,
+				  strerror(-aw));
 		return 0;
 	}
 	fprintf(stderr, "vfabd: cannot set up %s: %s\n", o->rundir, strerror(-rc));
@@ -338,6 +335,7 @@ static int serve(const struct opts *o, struct vfabd *d)
 	vfabd_history_free(d);
 	vfabd_addrwatch_free(d);
 	vfabd_ipwire_free(d);
+	vfabd_wire_free(d);
 	remove_run_files(o->rundir);
 	close(d->srv.signal_fd);
 	close(d->srv.timer_fd);

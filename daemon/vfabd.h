@@ -51,6 +51,7 @@ struct vfabd {
 	struct vfabd_history hist;	    /* vfabd_history.c: the links' counters over time */
 	struct vfabd_addrwatch *aw;	    /* vfabd_addrwatch.c; NULL: not followed */
 	struct vfabd_ipwire *ipw;	    /* vfabd_ipwire.c: the IP side of the wires */
+	struct vfabd_wire *wire;	    /* vfabd_wire.c: the RoCE wire; NULL: not running */
 	/*
 	 * Multi-host: the other machines' leaf subnets and the latencies their
 	 * senders' links have by the config (the delay line adds them).

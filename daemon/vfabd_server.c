@@ -26,7 +26,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,10 +43,6 @@
 #include "vfabd_seal.h"
 
 #include "base/proc.h"
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
 
 #define VFABD_LINES_PER_TURN 32
 #define VFABD_OUT_BACKLOG (1u << 20)
@@ -139,27 +134,16 @@ static bool serve_conn(struct vfabd *d, struct vfabd_conn *c)
  */
 static bool peer_identify(struct vfabd_conn *c)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int pidfd = -1;
+	struct vfab_proc_peer p;
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+	if (vfab_proc_peer(c->fd, &p))
 		return false;
-	len = sizeof(pidfd);
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
-		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
-	c->peer_pid = cred.pid;
-	c->peer_uid = cred.uid;
-	c->peer_gid = cred.gid;
-	/* Read after the pidfd: if it names the peer, so does this start time. */
-	{
-		char state;
-
-		if (vfab_proc_stat(cred.pid, &state, &c->peer_start))
-			c->peer_start = 0;
-	}
-	c->pidfd = pidfd;
-	c->privileged = cred.uid == 0 || cred.uid == geteuid();
+	c->peer_pid = p.pid;
+	c->peer_uid = p.uid;
+	c->peer_gid = p.gid;
+	c->peer_start = p.start;
+	c->pidfd = p.pidfd;
+	c->privileged = p.uid == 0 || p.uid == geteuid();
 	return true;
 }
 

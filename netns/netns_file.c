@@ -80,7 +80,8 @@ int vfab_net_unbind_ns(const char *fabric, const char *suffix)
 
 int vfab_netns_run(int nsfd, int (*fn)(void *), void *arg)
 {
-	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	/* setns() moves the calling thread only: back to that thread's own namespace. */
+	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	int ret;
 
 	if (self < 0)

@@ -228,7 +228,9 @@ struct vfab_ah {
  * the WRs posted after it (QUEUED) behind it, all in posting order. A WR is
  * delivered only once every WR before it is ACKED (the cursor): a lossless
  * link never lets a later message of a QP overtake an earlier one, however
- * early the link model says the later one arrives.
+ * early the link model says the later one arrives. A wire QP's queue
+ * (vfab_wire.h) is instead: ACKED, then WIRE (its RoCE requester keeps the
+ * order and retries itself), then QUEUED while that requester is full.
  */
 enum vfab_stage {
 	VFAB_ST_QUEUED,	      /* not sent: behind a waiting or failed WR */
@@ -237,6 +239,7 @@ enum vfab_stage {
 	VFAB_ST_WAIT_RNR,     /* RNR NAK: resent at due_ns */
 	VFAB_ST_WAIT_TIMEOUT, /* no answer: the ACK timer expires at due_ns */
 	VFAB_ST_FAILED,	      /* completes with status once the WRs before it have */
+	VFAB_ST_WIRE,	      /* a wire QP's (vfab_wire.h): its completer decides */
 };
 
 /*
@@ -328,6 +331,7 @@ struct vfab_dest {
  */
 struct vfab_raw;
 struct vfab_rss;
+struct vfab_wire;
 
 struct vfab_qp {
 	struct vabi_qp vqp;
@@ -347,6 +351,8 @@ struct vfab_qp {
 	bool block_self_mcast;
 	struct vfab_raw *raw; /* a raw packet QP's wire and flows (vfab_raw.c); else NULL */
 	struct vfab_rss *rss; /* an RSS QP's table and hash (vfab_raw.c); else NULL */
+	/* A QP whose peer is on another machine: its RoCE wire (vfab_wire.c); else NULL. */
+	struct vfab_wire *wire;
 	uint64_t send_ops_flags;
 
 	/* Under sq.lock: this side's view of the state (the slot is authoritative). */
@@ -833,5 +839,7 @@ void vfab_engine_poll(const _Atomic uint32_t *cq_armed);
 void vfab_engine_kick(void);
 /* Whether this thread polls CQs that are not armed: it will poll for what it posts. */
 bool vfab_engine_thread_polls(void);
+/* The thread that runs wire QPs (vfab_wire_wait), started once per process. */
+void vfab_engine_wire_start(void);
 
 #endif /* VFAB_PROVIDER_H */

@@ -14,6 +14,7 @@
 #include "provider/vfab_mr_check.h"
 #include "provider/vfab_raw.h"
 #include "provider/vfab_resp.h"
+#include "provider/vfab_wire.h"
 #include "provider/vfab_xfer.h"
 #include "fabric/mcast.h"
 #include "fabric/roce_rc.h"
@@ -349,6 +350,8 @@ static enum vfab_stage rc_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	st = vfab_gather(qp, w, iov, &n, &len);
 	if (__builtin_expect(st != IBV_WC_SUCCESS, 0))
 		return failed(w, st);
+	if (__builtin_expect(qp->wire != NULL, 0))
+		return vfab_wire_attempt(qp, w, iov, n, len);
 	w->byte_len = (uint32_t)len;
 	w->psn = qp->req.psn;
 	w->npkts = is_atomic(w->opcode) ? 1 : vfab_packets(len, qp->req.mtu_bytes);

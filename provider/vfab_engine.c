@@ -15,6 +15,7 @@
  * to sleep on its channel hands the work back at once (vfab_engine_kick).
  */
 #include "provider/vfab_comp.h"
+#include "provider/vfab_wire.h"
 
 #include <sched.h>
 #include <sys/prctl.h>
@@ -355,4 +356,39 @@ void vfab_engine_cancel(struct vfab_qp *qp)
 		pthread_cond_wait(&eng_idle, &eng_lock);
 	}
 	pthread_mutex_unlock(&eng_lock);
+}
+
+/* ---- the wire thread (provider/vfab_wire.h) ---- */
+
+static void wire_news(struct vfab_qp *qp)
+{
+	vfab_engine_schedule(qp, 1);
+}
+
+static void *wire_thread(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "vfab-wire");
+	for (;;)
+		vfab_wire_wait(wire_news);
+	return NULL;
+}
+
+static void wire_start(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, wire_thread, NULL))
+		vfab_dbg("no wire thread: wire QPs will not progress");
+	pthread_attr_destroy(&a);
+}
+
+void vfab_engine_wire_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, wire_start);
 }

@@ -8,6 +8,7 @@
 #include "provider/vfab_comp.h"
 #include "provider/vfab_dest.h"
 #include "provider/vfab_raw.h"
+#include "provider/vfab_wire.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -450,6 +451,7 @@ int vfab_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->raw && vfab_raw_busy(qp))
 		return EBUSY;
 	vfab_raw_close(qp);
+	vfab_wire_close(qp);
 	vfab_engine_cancel(qp);
 	pthread_mutex_lock(&qp->sq.lock);
 	/* Destroying is not an error: queued WRs vanish without completions. */

@@ -8,6 +8,7 @@
 #include "provider/vfab_comp.h"
 #include "provider/vfab_raw.h"
 #include "provider/vfab_qp_state.h"
+#include "provider/vfab_wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -224,6 +225,15 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	else
 		atomic_store(&s->qp_state, next);
 	vfab_unlock(&s->lock);
+
+	/* A peer on another machine: the RoCE wire (vfab_wire.h). */
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT && ibqp->qp_type == IBV_QPT_RC) {
+		if (!vfab_wire_rtr(qp))
+			vfab_engine_wire_start();
+	} else if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR)
+		vfab_wire_rts(qp);
+	else if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)
+		vfab_wire_close(qp);
 
 	if (next == IBV_QPS_ERR)
 		vfab_comp_flush(qp);

@@ -164,7 +164,7 @@ static uint32_t chain_len(const struct vfab_qp *qp, const struct vfab_swqe *w, u
 	uint32_t k;
 
 	if (vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
-	    qp->sq.head)
+	    qp->sq.head || qp->wire)
 		return 0;
 	for (k = 0; k < n && k < VFAB_CHAIN_MAX && vfab_chain_op(w[k].opcode); k++)
 		;

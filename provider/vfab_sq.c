@@ -12,6 +12,7 @@
  */
 #include "provider/vfab.h"
 #include "provider/vfab_lead.h"
+#include "provider/vfab_wire.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -79,7 +80,8 @@ bool vfab_sq_blocked(const struct vfab_qp *qp)
 {
 	const struct vfab_swqe *t = qp->sq.tail;
 
-	return t && t->stage != VFAB_ST_ACKED && t->stage != VFAB_ST_FLIGHT;
+	return t && t->stage != VFAB_ST_ACKED && t->stage != VFAB_ST_FLIGHT &&
+	       t->stage != VFAB_ST_WIRE;
 }
 
 struct vfab_swqe *vfab_sq_pop(struct vfab_qp *qp)
@@ -135,7 +137,7 @@ static bool send_chain(struct vfab_qp *qp, struct vfab_swqe **wp)
 	uint32_t n = 0, k;
 
 	/* Only a chain with nothing undelivered before it: a chain goes at once. */
-	if ((!ud && vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC) ||
+	if ((!ud && vfab_qp_transport(qp->vqp.qp.qp_type) != IBV_QPT_RC) || qp->wire ||
 	    qp->state != IBV_QPS_RTS || qp->sq.cursor != *wp)
 		return false;
 	for (w = *wp; w && n < VFAB_CHAIN_MAX && w->stage == VFAB_ST_QUEUED; w = w->next) {
@@ -197,6 +199,8 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 
 	/* What post_send held back goes now (or waits behind a blocked WR). */
 	qp->sq.batched = 0;
+	if (qp->wire)
+		vfab_wire_reap(qp);
 	for (w = qp->sq.cursor; w; w = w->next) {
 		enum vfab_stage out;
 
@@ -204,6 +208,8 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 		case VFAB_ST_ACKED:
 			if (qp->sq.cursor == w)
 				qp->sq.cursor = w->next;
+			continue;
+		case VFAB_ST_WIRE:
 			continue;
 		case VFAB_ST_FAILED:
 			return;
@@ -252,7 +258,8 @@ void vfab_sq_advance(struct vfab_qp *qp, uint64_t now)
 			go_back(w);
 			return;
 		}
-		if (out == VFAB_ST_FAILED)
+		/* FAILED completes in order; QUEUED: a wire QP's requester is full. */
+		if (out == VFAB_ST_FAILED || out == VFAB_ST_QUEUED)
 			return;
 		if (out == VFAB_ST_ACKED && qp->sq.cursor == w)
 			qp->sq.cursor = w->next;
@@ -273,6 +280,9 @@ uint64_t vfab_sq_next_due(const struct vfab_qp *qp)
 		due = h->due_ns;
 	if (c && c->stage == VFAB_ST_QUEUED)
 		return 1; /* nothing holds it back: send it as soon as possible */
+	/* Its completer tells the engine when there is news (vfab_wire.c). */
+	if (c && c->stage == VFAB_ST_WIRE)
+		return due;
 	if (c && c->stage == VFAB_ST_FLIGHT &&
 	    (!due || vfab_lead_start_ns(c->byte_len, c->due_ns) < due))
 		return vfab_lead_start_ns(c->byte_len, c->due_ns);

@@ -108,13 +108,14 @@ def tshark_rows(path):
         ["tshark", "-r", path] + payload_heuristics() + [
          "-T", "fields", "-E", "separator=;", "-e", "frame.number",
          "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn",
-         "-e", "_ws.malformed", "-e", "_ws.expert.severity", "-e", "_ws.expert.message"],
+         "-e", "_ws.malformed", "-e", "_ws.expert.severity", "-e", "_ws.expert.message",
+         "-e", "ip.dst", "-e", "ipv6.dst"],
         capture_output=True, text=True, check=False)
     if out.returncode:
         die("tshark failed: " + out.stderr.strip())
     rows = []
     for line in out.stdout.splitlines():
-        num, op, qp, psn, malformed, sev, msg = (line.split(";") + [""] * 7)[:7]
+        num, op, qp, psn, malformed, sev, msg, dst4, dst6 = (line.split(";") + [""] * 9)[:9]
         if malformed:
             die("frame %s is malformed (%s)" % (num, msg))
         if op == "":
@@ -123,7 +124,10 @@ def tshark_rows(path):
             # 0x00400000 note, 0x00600000 warning, 0x00800000 error
             if s and int(s, 0) >= 0x00600000:
                 die("frame %s: expert item of severity %s: %s" % (num, s, text))
-        rows.append((int(num), int(op, 0), int(qp, 0), int(psn, 0)))
+        # A QP is its number at its address: two machines number QPs alike.
+        where = dst4 or dst6
+        qpid = "%s%#x" % (where + "/" if where else "", int(qp, 0))
+        rows.append((int(num), int(op, 0), qpid, int(psn, 0)))
     return rows
 
 
@@ -147,41 +151,41 @@ def check_stream(kind, rows, want_pkts):
             if low in (ACK, ATOMIC_ACK) or low in (RR_FIRST, RR_MIDDLE, RR_LAST, RR_ONLY):
                 continue  # answers: checked on the requester's side below
             if expect_psn is not None and psn != expect_psn:
-                die("QP %#x frame %d: PSN %d, want %d" % (qp, num, psn, expect_psn))
+                die("QP %s frame %d: PSN %d, want %d" % (qp, num, psn, expect_psn))
             expect_psn = (psn + 1) & 0xffffff
             if low in FIRSTS:
                 if cur:
-                    die("QP %#x frame %d: First inside a message" % (qp, num))
+                    die("QP %s frame %d: First inside a message" % (qp, num))
                 cur = [psn, 1]
             elif low in MIDDLES:
                 if not cur:
-                    die("QP %#x frame %d: Middle outside a message" % (qp, num))
+                    die("QP %s frame %d: Middle outside a message" % (qp, num))
                 cur[1] += 1
             elif low in LASTS:
                 if not cur:
-                    die("QP %#x frame %d: Last outside a message" % (qp, num))
+                    die("QP %s frame %d: Last outside a message" % (qp, num))
                 cur[1] += 1
                 if want_pkts and cur[1] != want_pkts:
-                    die("QP %#x frame %d: %d packets, want %d" % (qp, num, cur[1], want_pkts))
+                    die("QP %s frame %d: %d packets, want %d" % (qp, num, cur[1], want_pkts))
                 cur = None
                 msgs += 1
             elif low in ONLYS | {READ_REQ, CMP_SWAP, FETCH_ADD}:
                 if cur:
-                    die("QP %#x frame %d: opcode %d inside a message" % (qp, num, low))
+                    die("QP %s frame %d: opcode %d inside a message" % (qp, num, low))
                 if want_pkts and low in ONLYS and want_pkts != 1:
-                    die("QP %#x frame %d: Only, want %d packets" % (qp, num, want_pkts))
+                    die("QP %s frame %d: Only, want %d packets" % (qp, num, want_pkts))
                 msgs += 1
                 if low == READ_REQ:
                     # A READ spends a PSN per response packet: the next is unknown here.
                     expect_psn = None
             else:
-                die("QP %#x frame %d: unexpected opcode %#x" % (qp, num, op))
+                die("QP %s frame %d: unexpected opcode %#x" % (qp, num, op))
             if kind in ("read",) and low != READ_REQ:
-                die("QP %#x frame %d: %#x in a READ test" % (qp, num, op))
+                die("QP %s frame %d: %#x in a READ test" % (qp, num, op))
             if kind == "atomic" and low not in (CMP_SWAP, FETCH_ADD):
-                die("QP %#x frame %d: %#x in an atomic test" % (qp, num, op))
+                die("QP %s frame %d: %#x in an atomic test" % (qp, num, op))
         if cur:
-            die("QP %#x: the capture ends inside a message" % qp)
+            die("QP %s: the capture ends inside a message" % qp)
     return msgs
 
 
