@@ -37,9 +37,10 @@ static void arm(struct roce_req *q, uint64_t now_ns)
 	    roce_psn_diff(q->max_sent_psn, q->una_psn) > 0 ? now_ns + q->timeout_ns : 0;
 }
 
+/* A READ or an atomic: completed by its response, never by an ACK. */
 static bool is_read(const struct roce_wr *w)
 {
-	return w->opcode == ROCE_WR_READ;
+	return w->opcode >= ROCE_WR_READ;
 }
 
 static struct roce_wc success(const struct roce_wr *w)
@@ -172,6 +173,36 @@ static int read_reply(struct roce_req *q, uint32_t psn, const uint8_t *payload, 
 	return n;
 }
 
+/*
+ * An atomic's answer: the original value, for the atomic at psn. It also
+ * says the responder executed every request before it.
+ */
+static int atomic_ack(struct roce_req *q, uint32_t psn, uint64_t orig, uint64_t now_ns,
+		      struct roce_wc *wc)
+{
+	uint32_t pos = q->head;
+	const struct roce_wr *w;
+	bool lost;
+	int n;
+
+	while (pos != q->tail && roce_psn_diff(at(q, pos)->first_psn, psn) < 0)
+		pos++;
+	if (pos == q->tail || at(q, pos)->first_psn != psn || at(q, pos)->opcode < ROCE_WR_CMP_SWAP)
+		return 0; /* no atomic of ours asked for it */
+	w = at(q, pos);
+	n = acked(q, psn, now_ns, wc, &lost);
+	if (lost) /* a READ before it lost part of its reply */
+		return q->retrying ? n : retry(q, q->una_psn, now_ns, wc, n);
+	if (q->head != pos)
+		return n;
+	if (q->place)
+		q->place(q->place_ctx, w, 0, (const uint8_t *)&orig, sizeof(orig));
+	advanced(q, roce_psn_add(psn, 1));
+	wc[n++] = success(at(q, q->head++));
+	arm(q, now_ns);
+	return n;
+}
+
 int roce_comp_rx(struct roce_req *q, const struct roce_bth *bth, const struct roce_ext *x,
 		 const uint8_t *payload, uint32_t len, uint64_t now_ns, struct roce_wc *wc, int max)
 {
@@ -189,6 +220,8 @@ int roce_comp_rx(struct roce_req *q, const struct roce_bth *bth, const struct ro
 	if (bth->opcode >= (ROCE_OP_RC | ROCE_OP_READ_RESP_FIRST) &&
 	    bth->opcode <= (ROCE_OP_RC | ROCE_OP_READ_RESP_ONLY))
 		return read_reply(q, psn, payload, len, now_ns, wc);
+	if (bth->opcode == (ROCE_OP_RC | ROCE_OP_ATOMIC_ACK))
+		return atomic_ack(q, psn, x->orig, now_ns, wc);
 	if (bth->opcode != (ROCE_OP_RC | ROCE_OP_ACK))
 		return 0;
 	switch (syn >> 5) {

@@ -11,8 +11,9 @@
  * struct roce_resp_ops. So a vfabd endpoint, or a unit test's lossy channel,
  * drives them alike.
  *
- * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and * RDMA_READ of any length
- * including 0, and RNR NAKs. Not yet: atomics.
+ * Covered: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ of any length
+ * including 0, the two atomics (executed once: a repeated request gets the
+ * first answer again), and RNR NAKs.
  */
 #ifndef VFAB_ROCE_RC_H
 #define VFAB_ROCE_RC_H
@@ -77,18 +78,27 @@ static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
-#define ROCE_WR_READ 4 /* IBV_WR_RDMA_READ */
+#define ROCE_WR_READ 4	    /* IBV_WR_RDMA_READ */
+#define ROCE_WR_CMP_SWAP 5  /* IBV_WR_ATOMIC_CMP_AND_SWP */
+#define ROCE_WR_FETCH_ADD 6 /* IBV_WR_ATOMIC_FETCH_AND_ADD */
+/* Atomic results a responder keeps for repeated requests: max_dest_rd_atomic's limit. */
+#define ROCE_RC_ATOMIC_REPLAY 16
 
 /* One work request; data stays the caller's until it completes. */
 struct roce_wr {
 	uint64_t wr_id;
-	/* ibv_wr_opcode: 0 RDMA_WRITE, 1 ..._WITH_IMM, 2 SEND, 3 SEND_WITH_IMM, 4 RDMA_READ */
+	/*
+	 * ibv_wr_opcode: 0 RDMA_WRITE, 1 ..._WITH_IMM, 2 SEND, 3 SEND_WITH_IMM,
+	 * 4 RDMA_READ, 5 ATOMIC_CMP_AND_SWP, 6 ATOMIC_FETCH_AND_ADD
+	 */
 	uint32_t opcode;
-	const uint8_t *data; /* what is sent; RDMA_READ: none (roce_req.place stores) */
-	uint32_t len;	     /* bytes */
-	uint64_t va;	     /* RDMA_WRITE*, RDMA_READ: remote address */
-	uint32_t rkey;	     /* RDMA_WRITE*, RDMA_READ: its R_Key */
+	const uint8_t *data; /* what is sent; RDMA_READ, atomics: none (roce_req.place stores) */
+	uint32_t len;	     /* bytes; an atomic's: 8 */
+	uint64_t va;	     /* RDMA_WRITE*, RDMA_READ, atomics: remote address */
+	uint32_t rkey;	     /* RDMA_WRITE*, RDMA_READ, atomics: its R_Key */
 	uint32_t imm;	     /* *_WITH_IMM: network order */
+	uint64_t swap_add;   /* CMP_SWAP: the swap value; FETCH_ADD: what is added */
+	uint64_t compare;    /* CMP_SWAP: the compare value */
 	/* The requester's: the message's PSNs. */
 	uint32_t first_psn, npkts;
 };
@@ -136,7 +146,8 @@ struct roce_req {
 	uint64_t hold_ns;	  /* an RNR NAK: nothing is sent before this */
 	/*
 	 * RDMA_READ replies: the owner stores off.. of WR w's reply (in the
-	 * requester's memory) as it arrives in order. Set after init.
+	 * requester's memory) as it arrives in order; an atomic's original
+	 * value arrives as 8 bytes in host order at off 0. Set after init.
 	 */
 	void (*place)(void *ctx, const struct roce_wr *w, uint32_t off, const uint8_t *p,
 		      uint32_t len);
@@ -189,6 +200,13 @@ struct roce_resp_ops {
 	int (*read)(void *ctx, uint32_t rkey, uint64_t va, uint8_t *buf, uint32_t len);
 	/* A message ended: its BTH opcode (the last packet's), bytes, immediate. */
 	void (*done)(void *ctx, uint8_t opcode, uint32_t len, bool has_imm, uint32_t imm);
+	/*
+	 * An atomic (ROCE_WR_CMP_SWAP or ROCE_WR_FETCH_ADD) on the 8 bytes at
+	 * va under rkey, executed atomically: *orig the value found. 0,
+	 * -EACCES (rkey, bounds, rights), -EINVAL (va not 8-byte aligned).
+	 */
+	int (*atomic)(void *ctx, uint32_t op, uint32_t rkey, uint64_t va, uint64_t swap_add,
+		      uint64_t compare, uint64_t *orig);
 };
 
 struct roce_resp_stats {
@@ -217,6 +235,13 @@ struct roce_resp {
 	bool rd_on;
 	uint32_t rd_psn, rd_rkey, rd_left, rd_total;
 	uint64_t rd_va;
+	/* The last atomics executed: a repeated one is answered from here. */
+	struct {
+		bool used;
+		uint32_t psn;
+		uint64_t orig;
+	} replay[ROCE_RC_ATOMIC_REPLAY];
+	uint32_t replay_next;
 	struct roce_resp_stats st;
 };
 

@@ -33,18 +33,24 @@ int roce_req_init(struct roce_req *q, uint32_t dqpn, uint32_t pmtu_bytes, uint32
 	return 0;
 }
 
+static bool is_atomic(uint32_t op)
+{
+	return op == ROCE_WR_CMP_SWAP || op == ROCE_WR_FETCH_ADD;
+}
+
 int roce_req_post(struct roce_req *q, const struct roce_wr *wr)
 {
 	struct roce_wr *w;
 
-	if (wr->opcode > ROCE_WR_READ || (wr->len && !wr->data && wr->opcode != ROCE_WR_READ))
+	if (wr->opcode > ROCE_WR_FETCH_ADD || (is_atomic(wr->opcode) && wr->len != 8) ||
+	    (wr->len && !wr->data && wr->opcode < ROCE_WR_READ))
 		return -EINVAL;
 	if (q->tail - q->head == ROCE_RC_MAX_WR)
 		return -ENOMEM;
 	w = &q->wr[q->tail % ROCE_RC_MAX_WR];
 	*w = *wr;
 	w->first_psn = q->next_psn;
-	w->npkts = npkts(wr->len, q->pmtu_bytes);
+	w->npkts = is_atomic(wr->opcode) ? 1 : npkts(wr->len, q->pmtu_bytes);
 	q->next_psn = roce_psn_add(q->next_psn, w->npkts);
 	q->tail++;
 	return 0;
@@ -67,6 +73,22 @@ static void fill_read(const struct roce_req *q, const struct roce_wr *w, uint32_
 	tx->ext.va = w->va + off;
 	tx->ext.rkey = w->rkey;
 	tx->ext.dma_len = w->len - off;
+}
+
+/* An atomic: one request packet, answered by an ATOMIC ACKNOWLEDGE. */
+static void fill_atomic(const struct roce_req *q, const struct roce_wr *w, struct roce_tx *tx)
+{
+	memset(tx, 0, sizeof(*tx));
+	tx->bth.opcode =
+	    ROCE_OP_RC | (w->opcode == ROCE_WR_CMP_SWAP ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD);
+	tx->bth.pkey = q->pkey;
+	tx->bth.dqpn = q->dqpn;
+	tx->bth.psn = w->first_psn;
+	tx->bth.ackreq = true;
+	tx->ext.va = w->va;
+	tx->ext.rkey = w->rkey;
+	tx->ext.swap_add = w->swap_add;
+	tx->ext.compare = w->compare;
 }
 
 /* Packet k of w: its opcode, headers and slice of the data. */
@@ -107,6 +129,8 @@ int roce_req_next(struct roce_req *q, uint64_t now_ns, struct roce_tx *tx)
 		/* The reply takes the PSNs up to the READ's last. */
 		q->psn = roce_psn_add(q->psn, w->npkts - k - 1);
 		k = w->npkts - 1;
+	} else if (is_atomic(w->opcode)) {
+		fill_atomic(q, w, tx);
 	} else {
 		fill(q, w, k, tx);
 	}

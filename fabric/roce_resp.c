@@ -7,7 +7,8 @@
  * payload against the path MTU and the RETH's length, then the placement, * whose refusal is a
  * remote access (WRITE, READ) or invalid request / operational (SEND) NAK that ends the QP; a SEND
  * with no receive posted gets an RNR NAK and nothing ends. A READ's reply is read from memory
- * packet by packet as roce_resp_next sends it.
+ * packet by packet as roce_resp_next sends it. An atomic is executed once: its answer is kept,
+ * and a repeated request (its ACK was lost) gets it again.
  */
 #include "fabric/roce_rc.h"
 
@@ -134,6 +135,52 @@ static int send_pkt(struct roce_resp *r, const uint8_t *p, uint32_t len,
 	return ret ? ROCE_AETH_NAK_REM_OP : 0;
 }
 
+static bool is_atomic_op(uint8_t op)
+{
+	return op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD;
+}
+
+/* The ATOMIC ACKNOWLEDGE of the atomic at psn, which found orig. */
+static int atomic_reply(struct roce_resp *r, uint32_t psn, uint64_t orig, struct roce_tx *ack)
+{
+	reply(r, ROCE_AETH_ACK, psn, ack);
+	ack->bth.opcode = ROCE_OP_RC | ROCE_OP_ATOMIC_ACK;
+	ack->ext.orig = orig;
+	return 1;
+}
+
+/* A new atomic: executed, its answer kept for a repeated request. */
+static int atomic_req(struct roce_resp *r, uint8_t op, uint32_t psn, const struct roce_ext *x,
+		      const struct roce_resp_ops *ops, void *ctx, struct roce_tx *ack)
+{
+	uint32_t wr_op = op == ROCE_OP_CMP_SWAP ? ROCE_WR_CMP_SWAP : ROCE_WR_FETCH_ADD;
+	uint64_t orig = 0;
+	int rc = ops->atomic
+		     ? ops->atomic(ctx, wr_op, x->rkey, x->va, x->swap_add, x->compare, &orig)
+		     : -EINVAL;
+
+	if (rc)
+		return fatal(r, rc == -EINVAL ? ROCE_AETH_NAK_INV_REQ : ROCE_AETH_NAK_REM_ACCESS,
+			     psn, ack);
+	r->replay[r->replay_next].used = true;
+	r->replay[r->replay_next].psn = psn;
+	r->replay[r->replay_next].orig = orig;
+	r->replay_next = (r->replay_next + 1) % ROCE_RC_ATOMIC_REPLAY;
+	r->epsn = roce_psn_add(r->epsn, 1);
+	r->msn = roce_psn_add(r->msn, 1);
+	r->st.messages++;
+	return atomic_reply(r, psn, orig, ack);
+}
+
+/* A repeated atomic: its first answer, or nothing when it is too old to be kept. */
+static int atomic_again(struct roce_resp *r, uint32_t psn, struct roce_tx *ack)
+{
+	for (int i = 0; i < ROCE_RC_ATOMIC_REPLAY; i++)
+		if (r->replay[i].used && r->replay[i].psn == psn)
+			return atomic_reply(r, psn, r->replay[i].orig, ack);
+	return 0;
+}
+
 int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct roce_ext *x,
 		 const uint8_t *payload, uint32_t len, const struct roce_resp_ops *ops, void *ctx,
 		 struct roce_tx *ack)
@@ -159,10 +206,14 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 			return read_req(r, psn, x, ops, ctx)
 				   ? fatal(r, ROCE_AETH_NAK_REM_ACCESS, psn, ack)
 				   : 0;
+		if (is_atomic_op(op))
+			return atomic_again(r, psn, ack);
 		/* Already executed: say again how far this responder got. */
 		return reply(r, ROCE_AETH_ACK, roce_psn_add(r->epsn, ROCE_PSN_MASK), ack);
 	}
 	r->nak_sent = false;
+	if (is_atomic_op(op) && !r->in_msg && !len)
+		return atomic_req(r, op, psn, x, ops, ctx, ack);
 	if (op > ROCE_OP_READ_REQUEST || !check_sequence(r, op) || !check_length(r, op, len))
 		return fatal(r, ROCE_AETH_NAK_INV_REQ, psn, ack);
 	if (op == ROCE_OP_READ_REQUEST) {

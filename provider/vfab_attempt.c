@@ -404,8 +404,11 @@ static enum vfab_stage ud_attempt(struct vfab_qp *qp, struct vfab_swqe *w, uint6
 	if (w->remote_qpn == VFAB_MCAST_QPN && vfab_mcast_gid_is_mc(w->ah->dgid))
 		return vfab_mcast_attempt(qp, w, now, booked, behind_undelivered(qp, w), iov, n,
 					  len);
-	if (!vfab_dest_ud_route(qp, w, &h, &p, &type, &path))
+	if (!vfab_dest_ud_route(qp, w, &h, &p, &type, &path)) {
+		if (qp->wire)
+			vfab_wire_ud_send(qp, w, iov, n, len);
 		return VFAB_ST_ACKED;
+	}
 	if (!booked) {
 		bool shaped = fabric_path_shaped(qp->ctx->r, &path);
 

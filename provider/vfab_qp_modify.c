@@ -227,7 +227,8 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	vfab_unlock(&s->lock);
 
 	/* A peer on another machine: the RoCE wire (vfab_wire.h). */
-	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT && ibqp->qp_type == IBV_QPT_RC) {
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT &&
+	    (ibqp->qp_type == IBV_QPT_RC || (ibqp->qp_type == IBV_QPT_UD && !qp->raw))) {
 		if (!vfab_wire_rtr(qp))
 			vfab_engine_wire_start();
 	} else if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR)

@@ -152,6 +152,41 @@ static void scatter(const struct iovec *iov, unsigned int n, uint64_t off, const
 	}
 }
 
+/*
+ * Atomic with respect to every vfab atomic on the same memory
+ * (IBV_ATOMIC_HCA): under the lock of the MR's shard, as in-host atomics.
+ */
+static int op_atomic(void *c, uint32_t op, uint32_t rkey, uint64_t va, uint64_t swap_add,
+		     uint64_t compare, uint64_t *orig)
+{
+	struct vfab_wire *x = c;
+	struct vfab_region *r = x->qp->ctx->r;
+	struct vfab_mr_slot *pin;
+	pthread_mutex_t *lock;
+	struct iovec io;
+	uint64_t v;
+
+	if (va % 8)
+		return -EINVAL;
+	if (remote_range(x, IBV_ACCESS_REMOTE_ATOMIC, rkey, va, 8, &io, &pin))
+		return -EACCES;
+	lock = &r->shard[vfab_shard_of_ptr(r, pin)].atomic_lock;
+	if (vfab_lock(lock)) {
+		vfab_mr_unpin(pin);
+		return -EACCES;
+	}
+	memcpy(&v, io.iov_base, 8);
+	*orig = v;
+	if (op == ROCE_WR_FETCH_ADD)
+		v += swap_add;
+	else if (v == compare)
+		v = swap_add;
+	memcpy(io.iov_base, &v, 8);
+	vfab_unlock(lock);
+	vfab_mr_unpin(pin);
+	return 0;
+}
+
 static void recv_end(struct vfab_wire *x)
 {
 	if (x->rw_on)
@@ -233,6 +268,7 @@ static const struct roce_resp_ops resp_ops = {
     .recv = op_recv,
     .read = op_read,
     .done = op_done,
+    .atomic = op_atomic,
 };
 
 /* ---- packets ---- */
@@ -322,6 +358,37 @@ static void place(void *c, const struct roce_wr *w, uint32_t off, const uint8_t 
 	scatter(rd->iov, rd->n, off, p, len);
 }
 
+/* A datagram: into the next receive behind its GRH, as an in-host one (vfab_resp_ud). */
+static void ud_rx(struct vfab_wire *x, const struct vfab_wire_msg *w, const uint8_t *p)
+{
+	const struct vfab_context *ctx = x->qp->ctx;
+	struct iovec iov = {(void *)p, w->paylen};
+	struct vfab_msg m;
+
+	vfab_count_port(cnt(x), false, w->paylen, 1);
+	x->req_wqe.opcode =
+	    w->bth.opcode == ROCE_OP_UD_SEND_ONLY_IMM ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	x->req_wqe.imm_data = w->ext.imm;
+	x->req_wqe.flags = w->bth.se ? IBV_SEND_SOLICITED : 0;
+	/* The Q_Key as sent: a controlled one (high bit) is taken as it is. */
+	x->req_wqe.remote_qkey = w->ext.qkey;
+	msg_of(x, &m);
+	m.qp_type = IBV_QPT_UD;
+	m.src_qpn = w->ext.src_qpn & 0xffffff;
+	m.src_qkey = w->ext.qkey;
+	m.copy_engines = ctx->copy_engines;
+	m.liov = &iov;
+	m.nliov = w->paylen ? 1 : 0;
+	m.len = w->paylen;
+	m.sgid = w->sgid;
+	m.dgid = w->dgid;
+	m.sgid_type = VFAB_GID_ROCE_V2;
+	m.traffic_class = w->tclass;
+	m.hop_limit = w->hop_limit;
+	m.flow_label = w->flow_label;
+	vfab_resp_ud(&m);
+}
+
 static bool is_response(uint8_t op)
 {
 	return op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_ATOMIC_ACK;
@@ -337,6 +404,11 @@ static void rx(struct vfab_wire *x, const struct vfab_wire_msg *m, const uint8_t
 	uint64_t now = vfab_mono_ns();
 	struct roce_tx t;
 
+	if ((m->bth.opcode & 0xe0) == ROCE_OP_UD) {
+		if (x->qp->vqp.qp.qp_type == IBV_QPT_UD)
+			ud_rx(x, m, p);
+		return;
+	}
 	/* The connection's peer only, at the QP's own address (rxe's check_addr). */
 	if (memcmp(m->sgid, x->dgid, 16) || memcmp(m->dgid, x->sgid, 16) ||
 	    (m->bth.opcode & 0xe0) != ROCE_OP_RC)
@@ -490,20 +562,21 @@ int vfab_wire_rtr(struct vfab_qp *qp)
 {
 	struct vfab_context *ctx = qp->ctx;
 	const struct ibv_qp_attr *a = &qp->attr;
+	bool ud = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	uint32_t port = qp->s->port;
-	const struct vfab_gid *g;
+	const struct vfab_gid *g = NULL;
 	struct epoll_event ev;
 	struct vfab_route rt;
 	struct vfab_wire *x;
-	int fd, rc;
+	int fd, rc = 0;
 
 	if (qp->wire || !port || port > ctx->hca->nports)
 		return -EINVAL;
-	if (!vfab_route_resolve(ctx->r, ctx->hca_idx, port, a->ah_attr.grh.sgid_index,
-				a->ah_attr.grh.dgid.raw, &rt))
+	/* A UD QP may hear from another machine whatever it sends to: always bound. */
+	if (!ud && !vfab_route_resolve(ctx->r, ctx->hca_idx, port, a->ah_attr.grh.sgid_index,
+				       a->ah_attr.grh.dgid.raw, &rt))
 		return -ENOENT;
-	g = vfab_port_gid(&ctx->hca->ports[port - 1], a->ah_attr.grh.sgid_index);
-	if (!g)
+	if (!ud && !(g = vfab_port_gid(&ctx->hca->ports[port - 1], a->ah_attr.grh.sgid_index)))
 		return -EINVAL;
 	x = calloc(1, sizeof(*x));
 	if (!x)
@@ -520,10 +593,13 @@ int vfab_wire_rtr(struct vfab_qp *qp)
 	x->hca = ctx->hca_idx;
 	x->port = port;
 	x->qpn = qp->qpn;
-	memcpy(x->sgid, g->raw, 16);
-	memcpy(x->dgid, a->ah_attr.grh.dgid.raw, 16);
 	/* RoCE v2's flow entropy: one UDP source port per connection. */
 	x->sport = (uint16_t)(ROCE_V2_UDP_SPORT_DEFAULT | ((qp->qpn ^ a->dest_qp_num) & 0x3fff));
+	if (!ud) {
+		memcpy(x->sgid, g->raw, 16);
+		memcpy(x->dgid, a->ah_attr.grh.dgid.raw, 16);
+		rc = roce_resp_init(&x->resp, a->dest_qp_num, qp->req.mtu_bytes, a->rq_psn);
+	}
 	x->tclass = a->ah_attr.grh.traffic_class;
 	/*
 	 * The kernel replaces a RoCE AV's hop limit with its route's
@@ -531,7 +607,6 @@ int vfab_wire_rtr(struct vfab_qp *qp)
 	 */
 	x->hop_limit = 0;
 	x->flow_label = a->ah_attr.grh.flow_label;
-	rc = roce_resp_init(&x->resp, a->dest_qp_num, qp->req.mtu_bytes, a->rq_psn);
 	x->resp.min_rnr_timer = a->min_rnr_timer;
 	pthread_mutex_lock(&wires_lock);
 	if (!rc && wires_ep < 0 && (wires_ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
@@ -591,10 +666,52 @@ void vfab_wire_close(struct vfab_qp *qp)
 
 /* ---- the send queue's side ---- */
 
+bool vfab_wire_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, const struct iovec *iov,
+		       unsigned int n, uint64_t len)
+{
+	struct vfab_context *ctx = qp->ctx;
+	struct vfab_wire *x = qp->wire;
+	const struct vfab_ah *ah = w->ah;
+	uint8_t buf[VFAB_WIRE_MAX_PAYLOAD];
+	const struct vfab_gid *g;
+	struct vfab_route rt;
+	struct roce_tx t = {0};
+	uint64_t at = 0;
+
+	/* Another machine's GID only: a local one the in-host path reaches or not. */
+	if (!ah || ah->port != x->port || len > sizeof(buf) ||
+	    !vfab_route_resolve(ctx->r, ctx->hca_idx, ah->port, ah->sgid_index, ah->dgid, &rt) ||
+	    !(g = vfab_port_gid(&ctx->hca->ports[ah->port - 1], ah->sgid_index)))
+		return false;
+	for (unsigned int i = 0; i < n; i++) {
+		memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	t.bth.opcode =
+	    w->opcode == IBV_WR_SEND_WITH_IMM ? ROCE_OP_UD_SEND_ONLY_IMM : ROCE_OP_UD_SEND_ONLY;
+	t.bth.se = (w->flags & IBV_SEND_SOLICITED) != 0;
+	t.bth.pkey = ROCE_DEFAULT_PKEY;
+	t.bth.dqpn = w->remote_qpn;
+	t.bth.psn = w->psn;
+	/* IBA 10.2.5: a Q_Key with its high bit set stands for the QP's own. */
+	t.ext.qkey = (w->remote_qkey & VFAB_UD_QKEY_HIGH_BIT) ? qp->attr.qkey : w->remote_qkey;
+	t.ext.src_qpn = qp->qpn;
+	t.ext.imm = w->imm_data;
+	t.payload = len ? buf : NULL;
+	t.len = (uint32_t)len;
+	pthread_mutex_lock(&x->lock);
+	memcpy(x->sgid, g->raw, 16);
+	memcpy(x->dgid, ah->dgid, 16);
+	x->tclass = ah->traffic_class;
+	x->flow_label = ah->flow_label;
+	tx(x, &t);
+	pthread_mutex_unlock(&x->lock);
+	return true;
+}
+
 static bool wire_op(uint32_t op)
 {
-	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND ||
-	       op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_READ;
+	return op <= IBV_WR_ATOMIC_FETCH_AND_ADD; /* WRITE*, SEND*, READ, the two atomics */
 }
 
 static enum vfab_stage fail(struct vfab_swqe *w, enum ibv_wc_status st)
@@ -611,7 +728,7 @@ enum vfab_stage vfab_wire_attempt(struct vfab_qp *qp, struct vfab_swqe *w, const
 	struct roce_wr r = {0};
 	uint32_t slot;
 
-	/* Atomics, SEND_WITH_INV and the like are not on the wire yet (docs/DESIGN.md). */
+	/* SEND_WITH_INV and the like are not on the wire yet (docs/DESIGN.md). */
 	if (!wire_op(w->opcode))
 		return fail(w, IBV_WC_LOC_QP_OP_ERR);
 	pthread_mutex_lock(&x->lock);
@@ -630,7 +747,10 @@ enum vfab_stage vfab_wire_attempt(struct vfab_qp *qp, struct vfab_swqe *w, const
 	r.va = w->remote_addr;
 	r.rkey = w->rkey;
 	r.imm = w->imm_data;
-	if (w->opcode == IBV_WR_RDMA_READ) {
+	/* ibv: FETCH_ADD's addend is compare_add; CMP_SWAP compares compare_add, swaps swap. */
+	r.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
+	r.compare = w->compare_add;
+	if (w->opcode >= IBV_WR_RDMA_READ) {
 		memcpy(x->rd[slot].iov, iov, n * sizeof(iov[0]));
 		x->rd[slot].n = n;
 	} else if (n == 1 && !w->is_inline) {

@@ -23,11 +23,12 @@
 #include "provider/vfab.h"
 
 /*
- * At RTR (sq.lock held, attributes applied): binds the QP to the wire when
- * its destination is not in the fabric's region. 0 when it now uses the
- * wire; -ENOENT when the destination is local (nothing changes); another
- * -errno when the wire is not there (no vfabd wire, refused): the QP then
- * stays on the in-host path, where such a destination never answers.
+ * At RTR (sq.lock held, attributes applied): binds an RC QP to the wire
+ * when its destination is not in the fabric's region, a UD QP always (its
+ * datagrams to other machines go there). 0 when it now uses the wire;
+ * -ENOENT when the destination is local (nothing changes); another -errno
+ * when the wire is not there (one host, refused): the QP then stays on the
+ * in-host path, where such a destination never answers.
  */
 int vfab_wire_rtr(struct vfab_qp *qp);
 /* At RTS (sq.lock held): the requester starts from the QP's sq_psn. */
@@ -42,6 +43,13 @@ void vfab_wire_close(struct vfab_qp *qp);
  */
 enum vfab_stage vfab_wire_attempt(struct vfab_qp *qp, struct vfab_swqe *w, const struct iovec *iov,
 				  unsigned int n, uint64_t len);
+/*
+ * A UD QP's datagram (sq.lock held, its bytes gathered) when its AH's GID
+ * is on another machine: sent as one RoCE v2 packet; true. False when the
+ * GID is in the region (the in-host path's) or the datagram cannot go.
+ */
+bool vfab_wire_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, const struct iovec *iov,
+		       unsigned int n, uint64_t len);
 /* The completer's decisions into the send queue's WRs, oldest first (sq.lock held). */
 void vfab_wire_reap(struct vfab_qp *qp);
 

@@ -16,3 +16,11 @@ add_test(NAME bench_default
                  --build ${CMAKE_BINARY_DIR}
                  --json ${CMAKE_BINARY_DIR}/bench_default.json)
 set_tests_properties(bench_default PROPERTIES LABELS bench RUN_SERIAL TRUE TIMEOUT 600)
+
+# RDMA between machines (two namespaces for two machines) against RDMA within
+# one and against raw UDP over the same path: tests/bench/multihost.sh.
+add_test(NAME bench_multihost
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/multihost.sh --fabric tbmh
+                 --build ${CMAKE_BINARY_DIR}
+                 --json ${CMAKE_BINARY_DIR}/bench_multihost.json)
+set_tests_properties(bench_multihost PROPERTIES LABELS bench RUN_SERIAL TRUE TIMEOUT 600)
