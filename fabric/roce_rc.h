@@ -188,9 +188,11 @@ struct roce_resp_ops {
 	 */
 	int (*write)(void *ctx, uint32_t rkey, uint64_t va, const uint8_t *p, uint32_t len);
 	/*
-	 * len bytes of a SEND at offset into the receive buffer; offset 0	 * starts a message
-	 * (takes the next receive WQE). -ENOBUFS: no receive posted (an RNR NAK: the requester
-	 * tries again later); -EMSGSIZE: the buffer is too short.
+	 * len bytes of a SEND at offset into the receive buffer; offset 0 starts a
+	 * message (takes the next receive WQE). A WRITE with immediate takes its
+	 * receive with (0, NULL, 0) at its last packet. -ENOBUFS: no receive
+	 * posted (an RNR NAK: the requester tries again later); -EMSGSIZE: the
+	 * buffer is too short.
 	 */
 	int (*recv)(void *ctx, uint32_t offset, const uint8_t *p, uint32_t len);
 	/*

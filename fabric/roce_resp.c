@@ -181,6 +181,16 @@ static int atomic_again(struct roce_resp *r, uint32_t psn, struct roce_tx *ack)
 	return 0;
 }
 
+/* The receive a WRITE with immediate completes into: recv of no bytes. */
+static int recv_for_imm(struct roce_resp *r, const struct roce_resp_ops *ops, void *ctx)
+{
+	int ret = ops->recv(ctx, 0, NULL, 0);
+
+	if (ret == -ENOBUFS)
+		return ROCE_AETH_RNR_NAK | r->min_rnr_timer;
+	return ret ? ROCE_AETH_NAK_REM_OP : 0;
+}
+
 int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct roce_ext *x,
 		 const uint8_t *payload, uint32_t len, const struct roce_resp_ops *ops, void *ctx,
 		 struct roce_tx *ack)
@@ -228,8 +238,15 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 	}
 	if (starts(op))
 		r->done_bytes = 0;
-	nak = is_write(op) ? write_pkt(r, op, x, payload, len, ops, ctx)
-			   : send_pkt(r, payload, len, ops, ctx);
+	/*
+	 * A WRITE with immediate completes into a receive, taken at its last
+	 * packet before anything of it is placed: none posted is an RNR NAK
+	 * of that packet, which comes again (rxe's RWR packets).
+	 */
+	nak = is_write(op) && has_imm(op) ? recv_for_imm(r, ops, ctx) : 0;
+	if (!nak)
+		nak = is_write(op) ? write_pkt(r, op, x, payload, len, ops, ctx)
+				   : send_pkt(r, payload, len, ops, ctx);
 	if ((nak >> 5) == 1) {
 		/* Not ready: ePSN stays, the rest of the message is dropped until it comes again.
 		 */

@@ -242,19 +242,13 @@ static void op_done(void *c, uint8_t opcode, uint32_t len, bool has_imm, uint32_
 	x->req_wqe.imm_data = imm;
 	x->req_wqe.flags = x->se ? IBV_SEND_SOLICITED : 0;
 	if (op >= ROCE_OP_WRITE_FIRST && op <= ROCE_OP_WRITE_ONLY_IMM) {
-		if (!has_imm)
+		if (!has_imm || !x->rw_on)
 			return;
-		/*
-		 * A WRITE with immediate takes a receive for its completion.
-		 * With none posted it should have been refused with an RNR NAK
-		 * at its first packet; the responder learns the immediate only
-		 * at the last, so its completion is lost (docs/DESIGN.md).
-		 */
+		/* Its receive was taken at its last packet (op_recv of no bytes). */
 		x->req_wqe.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		msg_of(x, &m);
-		if (vfab_resp_check_rq(&m, &x->rw) == VFAB_RESP_PASS)
-			vfab_resp_push_recv(&m, &x->rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-					    len, 0);
+		vfab_resp_push_recv(&m, &x->rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, len, 0);
+		recv_end(x);
 		return;
 	}
 	x->req_wqe.opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
@@ -294,9 +288,14 @@ static void count_events(struct vfab_wire *x, const struct roce_req_stats *rq,
 }
 
 /* One packet of the QP to vfabd (lock held). A loss here is a loss on the wire. */
-static void tx(struct vfab_wire *x, const struct roce_tx *t)
+/* Packets of the QP vfabd takes with one system call. */
+#define TX_BATCH 16
+
+/* The TX message of packet t, described in mh (its header in *m, iov[2] its parts). */
+static void tx_msg(const struct vfab_wire *x, const struct roce_tx *t, struct vfab_wire_msg *m,
+		   struct iovec *iov, struct mmsghdr *mh)
 {
-	struct vfab_wire_msg m = {
+	*m = (struct vfab_wire_msg){
 	    .type = VFAB_WIRE_TX,
 	    .hca = x->hca,
 	    .port = x->port,
@@ -309,25 +308,57 @@ static void tx(struct vfab_wire *x, const struct roce_tx *t)
 	    .ext = t->ext,
 	    .paylen = t->len,
 	};
-	struct iovec iov[2] = {{&m, sizeof(m)}, {(void *)t->payload, t->len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = t->len ? 2 : 1};
-
-	if (x->dead)
-		return;
+	memcpy(m->sgid, x->sgid, 16);
+	memcpy(m->dgid, x->dgid, 16);
+	iov[0] = (struct iovec){m, sizeof(*m)};
+	iov[1] = (struct iovec){(void *)t->payload, t->len};
+	*mh = (struct mmsghdr){.msg_hdr = {.msg_iov = iov, .msg_iovlen = t->len ? 2 : 1}};
 	vfab_count_port(cnt(x), true, t->len, 1);
-	memcpy(m.sgid, x->sgid, 16);
-	memcpy(m.dgid, x->dgid, 16);
-	while (sendmsg(x->fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
 }
 
-/* Whatever the requester may send now. */
+/* n messages to vfabd (lock held). A loss here is a loss on the wire. */
+static void tx_send(struct vfab_wire *x, struct mmsghdr *mh, unsigned int n)
+{
+	while (n && !x->dead) {
+		int k = sendmmsg(x->fd, mh, n, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		mh += k;
+		n -= (unsigned int)k;
+	}
+}
+
+/* One packet of the QP (lock held): an ACK, a READ's reply, a datagram. */
+static void tx(struct vfab_wire *x, const struct roce_tx *t)
+{
+	struct vfab_wire_msg m;
+	struct iovec iov[2];
+	struct mmsghdr mh;
+
+	tx_msg(x, t, &m, iov, &mh);
+	tx_send(x, &mh, 1);
+}
+
+/* Whatever the requester may send now, TX_BATCH packets per system call. */
 static void pump(struct vfab_wire *x, uint64_t now)
 {
+	struct vfab_wire_msg m[TX_BATCH];
+	struct iovec iov[TX_BATCH][2];
+	struct mmsghdr mh[TX_BATCH];
+	unsigned int n = 0;
 	struct roce_tx t;
 
-	while (x->req_on && roce_req_next(&x->req, now, &t) == 1)
-		tx(x, &t);
+	while (x->req_on && roce_req_next(&x->req, now, &t) == 1) {
+		tx_msg(x, &t, &m[n], iov[n], &mh[n]);
+		if (++n == TX_BATCH) {
+			tx_send(x, mh, n);
+			n = 0;
+		}
+	}
+	tx_send(x, mh, n);
 }
 
 /* Completions, in posting order, for the send queue to take (vfab_wire_reap). */
@@ -389,6 +420,24 @@ static void ud_rx(struct vfab_wire *x, const struct vfab_wire_msg *w, const uint
 	vfab_resp_ud(&m);
 }
 
+/*
+ * The responder's fatal NAK ends its own QP too, as in-host (vfab_resp.c):
+ * receives flushed, the owner told (QP_ACCESS_ERR or QP_REQ_ERR).
+ */
+static void resp_fatal(struct vfab_wire *x, uint8_t syndrome)
+{
+	struct vfab_qp *qp = x->qp;
+	bool access = syndrome == ROCE_AETH_NAK_REM_ACCESS;
+
+	if (access)
+		vfab_count_event(&cnt(x)->resp_remote_access_errors, 1);
+	if (vfab_lock(&qp->s->lock))
+		return;
+	vfab_qp_slot_error(qp->ctx->map, qp->s, qp->k, true,
+			   access ? IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR);
+	vfab_unlock(&qp->s->lock);
+}
+
 static bool is_response(uint8_t op)
 {
 	return op >= ROCE_OP_READ_RESP_FIRST && op <= ROCE_OP_ATOMIC_ACK;
@@ -421,34 +470,60 @@ static void rx(struct vfab_wire *x, const struct vfab_wire_msg *m, const uint8_t
 					    ROCE_RC_MAX_WR));
 		pump(x, now);
 	} else if (vfab_resp_receiving(atomic_load(&x->qp->s->qp_state))) {
+		bool was_error = x->resp.error;
+
 		x->se = m->bth.se;
 		if (roce_resp_rx(&x->resp, &m->bth, &m->ext, p, m->paylen, &resp_ops, x, &t))
 			tx(x, &t);
 		while (roce_resp_next(&x->resp, &resp_ops, x, buf, &t))
 			tx(x, &t);
+		if (!was_error && x->resp.error)
+			resp_fatal(x, t.ext.aeth_syndrome);
 	}
 	count_events(x, &rq, &rs);
 }
 
-/* Everything waiting on the connection; hung up: dead. */
-static void drain(struct vfab_wire *x, uint8_t *buf, size_t cap)
-{
-	for (;;) {
-		ssize_t n = recv(x->fd, buf, cap, MSG_DONTWAIT);
-		const struct vfab_wire_msg *m = (const void *)buf;
+/* Packets read from a connection with one system call. */
+#define RX_BATCH 16
 
+/*
+ * Everything waiting on the connection; hung up: dead. Only the wire
+ * thread drains, so its buffers are static.
+ */
+static void drain(struct vfab_wire *x)
+{
+	static _Alignas(8)
+	    uint8_t buf[RX_BATCH][sizeof(struct vfab_wire_msg) + VFAB_WIRE_MAX_PAYLOAD];
+	struct iovec iov[RX_BATCH];
+	struct mmsghdr mh[RX_BATCH];
+	int n;
+
+	do {
+		for (int i = 0; i < RX_BATCH; i++) {
+			iov[i] = (struct iovec){buf[i], sizeof(buf[i])};
+			mh[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
+		}
+		n = recvmmsg(x->fd, mh, RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
+		for (int i = 0; i < n; i++) {
+			const struct vfab_wire_msg *m = (const void *)buf[i];
+
+			if (!mh[i].msg_len) {
+				n = -1; /* end of file: vfabd went */
+				break;
+			}
+			if (vfab_wire_msg_ok(m, mh[i].msg_len) && m->type == VFAB_WIRE_RX)
+				rx(x, m, buf[i] + sizeof(*m));
+		}
 		if (n <= 0) {
 			x->dead = true;
 			epoll_ctl(wires_ep, EPOLL_CTL_DEL, x->fd, NULL);
 			return;
 		}
-		if (vfab_wire_msg_ok(m, (size_t)n) && m->type == VFAB_WIRE_RX)
-			rx(x, m, buf + sizeof(*m));
-	}
+	} while (n == RX_BATCH);
 }
 
 /* ACK and RNR timers; closed QPs freed. Returns ms until the next timer. */
@@ -500,7 +575,6 @@ static int look(void)
 
 void vfab_wire_wait(void (*news)(struct vfab_qp *qp))
 {
-	static uint8_t buf[sizeof(struct vfab_wire_msg) + VFAB_WIRE_MAX_PAYLOAD];
 	static int wait;
 	struct epoll_event ev[32];
 	int n = epoll_wait(wires_ep, ev, 32, wait);
@@ -511,7 +585,7 @@ void vfab_wire_wait(void (*news)(struct vfab_qp *qp))
 
 		pthread_mutex_lock(&x->lock);
 		if (x->qp && !x->dead)
-			drain(x, buf, sizeof(buf));
+			drain(x);
 		pthread_mutex_unlock(&x->lock);
 	}
 	wait = look();

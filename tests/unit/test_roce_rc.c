@@ -145,7 +145,8 @@ static int b_recv(void *ctx, uint32_t offset, const uint8_t *p, uint32_t len)
 	}
 	if (offset + len > RECV_BYTES)
 		return -EMSGSIZE;
-	memcpy(b.recv[b.nrecv_used - 1] + offset, p, len);
+	if (len)
+		memcpy(b.recv[b.nrecv_used - 1] + offset, p, len);
 	return 0;
 }
 
@@ -323,7 +324,8 @@ static void check_all_delivered(const struct run *x)
 		d++;
 		if (w->opcode >= 2 && w->len)
 			assert_memory_equal(b.recv[sends], w->data, w->len);
-		sends += w->opcode >= 2;
+		/* A SEND and a WRITE with immediate take a receive each. */
+		sends += w->opcode >= 1;
 	}
 	assert_int_equal(b.ndone, d);
 	/* WRITEs land in order, so a later one over an earlier one wins: check them last to first.
@@ -648,6 +650,17 @@ static void test_rnr(void **state)
 	assert_int_equal(x.r.st.rnr_naks, 3);
 	assert_true(x.now >= 3840000 && x.now < 3840000 + 100000);
 	assert_int_equal(x.q.st.timeouts, 0);
+
+	/* A WRITE with immediate finds no receive at its last packet: RNR, then done. */
+	setup(&x, 0, 0, 0);
+	x.r.min_rnr_timer = 14;
+	b.nrecv_posted = 0;
+	x.recv_at_ns = 2000000;
+	add_wr(&x, 1, 5000); /* 5 packets */
+	run(&x, 100000000);
+	check_all_delivered(&x);
+	assert_int_equal(x.r.st.rnr_naks, 2);
+	assert_int_equal(b.nrecv_used, 1);
 
 	setup(&x, 0, 0, 0);
 	x.r.min_rnr_timer = 1; /* 10 us */
