@@ -15,28 +15,15 @@
 #ifndef VFAB_DAEMON_VFABD_WIRE_H
 #define VFAB_DAEMON_VFABD_WIRE_H
 
-#include <stdint.h>
-
-#include "vfabd_wirepkt.h"
-
 struct vfabd;
 struct vfabd_wire; /* vfabd_wire.c */
 
-/* What the wire did since vfabd started. */
-struct vfabd_wire_counts {
-	uint64_t binds;	    /* BINDs accepted */
-	uint64_t refused;   /* BINDs refused, and connections past the table */
-	uint64_t sent;	    /* TX packets put on the wire */
-	uint64_t received;  /* frames the ports' filters let in */
-	uint64_t delivered; /* RX messages handed to a bound process */
-	uint64_t dropped[VFABD_WIRE_DROP_REASONS]; /* by reason; [VFABD_WIRE_PASS] unused */
-};
-
 /* Listens on <rundir>/wire.sock and starts the wire's thread. 0 or -errno (nothing left). */
 int vfabd_wire_init(struct vfabd *d);
-/* Stops the thread, closes every connection and endpoint, removes wire.sock. */
+/*
+ * Stops the thread, logs what the wire did (binds, packets, drops by
+ * reason), closes every connection and endpoint, removes wire.sock.
+ */
 void vfabd_wire_free(struct vfabd *d);
-/* A snapshot of the counters (zero when the wire is not running). */
-void vfabd_wire_counts(const struct vfabd *d, struct vfabd_wire_counts *out);
 
 #endif /* VFAB_DAEMON_VFABD_WIRE_H */

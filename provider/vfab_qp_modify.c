@@ -228,7 +228,7 @@ int vfab_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 	/* A peer on another machine: the RoCE wire (vfab_wire.h). */
 	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT &&
-	    (ibqp->qp_type == IBV_QPT_RC || (ibqp->qp_type == IBV_QPT_UD && !qp->raw))) {
+	    (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UD)) {
 		if (!vfab_wire_rtr(qp))
 			vfab_engine_wire_start();
 	} else if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* RC QPs on the RoCE wire (see vfab_wire.h). */
+/* RC and UD QPs on the RoCE wire (see vfab_wire.h). */
 #include "provider/vfab_wire.h"
 #include "base/paths.h"
 #include "fabric/roce_rc.h"
@@ -287,7 +287,6 @@ static void count_events(struct vfab_wire *x, const struct roce_req_stats *rq,
 	vfab_count_event(&c->out_of_buffer, x->resp.st.rnr_naks - rs->rnr_naks);
 }
 
-/* One packet of the QP to vfabd (lock held). A loss here is a loss on the wire. */
 /* Packets of the QP vfabd takes with one system call. */
 #define TX_BATCH 16
 
@@ -392,7 +391,6 @@ static void place(void *c, const struct roce_wr *w, uint32_t off, const uint8_t 
 /* A datagram: into the next receive behind its GRH, as an in-host one (vfab_resp_ud). */
 static void ud_rx(struct vfab_wire *x, const struct vfab_wire_msg *w, const uint8_t *p)
 {
-	const struct vfab_context *ctx = x->qp->ctx;
 	struct iovec iov = {(void *)p, w->paylen};
 	struct vfab_msg m;
 
@@ -407,7 +405,6 @@ static void ud_rx(struct vfab_wire *x, const struct vfab_wire_msg *w, const uint
 	m.qp_type = IBV_QPT_UD;
 	m.src_qpn = w->ext.src_qpn & 0xffffff;
 	m.src_qkey = w->ext.qkey;
-	m.copy_engines = ctx->copy_engines;
 	m.liov = &iov;
 	m.nliov = w->paylen ? 1 : 0;
 	m.len = w->paylen;
