@@ -208,6 +208,9 @@ void vfab_cm_destroy(struct vfab_cm_id *id)
 		vfab_cm_msg_init(id, &m, VFAB_CM_REJ);
 		m.reason = id->state == VFAB_CS_REQ_SENT ? VFAB_CM_REJ_TIMEOUT
 							 : VFAB_CM_REJ_CONSUMER_DEFINED;
+		/* What it rejects, as a MAD says: the peer's REP, once one came. */
+		if (id->state == VFAB_CS_REP_RCVD)
+			m.mraed = VFAB_CM_REP;
 		vfab_cm_send(id, &m);
 		break;
 	default:

@@ -20,10 +20,9 @@
 #define CAP_NET_BIND_SERVICE 10 /* linux/capability.h */
 #define NAME_MAX_LEN 128
 
-int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len)
+int vfab_cm_dir_locator(const char *ibdev, struct vfab_locator *loc)
 {
 	char path[256], text[1024];
-	struct vfab_locator loc;
 	ssize_t n;
 
 	if (vfab_pathf(path, sizeof(path), "/sys/class/infiniband/%s/device/vfab", ibdev))
@@ -32,9 +31,15 @@ int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len)
 	if (n < 0)
 		return (int)n;
 	text[n] = 0;
-	if (vfab_locator_parse(text, UINT32_MAX, &loc))
-		return -ENOENT;
-	return vfab_pathf(buf, len, "%s", loc.rundir);
+	return vfab_locator_parse(text, UINT32_MAX, loc) ? -ENOENT : 0;
+}
+
+int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len)
+{
+	struct vfab_locator loc;
+	int rc = vfab_cm_dir_locator(ibdev, &loc);
+
+	return rc ? rc : vfab_pathf(buf, len, "%s", loc.rundir);
 }
 
 int vfab_cm_dir_name(char *buf, size_t len, uint16_t ps, const struct sockaddr *addr, uint16_t port)

@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "base/locator.h"
+
 /* What an entry says: the CM QP that answers and the process that owns it. */
 struct vfab_cm_entry {
 	uint32_t cm_qpn;
@@ -26,7 +28,8 @@ struct vfab_cm_entry {
 	unsigned long long start; /* its start time (/proc/PID/stat field 22) */
 };
 
-/* The run dir of the fabric of an HCA (its sysfs device/vfab locator). */
+/* An HCA's sysfs device/vfab locator (base/locator.h), and the run dir it names. */
+int vfab_cm_dir_locator(const char *ibdev, struct vfab_locator *loc);
 int vfab_cm_dir_rundir(const char *ibdev, char *buf, size_t len);
 
 /* The entry's file name for a service: "<ps>-<ip>-<port>" (port space in hex). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cm/cm_log.h"
+#include "cm/cm_mad.h"
 #include "cm/cm_path.h"
 
 #define GRH_BYTES 40
@@ -20,6 +21,9 @@ struct vfab_cm_port_out {
 	uint32_t dqpn;
 	struct vfab_cm_msg m;
 };
+
+/* Transaction IDs of this process's MADs (the CM matches by communication IDs, not by these). */
+static uint64_t tids;
 
 static uint8_t *recv_slot(struct vfab_cm_port *p, unsigned i)
 {
@@ -210,7 +214,16 @@ static int post_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t d
 
 	if (!ah)
 		return -EHOSTUNREACH;
-	sge.length = (uint32_t)vfab_cm_msg_encode(m, slot, VFAB_CM_MSG_BYTES);
+	/* QP1 is another machine's CM: it takes the IB CM's MADs (cm_mad.h). */
+	if (dqpn == VFAB_CM_MAD_QPN) {
+		ret = vfab_cm_mad_encode(m, ++tids, ibv_get_device_guid(p->ctx->device), dgid, slot,
+					 SLOT);
+		if (ret < 0)
+			return ret;
+		sge.length = (uint32_t)ret;
+	} else {
+		sge.length = (uint32_t)vfab_cm_msg_encode(m, slot, VFAB_CM_MSG_BYTES);
+	}
 	wr.wr_id = SEND_WR_ID | i;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
@@ -275,6 +288,31 @@ int vfab_cm_port_send(struct vfab_cm_port *p, uint8_t sgid_index, const uint8_t 
 	return 0;
 }
 
+/*
+ * A received message behind its GRH: from QP1, another machine's CM MAD,
+ * whose GIDs the GRH holds (an IPv6 header, or for RoCE v2 over IPv4 an
+ * IPv4 header in its last 20 bytes, as mlx5 writes it); else cm_wire.h's
+ * encoding.
+ */
+static int decode(const struct ibv_wc *wc, const uint8_t *buf, struct vfab_cm_msg *m)
+{
+	static const uint8_t v4[12] = {[10] = 0xff, [11] = 0xff};
+	uint8_t sgid[16], dgid[16];
+
+	if (wc->src_qp != VFAB_CM_MAD_QPN)
+		return vfab_cm_msg_decode(m, buf + GRH_BYTES, wc->byte_len - GRH_BYTES);
+	if (buf[0] >> 4 != 6) {
+		memcpy(sgid, v4, 12);
+		memcpy(sgid + 12, buf + 32, 4);
+		memcpy(dgid, v4, 12);
+		memcpy(dgid + 12, buf + 36, 4);
+	} else {
+		memcpy(sgid, buf + 8, 16);
+		memcpy(dgid, buf + 24, 16);
+	}
+	return vfab_cm_mad_decode(m, buf + GRH_BYTES, wc->byte_len - GRH_BYTES, sgid, dgid);
+}
+
 int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
 {
 	struct ibv_wc wc[16];
@@ -293,8 +331,7 @@ int vfab_cm_port_recv(struct vfab_cm_port *p, struct vfab_cm_msg *out, int max)
 			unsigned slot = (unsigned)wc[i].wr_id;
 
 			if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= GRH_BYTES &&
-			    vfab_cm_msg_decode(&out[got], recv_slot(p, slot) + GRH_BYTES,
-					       wc[i].byte_len - GRH_BYTES) == 0)
+			    decode(&wc[i], recv_slot(p, slot), &out[got]) == 0)
 				got++;
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				post_recv(p, slot);

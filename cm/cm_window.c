@@ -8,7 +8,9 @@
 #include "cm/cm_agent.h"
 #include "cm/cm_dir.h"
 #include "cm/cm_event.h"
+#include "cm/cm_far.h"
 #include "cm/cm_log.h"
+#include "cm/cm_mad.h"
 #include "cm/cm_msg.h"
 #include "cm/cm_peer.h"
 
@@ -132,11 +134,28 @@ static void nobody_listens(struct vfab_cm_id *id)
 				&(struct vfab_cm_msg){.type = VFAB_CM_REJ});
 }
 
+/* Whether id's destination is on another machine (asked once per connect). */
+static bool far(const struct vfab_cm_id *id)
+{
+	int n;
+	struct ibv_context *const *ctxs = vfab_cm_agent_ctxs(&n);
+
+	return id->have_dev && id->loc.dev < n &&
+	       vfab_cm_far(ctxs[id->loc.dev], id->loc.port, id->loc.gid_index, id->remote_gid);
+}
+
 void vfab_cm_window_req(struct vfab_cm_id *id, uint64_t now)
 {
 	struct vfab_cm_entry e;
 	char name[128];
 
+	if (far(id)) { /* its CM is QP1 of its machine: whoever listens there answers */
+		id->remote_cm_qpn = VFAB_CM_MAD_QPN;
+		id->remote_pid = 0;
+		id->remote_start = 0;
+		vfab_cm_window_send(id);
+		return;
+	}
 	if (vfab_cm_dir_name(name, sizeof(name), id->ps, (struct sockaddr *)&id->dst,
 			     vfab_cm_sa_port(&id->dst)) ||
 	    vfab_cm_dir_check(vfab_cm_agent_dir(), name, &e)) {

@@ -49,7 +49,7 @@ struct vfab_cm_msg {
 	uint8_t flow_control;
 	uint8_t family; /* AF_INET or AF_INET6 of the addresses */
 	uint8_t tclass;
-	uint8_t mraed;	     /* MRA: the message it acknowledges (VFAB_CM_REQ or VFAB_CM_REP) */
+	uint8_t mraed;	     /* MRA, REJ: the message it answers (VFAB_CM_REQ or VFAB_CM_REP) */
 	uint8_t svc_timeout; /* MRA: until the answer comes, 4.096 us * 2^svc_timeout */
 	uint32_t local_id;   /* sender's communication id */
 	uint32_t remote_id;  /* receiver's, 0 in a REQ */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "vfabd.h"
+#include "vfabd_gsi.h"
 #include "vfabd_log.h"
 #include "vfabd_wire_ep.h"
 #include "vfabd_wirepkt.h"
@@ -58,6 +59,7 @@ struct wconn {
 	uint16_t gen;	       /* bumped at close: stale events of the slot are ignored */
 	struct vfab_owner who; /* pid and start time, from the kernel */
 	bool bound;
+	bool gsi; /* sent CM MADs: has IDs in the GSI table */
 	struct vfabd_wire_bind b;
 	int32_t next; /* hash chain */
 };
@@ -73,6 +75,7 @@ struct vfabd_wire {
 	struct wconn conns[MAX_CONNS];
 	_Atomic uint64_t binds, refused, sent, received, delivered;
 	_Atomic uint64_t dropped[VFABD_WIRE_DROP_REASONS];
+	struct vfabd_gsi gsi;
 	_Alignas(8) uint8_t msg[sizeof(struct vfab_wire_msg) + VFAB_WIRE_MAX_PAYLOAD + 1];
 	uint8_t frame[RX_FRAME_MAX];
 };
@@ -114,11 +117,13 @@ static void conn_close(struct vfabd_wire *w, struct wconn *c)
 {
 	if (c->bound)
 		unhash(w, c);
+	if (c->gsi)
+		vfabd_gsi_forget(&w->gsi, (int32_t)(c - w->conns));
 	close(c->fd); /* leaves the epoll set with it */
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	c->fd = c->pidfd = -1;
-	c->bound = false;
+	c->bound = c->gsi = false;
 	c->gen++;
 }
 
@@ -233,7 +238,7 @@ static bool bind_conn(struct vfabd_wire *w, struct wconn *c, const struct vfab_w
 	return true;
 }
 
-static void tx(struct vfabd_wire *w, struct wconn *c, const struct vfab_wire_msg *m)
+static void tx(struct vfabd_wire *w, struct wconn *c, struct vfab_wire_msg *m)
 {
 	struct vfabd_wire_ep *ep = w->ep[c->b.hca][c->b.port - 1];
 	enum vfabd_wire_drop why =
@@ -241,6 +246,12 @@ static void tx(struct vfabd_wire *w, struct wconn *c, const struct vfab_wire_msg
 
 	if (why == VFABD_WIRE_PASS && !still_owned(w, c))
 		why = VFABD_WIRE_DROP_UNSEALED;
+	/* To QP1: a CM MAD, sent from QP1 (vfabd_gsi.h). */
+	if (why == VFABD_WIRE_PASS && (m->bth.dqpn & 0xffffff) == VFAB_CM_MAD_QPN) {
+		why = vfabd_gsi_tx(&w->gsi, (int32_t)(c - w->conns), m,
+				   (const uint8_t *)m + sizeof(*m));
+		c->gsi = true;
+	}
 	if (why == VFABD_WIRE_PASS)
 		why = vfabd_wire_ep_send(ep, m, (const uint8_t *)m + sizeof(*m));
 	count(why == VFABD_WIRE_PASS ? &w->sent : &w->dropped[why]);
@@ -249,7 +260,7 @@ static void tx(struct vfabd_wire *w, struct wconn *c, const struct vfab_wire_msg
 /* What a connection sent: a BIND first, then TX messages. */
 static void conn_read(struct vfabd_wire *w, struct wconn *c)
 {
-	const struct vfab_wire_msg *m = (const void *)w->msg;
+	struct vfab_wire_msg *m = (void *)w->msg;
 
 	for (int i = 0; i < TX_BATCH; i++) {
 		/* One byte more than the largest message: a longer one reads as malformed. */
@@ -323,6 +334,44 @@ static void accept_conns(struct vfabd_wire *w)
 	}
 }
 
+/*
+ * The connection a CM MAD for QP1 goes to (vfabd_gsi.h); NULL when none,
+ * counted unless UNBOUND, which the caller counts. What ib_cm answers for
+ * nobody (a REQ nobody listens for, a DREQ of a gone process) is answered
+ * here.
+ */
+static struct wconn *gsi_rx(struct vfabd_wire *w, uint32_t hca, uint32_t port,
+			    const struct roce_pkt_view *v)
+{
+	struct vfabd_wire_ep *ep = w->ep[hca][port - 1];
+	struct vfabd_gsi_to to;
+	struct wconn *c = NULL;
+	bool answer;
+	enum vfabd_wire_drop why = vfabd_gsi_rx(&w->gsi, v, &to, &answer);
+
+	if (why == VFABD_WIRE_PASS && to.listener) {
+		c = find(w, hca, to.qpn);
+		if (c && !vfab_owner_same(&c->who, &to.owner))
+			c = NULL;
+	} else if (why == VFABD_WIRE_PASS) {
+		c = &w->conns[to.conn];
+		if (c->fd < 0 || !c->bound || c->b.hca != hca)
+			c = NULL;
+	} else if (why != VFABD_WIRE_DROP_UNBOUND) {
+		count(&w->dropped[why]);
+		return NULL;
+	}
+	if (answer) {
+		struct vfab_wire_msg m;
+		uint8_t mad[VFAB_CM_MAD_BYTES];
+
+		if (!vfabd_gsi_answer(v, hca, port, &m, mad) &&
+		    vfabd_wire_ep_send(ep, &m, mad) == VFABD_WIRE_PASS)
+			count(&w->sent);
+	}
+	return c;
+}
+
 /* Frames of a port to the processes bound to their destination QP. */
 static void rx(struct vfabd_wire *w, uint32_t idx)
 {
@@ -346,7 +395,9 @@ static void rx(struct vfabd_wire *w, uint32_t idx)
 			count(&w->dropped[VFABD_WIRE_DROP_PARSE]);
 			continue;
 		}
-		c = find(w, hca, v.bth.dqpn & 0xffffff);
+		c = (v.bth.dqpn & 0xffffff) == VFAB_CM_MAD_QPN
+			? gsi_rx(w, hca, port, &v)
+			: find(w, hca, v.bth.dqpn & 0xffffff);
 		if (!c || c->b.port != port) {
 			count(&w->dropped[VFABD_WIRE_DROP_UNBOUND]);
 			continue;
@@ -448,6 +499,7 @@ int vfabd_wire_init(struct vfabd *d)
 		return -ENOMEM;
 	w->d = d;
 	w->listen_fd = w->stop_fd = w->epfd = -1;
+	vfabd_gsi_init(&w->gsi, d->rundir);
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		w->conns[i].fd = w->conns[i].pidfd = -1;
 	for (size_t i = 0; i < BUCKETS; i++)

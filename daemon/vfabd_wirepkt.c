@@ -15,7 +15,7 @@ const char *vfabd_wire_drop_name(enum vfabd_wire_drop why)
 	    [VFABD_WIRE_DROP_SRC_QP] = "src_qp", [VFABD_WIRE_DROP_UNSEALED] = "unsealed",
 	    [VFABD_WIRE_DROP_BUILD] = "build",	 [VFABD_WIRE_DROP_SEND] = "send",
 	    [VFABD_WIRE_DROP_PARSE] = "parse",	 [VFABD_WIRE_DROP_UNBOUND] = "unbound",
-	    [VFABD_WIRE_DROP_FULL] = "full",
+	    [VFABD_WIRE_DROP_FULL] = "full",	 [VFABD_WIRE_DROP_GSI] = "gsi",
 	};
 
 	return (unsigned)why < VFABD_WIRE_DROP_REASONS ? names[why] : "?";

@@ -28,6 +28,7 @@ enum vfabd_wire_drop {
 	VFABD_WIRE_DROP_PARSE,	  /* RX: roce_pkt_parse refused the frame (ICRC, lengths, ...) */
 	VFABD_WIRE_DROP_UNBOUND,  /* RX: no connection bound to (hca, port, dqpn) */
 	VFABD_WIRE_DROP_FULL,	  /* RX: the bound process's socket was full */
+	VFABD_WIRE_DROP_GSI,	  /* TX/RX: to or from QP1, but no CM MAD of the sender's IDs */
 	VFABD_WIRE_DROP_REASONS
 };
 

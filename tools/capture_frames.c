@@ -5,10 +5,12 @@
  * fabric/roce_pkt.c; the RDMA CM's messages as CM MADs (capture_cm.h).
  */
 #include "tools/capture_frames.h"
+#include "cm/cm_mad.h"
 #include "cm/cm_path.h"
 #include "fabric/roce_pkt.h"
 #include "tools/capture_cm.h"
 
+#include <endian.h>
 #include <string.h>
 
 #define FRAME_MAX (ROCE_MAX_HDR_LEN + 4096 + 8)
@@ -126,11 +128,13 @@ static void packet(struct vfab_capture_frames *o, const struct vfab_cap_rec *r, 
 	addr_of(o, r, false, &a);
 	if (r->qp_type == 4) { /* UD: one datagram */
 		struct vfab_cm_msg cm;
-		uint8_t mad[VFAB_MAD_BYTES];
+		uint8_t mad[VFAB_CM_MAD_BYTES];
 
 		/* vfab's CM between its UD QPs: a CM MAD between QP1s on the wire. */
 		if (kept == r->msg_len && vfab_capture_cm_decode(r->qkey, pay, kept, &cm) &&
-		    vfab_capture_cm_mad(&cm, o->hcas[r->src_hca].node_guid, r->dgid, mad)) {
+		    vfab_cm_mad_encode(&cm, (uint64_t)cm.pid << 32 | cm.local_id,
+				       htobe64(o->hcas[r->src_hca].node_guid), r->dgid, mad,
+				       sizeof(mad)) > 0) {
 			b.opcode = ROCE_OP_UD_SEND_ONLY;
 			b.dqpn = 1;
 			x.qkey = VFAB_CM_QP1_QKEY;

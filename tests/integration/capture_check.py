@@ -7,7 +7,8 @@ capture_check.py FILE KIND [--msgs N] [--pkts N]
   here independently of vfab (zlib's CRC-32 over the IBA's masked copy).
 - tshark decodes every frame as InfiniBand without malformed packets or
   expert items of warning or error severity.
-- KIND says what the traffic is (write, send, read, atomic, ud, rping) and
+- KIND says what the traffic is (write, send, read, atomic, ud, rping; cm:
+  an RDMA CM connection's MADs to QP1 and its traffic) and
   the opcodes must follow the IBA's order per QP: First Middle* Last or
   Only per message, PSNs consecutive, each answered (ACK on the message's
   last PSN, READ responses from the request's PSN, atomic ACK on its PSN).
@@ -131,6 +132,41 @@ def tshark_rows(path):
     return rows
 
 
+CM_ATTRS = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU", 0x15: "DREQ",
+            0x16: "DREP"}
+
+
+def check_cm(path, rows):
+    """Datagrams to QP1 are IB CM MADs (class 7) as tshark decodes them, a
+    connection's whole life among them: REQ with rdma_cm's IP header, REP,
+    RTU, DREQ, DREP. Returns how many of each."""
+    to_qp1 = {num for num, op, qp, _ in rows if op == 0x64 and qp.endswith("/0x1")}
+    out = subprocess.run(
+        ["tshark", "-r", path, "-Y", "infiniband.mad", "-T", "fields", "-E", "separator=;",
+         "-e", "frame.number", "-e", "infiniband.mad.mgmtclass", "-e", "infiniband.mad.attributeid",
+         "-e", "infiniband.cm.req.ip_cm.dip4", "-e", "infiniband.cm.req.serviceid.dport"],
+        capture_output=True, text=True, check=False)
+    if out.returncode:
+        die("tshark failed: " + out.stderr.strip())
+    seen = collections.Counter()
+    mads = set()
+    for line in out.stdout.splitlines():
+        num, cls, attr, dip4, dport = (line.split(";") + [""] * 5)[:5]
+        mads.add(int(num))
+        if int(cls, 0) != 7 or int(attr, 0) not in CM_ATTRS:
+            die("frame %s: MAD class %s attribute %s, want an IB CM message" % (num, cls, attr))
+        name = CM_ATTRS[int(attr, 0)]
+        if name == "REQ" and not (dip4 and dport):
+            die("frame %s: a REQ without rdma_cm's IP header or port" % num)
+        seen[name] += 1
+    if to_qp1 - mads:
+        die("frames %s go to QP1 but are no MADs" % sorted(to_qp1 - mads))
+    for name in ("REQ", "REP", "RTU", "DREQ", "DREP"):
+        if not seen[name]:
+            die("no %s among the CM's MADs (%s)" % (name, dict(seen)))
+    return seen
+
+
 def check_stream(kind, rows, want_pkts):
     """The opcode order per destination QP; returns the number of messages."""
     by_qp = collections.defaultdict(list)
@@ -145,7 +181,8 @@ def check_stream(kind, rows, want_pkts):
             if kind == "ud" and op not in (0x64, 0x65):
                 die("frame %d: UD opcode %#x" % (num, op))
             if op in (0x64, 0x65):
-                # Datagrams: their PSNs are their senders', several senders per QP.
+                # Datagrams (the CM's MADs too): their PSNs are their senders', several
+                # senders per QP.
                 msgs += 1
                 continue
             if low in (ACK, ATOMIC_ACK) or low in (RR_FIRST, RR_MIDDLE, RR_LAST, RR_ONLY):
@@ -224,7 +261,8 @@ def check_answers(kind, rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pcap")
-    ap.add_argument("kind", choices=["write", "send", "read", "atomic", "ud", "rping", "any"])
+    ap.add_argument("kind", choices=["write", "send", "read", "atomic", "ud", "rping", "cm",
+                                     "any"])
     ap.add_argument("--msgs", type=int, default=1)
     ap.add_argument("--pkts", type=int, default=0)
     a = ap.parse_args()
@@ -240,12 +278,14 @@ def main():
     rows = tshark_rows(a.pcap)
     if len(rows) != len(fs):
         die("tshark shows %d frames of %d" % (len(rows), len(fs)))
-    msgs = check_stream(a.kind if a.kind != "any" else "", rows, a.pkts)
+    cm = check_cm(a.pcap, rows) if a.kind == "cm" else None
+    msgs = check_stream(a.kind if a.kind not in ("any", "cm") else "", rows, a.pkts)
     answered = check_answers(a.kind, rows) if a.kind != "ud" else 0
     if msgs < a.msgs:
         die("%d messages, want at least %d" % (msgs, a.msgs))
-    print("capture_check: %s: %d frames (%d whole, ICRC good), %d messages, %d answers" %
-          (a.pcap, len(fs), whole, msgs, answered))
+    print("capture_check: %s: %d frames (%d whole, ICRC good), %d messages, %d answers%s" %
+          (a.pcap, len(fs), whole, msgs, answered,
+           "; CM MADs: " + " ".join("%s %d" % kv for kv in sorted(cm.items())) if cm else ""))
 
 
 main()

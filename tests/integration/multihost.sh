@@ -15,6 +15,10 @@
 #    verified (capture_check.py); perftest's WRITE, READ, SEND, atomics
 #    and latency; UD datagrams (ibv_ud_pingpong with its data checked);
 #    2 % loss on a0's link costs retransmissions, counted, and no message;
+#  - the RDMA CM across machines as the kernel's CM speaks it, MADs to QP1
+#    (decoded by tshark as IB CM): rping with its data verified, ib_write_bw
+#    and ib_send_bw -R, UCX connecting by socket address; a connect to a
+#    port nobody listens on is rejected by the other machine at once;
 #  - `vfab down` on each leaves the machines as they were;
 #  - with IPv6 leaves, the /64s cross as well.
 set -euo pipefail
@@ -98,16 +102,26 @@ perf=(-d mlx5_0 -x 3 -F)
 # One of hosta's port counters, as a0 reads it.
 counter() { va exec a0 -- cat "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/$1"; }
 
+# wire_capture FILE / wire_capture_end: dumpcap on hosta's eth1, RoCE v2 only.
+wire_capture()
+{
+	ip netns exec "$HA" dumpcap -q -P -i eth1 -f "udp port 4791" -w "$1" \
+		>"$VFAB_TMP/dumpcap.log" 2>&1 &
+	tpid=$!
+	VFAB_SERVER_PIDS+=("$tpid")
+	for _ in $(seq 50); do grep -q Capturing "$VFAB_TMP/dumpcap.log" && break; sleep 0.1; done
+}
+wire_capture_end()
+{
+	sleep 1 # dumpcap writes what it still holds
+	kill "$tpid"
+	wait "$tpid" 2>/dev/null || true
+}
+
 note "RDMA across machines: RoCE v2 packets on eth1, as tshark decodes them"
-ip netns exec "$HA" dumpcap -q -P -i eth1 -f "udp port 4791" -w "$VFAB_TMP/wire.pcap" \
-	>"$VFAB_TMP/dumpcap.log" 2>&1 &
-tpid=$!
-VFAB_SERVER_PIDS+=("$tpid")
-for _ in $(seq 50); do grep -q Capturing "$VFAB_TMP/dumpcap.log" && break; sleep 0.1; done
+wire_capture "$VFAB_TMP/wire.pcap"
 across 18602 ibv_rc_pingpong -g 3 -n 50 -s 8192 -c
-sleep 1 # dumpcap writes what it still holds
-kill "$tpid"
-wait "$tpid" 2>/dev/null || true
+wire_capture_end
 grep -q '819200 bytes in' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ibv_rc_pingpong did not move 50 x 8 KiB each way"; }
 python3 "$VFAB_REPO/tests/integration/capture_check.py" "$VFAB_TMP/wire.pcap" send --msgs 100 --pkts 8 \
 	>"$VFAB_TMP/wire.check" 2>&1 || { show "$VFAB_TMP/wire.check"; fail "the wire capture is not clean RoCE v2"; }
@@ -127,6 +141,50 @@ show "$VFAB_TMP/x.cli"
 note "UD across machines: datagrams with their GRH, data checked"
 across 18610 ibv_ud_pingpong -g 3 -n 100 -s 2048 -c
 grep -q '409600 bytes in' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ibv_ud_pingpong did not move 100 x 2 KiB each way"; }
+
+# cm_pair PORT SERVER-CMD... -- CLIENT-CMD...: an RDMA CM server in b1, up
+# once hostb's listener directory names a live listener on PORT, then its
+# client in a0; both must exit 0. Output: $VFAB_TMP/x.srv and x.cli.
+cm_pair()
+{
+	local port=$1 rc=0 src=0 srv=()
+	shift
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	on b1 timeout 60 "${srv[@]}" >"$VFAB_TMP/x.srv" 2>&1 &
+	SERVER_PID=$!
+	VFAB_SERVER_PIDS+=("$SERVER_PID")
+	VFAB_RUN_DIR=/run/vfab/$F-b wait_cm_listen "$port" ||
+		{ show "$VFAB_TMP/x.srv"; fail "${srv[0]} does not listen in b1"; }
+	on a0 timeout 60 "$@" >"$VFAB_TMP/x.cli" 2>&1 || rc=$?
+	wait "$SERVER_PID" || src=$?
+	[ "$rc" = 0 ] && [ "$src" = 0 ] ||
+		{ show "$VFAB_TMP/x.srv" "$VFAB_TMP/x.cli"; fail "${srv[0]} a0 -> b1: client exited $rc, server $src"; }
+}
+
+note "the RDMA CM across machines: CM MADs on QP1 (rping, perftest -R, UCX by socket address)"
+wire_capture "$VFAB_TMP/cm.pcap"
+cm_pair 18611 rping -s -a 198.18.1.2 -p 18611 -C 20 -S 4096 -V -- \
+	rping -c -a 198.18.1.2 -p 18611 -C 20 -S 4096 -V
+wire_capture_end
+python3 "$VFAB_REPO/tests/integration/capture_check.py" "$VFAB_TMP/cm.pcap" cm \
+	>"$VFAB_TMP/cm.check" 2>&1 || { show "$VFAB_TMP/cm.check"; fail "the CM's MADs are not what tshark decodes as IB CM"; }
+show "$VFAB_TMP/cm.check"
+cm_pair 18612 ib_write_bw -R "${perf[@]}" -s 65536 -n 500 -p 18612 -- \
+	ib_write_bw -R "${perf[@]}" -s 65536 -n 500 -p 18612 b1
+cm_pair 18613 ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 -- \
+	ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 b1
+cm_pair 18614 env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" server 18614 5 -- \
+	env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" client b1 18614 5
+grep -q '^result role=client' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ucx_sockaddr: no client result"; }
+
+note "the RDMA CM across machines: nobody listens, hostb's CM rejects at once"
+t0=$(date +%s)
+if on a0 timeout 30 rping -c -a 198.18.1.2 -p 18619 -C 1 >"$VFAB_TMP/rej" 2>&1; then
+	fail "rping connected to a port nobody listens on"
+fi
+grep -q 'REJECTED' "$VFAB_TMP/rej" || { show "$VFAB_TMP/rej"; fail "rping to nobody: not rejected"; }
+[ $(($(date +%s) - t0)) -lt 10 ] || fail "rping to nobody took $(($(date +%s) - t0)) s to be rejected"
 
 # Loss: vfab's own on a0's link (its IP side drops packets, netem or not;
 # this kernel has no netem for eth1). perftest ends with a TCP handshake,

@@ -39,5 +39,5 @@ vfab_unit_test(test_roce_parse SOURCES unit/test_roce_parse.c LIBS vfab_fabric)
 vfab_unit_test(test_roce_rc SOURCES unit/test_roce_rc.c LIBS vfab_fabric)
 
 # Packet capture: the records' checks (fabric/capture.c) and the CM's messages
-# as CM MADs (tools/capture_cm.c).
+# as CM MADs (tools/capture_cm.c, cm/cm_mad.c).
 vfab_unit_test(test_capture SOURCES unit/test_capture.c LIBS vfab_fabric vfab_capture)
