@@ -26,6 +26,7 @@
 #include "vfabd_conn.h"
 #include "vfabd_faultlog.h"
 #include "vfabd_reaper.h"
+#include "vfabd_wire.h"
 
 #define REPORT_SCHEMA "vfab-report/1"
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
@@ -325,6 +326,24 @@ static void paused(struct vjson_buf *b, const struct vfabd *d)
 	vjson_text(b, "]");
 }
 
+static void wire(struct vjson_buf *b, const struct vfabd *d)
+{
+	struct vfabd_wire_counts n;
+
+	vfabd_wire_counts(d, &n);
+	vjson_printf(b,
+		     ",\n\"wire\":{\"open\":%d,\"qps_bound\":%llu,\"refused\":%llu,\"sent\":%llu,"
+		     "\"received\":%llu,\"delivered\":%llu,\"dropped\":{",
+		     n.open, (unsigned long long)n.binds, (unsigned long long)n.refused,
+		     (unsigned long long)n.sent, (unsigned long long)n.received,
+		     (unsigned long long)n.delivered);
+	for (int i = VFABD_WIRE_PASS + 1; i < VFABD_WIRE_DROP_REASONS; i++)
+		vjson_printf(b, "%s\"%s\":%llu", i > VFABD_WIRE_PASS + 1 ? "," : "",
+			     vfabd_wire_drop_name((enum vfabd_wire_drop)i),
+			     (unsigned long long)n.dropped[i]);
+	vjson_text(b, "}}");
+}
+
 void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c)
 {
 	struct vjson_buf b = {0};
@@ -346,6 +365,7 @@ void vfabd_req_report(struct vfabd *d, struct vfabd_conn *c)
 	qps(&b, d);
 	faults(&b, d);
 	paused(&b, d);
+	wire(&b, d);
 	vjson_text(&b, "\n}\n");
 	if (b.oom) {
 		free(b.p);

@@ -511,22 +511,41 @@ int vfabd_wire_init(struct vfabd *d)
 	return rc;
 }
 
-/* What the wire did since vfabd started, in one log line (the thread has stopped). */
-static void log_counts(const struct vfabd_wire *w)
+void vfabd_wire_counts(const struct vfabd *d, struct vfabd_wire_counts *out)
 {
+	const struct vfabd_wire *w = d->wire;
+
+	memset(out, 0, sizeof(*out));
+	if (!w)
+		return;
+	out->open = true;
+	out->binds = atomic_load_explicit(&w->binds, memory_order_relaxed);
+	out->refused = atomic_load_explicit(&w->refused, memory_order_relaxed);
+	out->sent = atomic_load_explicit(&w->sent, memory_order_relaxed);
+	out->received = atomic_load_explicit(&w->received, memory_order_relaxed);
+	out->delivered = atomic_load_explicit(&w->delivered, memory_order_relaxed);
+	for (int i = 0; i < VFABD_WIRE_DROP_REASONS; i++)
+		out->dropped[i] = atomic_load_explicit(&w->dropped[i], memory_order_relaxed);
+}
+
+/* What the wire did since vfabd started, in one log line (the thread has stopped). */
+static void log_counts(const struct vfabd *d)
+{
+	struct vfabd_wire_counts n;
 	char drops[256] = "";
 	size_t at = 0;
 
+	vfabd_wire_counts(d, &n);
 	for (int i = VFABD_WIRE_PASS + 1; i < VFABD_WIRE_DROP_REASONS && at < sizeof(drops); i++)
-		if (w->dropped[i])
+		if (n.dropped[i])
 			at += (size_t)snprintf(drops + at, sizeof(drops) - at, " %s=%llu",
 					       vfabd_wire_drop_name((enum vfabd_wire_drop)i),
-					       (unsigned long long)w->dropped[i]);
+					       (unsigned long long)n.dropped[i]);
 	vfabd_log("wire: %llu QP(s) bound, %llu refused; %llu packet(s) sent, %llu received, "
 		  "%llu delivered; dropped:%s",
-		  (unsigned long long)w->binds, (unsigned long long)w->refused,
-		  (unsigned long long)w->sent, (unsigned long long)w->received,
-		  (unsigned long long)w->delivered, at ? drops : " none");
+		  (unsigned long long)n.binds, (unsigned long long)n.refused,
+		  (unsigned long long)n.sent, (unsigned long long)n.received,
+		  (unsigned long long)n.delivered, at ? drops : " none");
 }
 
 void vfabd_wire_free(struct vfabd *d)
@@ -539,7 +558,7 @@ void vfabd_wire_free(struct vfabd *d)
 	if (w->started && write(w->stop_fd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(w->thread, NULL);
 	if (w->started)
-		log_counts(w);
+		log_counts(d);
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (w->conns[i].fd >= 0)
 			conn_close(w, &w->conns[i]);

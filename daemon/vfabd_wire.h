@@ -15,8 +15,20 @@
 #ifndef VFAB_DAEMON_VFABD_WIRE_H
 #define VFAB_DAEMON_VFABD_WIRE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vfabd_wirepkt.h"
+
 struct vfabd;
 struct vfabd_wire; /* vfabd_wire.c */
+
+/* What the wire did since vfabd started (REPORT's `wire`, docs/REPORT_SCHEMA.md). */
+struct vfabd_wire_counts {
+	bool open; /* a fabric with routes to other machines: wire.sock is served */
+	uint64_t binds, refused, sent, received, delivered;
+	uint64_t dropped[VFABD_WIRE_DROP_REASONS];
+};
 
 /* Listens on <rundir>/wire.sock and starts the wire's thread. 0 or -errno (nothing left). */
 int vfabd_wire_init(struct vfabd *d);
@@ -25,5 +37,7 @@ int vfabd_wire_init(struct vfabd *d);
  * reason), closes every connection and endpoint, removes wire.sock.
  */
 void vfabd_wire_free(struct vfabd *d);
+/* The counters now (all 0 and !open without a wire), while the thread runs. */
+void vfabd_wire_counts(const struct vfabd *d, struct vfabd_wire_counts *out);
 
 #endif /* VFAB_DAEMON_VFABD_WIRE_H */

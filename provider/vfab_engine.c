@@ -26,6 +26,7 @@ static pthread_cond_t eng_wake; /* new work or an earlier due time */
 static pthread_cond_t eng_idle; /* a QP's progress call returned */
 static struct vfab_qp *eng_list;
 static bool eng_started;
+static bool eng_wire_started; /* the wire thread (vfab_engine_wire_start) */
 /* Read without the lock by pollers: how many QPs wait, and the earliest due. */
 static _Atomic uint32_t eng_nlisted;
 static _Atomic uint64_t eng_earliest = UINT64_MAX;
@@ -226,25 +227,33 @@ static void engine_atfork_child(void)
 	pthread_mutex_init(&eng_lock, NULL);
 	eng_list = NULL;
 	eng_started = false;
+	eng_wire_started = false;
+	vfab_wire_atfork_child();
 	eng_wake_at = 0;
 	atomic_store(&eng_nlisted, 0);
 	atomic_store(&eng_earliest, UINT64_MAX);
 }
 
 /* Caller holds eng_lock. */
-static void start_engine(void)
+static void set_atfork(void)
 {
 	static bool atfork_set;
+
+	if (!atfork_set)
+		pthread_atfork(NULL, NULL, engine_atfork_child);
+	atfork_set = true;
+}
+
+/* Caller holds eng_lock. */
+static void start_engine(void)
+{
 	pthread_condattr_t ca;
 	pthread_attr_t ta;
 	pthread_t t;
 
 	if (eng_started)
 		return;
-	if (!atfork_set) {
-		pthread_atfork(NULL, NULL, engine_atfork_child);
-		atfork_set = true;
-	}
+	set_atfork();
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&eng_wake, &ca);
@@ -374,21 +383,20 @@ static void *wire_thread(void *arg)
 	return NULL;
 }
 
-static void wire_start(void)
+void vfab_engine_wire_start(void)
 {
 	pthread_attr_t a;
 	pthread_t t;
 
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &a, wire_thread, NULL))
-		vfab_dbg("no wire thread: wire QPs will not progress");
-	pthread_attr_destroy(&a);
-}
-
-void vfab_engine_wire_start(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, wire_start);
+	pthread_mutex_lock(&eng_lock);
+	if (!eng_wire_started) {
+		set_atfork();
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		eng_wire_started = !pthread_create(&t, &a, wire_thread, NULL);
+		if (!eng_wire_started)
+			vfab_dbg("no wire thread: wire QPs will not progress");
+		pthread_attr_destroy(&a);
+	}
+	pthread_mutex_unlock(&eng_lock);
 }

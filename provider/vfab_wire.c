@@ -523,6 +523,18 @@ static void drain(struct vfab_wire *x)
 	} while (n == RX_BATCH);
 }
 
+void vfab_wire_atfork_child(void)
+{
+	/* Not freed: the child's copies of the parent's QPs still point at them. */
+	for (struct vfab_wire *x = wires; x; x = x->next)
+		close(x->fd);
+	wires = NULL;
+	if (wires_ep >= 0)
+		close(wires_ep);
+	wires_ep = -1;
+	pthread_mutex_init(&wires_lock, NULL);
+}
+
 /* ACK and RNR timers; closed QPs freed. Returns ms until the next timer. */
 static int look(void)
 {

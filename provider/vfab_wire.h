@@ -60,5 +60,12 @@ void vfab_wire_reap(struct vfab_qp *qp);
  * have returned 0 before.
  */
 void vfab_wire_wait(void (*news)(struct vfab_qp *qp));
+/*
+ * In a forked child: the parent's wire QPs are not the child's (as the
+ * engine forgets the parent's QPs), so their connections are closed here and
+ * the child's own wire QPs get an epoll set of their own. The inherited one
+ * is the parent's, whose thread would be woken by the child's connections.
+ */
+void vfab_wire_atfork_child(void);
 
 #endif /* VFAB_PROVIDER_WIRE_H */

@@ -218,6 +218,26 @@ static void summary_faults(FILE *f, const struct vjson *faults, const struct vjs
 			str(e, "target"), str(e, "params"), str(e, "detail"));
 }
 
+/* The RoCE wire to other machines, when vfabd serves one. */
+static void summary_wire(FILE *f, const struct vjson *w)
+{
+	const struct vjson *dropped = w ? vjson_get(w, "dropped") : NULL;
+	unsigned long long all = 0;
+
+	if (!w || !num(w, "open"))
+		return;
+	for (const struct vjson *r = dropped ? dropped->child : NULL; r; r = r->next)
+		all += r->is_uint ? r->u : 0;
+	fprintf(f,
+		"\nwire to other machines: %llu QP(s) bound, %llu packet(s) sent, %llu received, "
+		"%llu delivered, %llu dropped",
+		num(w, "qps_bound"), num(w, "sent"), num(w, "received"), num(w, "delivered"), all);
+	for (const struct vjson *r = dropped ? dropped->child : NULL; r; r = r->next)
+		if (r->is_uint && r->u)
+			fprintf(f, " (%s %llu)", r->key, (unsigned long long)r->u);
+	fprintf(f, "\n");
+}
+
 static int print_summary(FILE *f, const char *body, size_t len)
 {
 	char err[128];
@@ -237,6 +257,7 @@ static int print_summary(FILE *f, const char *body, size_t len)
 	summary_ports(f, vjson_get(root, "ports"));
 	summary_links(f, vjson_get(root, "links"));
 	summary_qps(f, vjson_get(root, "qps"));
+	summary_wire(f, vjson_get(root, "wire"));
 	summary_faults(f, vjson_get(root, "faults"), root);
 	vjson_free(root);
 	return VFAB_EXIT_OK;

@@ -15,10 +15,13 @@
 #    verified (capture_check.py); perftest's WRITE, READ, SEND, atomics
 #    and latency; UD datagrams (ibv_ud_pingpong with its data checked);
 #    2 % loss on a0's link costs retransmissions, counted, and no message;
+#  - a process that fork()s: its child's own RC QP across (pyverbs, no
+#    exec) and the parent's next one both move checked data;
 #  - the RDMA CM across machines as the kernel's CM speaks it, MADs to QP1
 #    (decoded by tshark as IB CM): rping with its data verified, ib_write_bw
 #    and ib_send_bw -R, UCX connecting by socket address; a connect to a
 #    port nobody listens on is rejected by the other machine at once;
+#  - vfab report counts the wire's packets (and no refused CM MAD);
 #  - `vfab down` on each leaves the machines as they were;
 #  - with IPv6 leaves, the /64s cross as well.
 set -euo pipefail
@@ -48,14 +51,14 @@ va status >"$VFAB_TMP/sta"
 grep -q "^fabric $F-a: up" "$VFAB_TMP/sta" || { show "$VFAB_TMP/sta"; fail "fabric $F-a is not healthy"; }
 grep -q '^  host    hosta ' "$VFAB_TMP/sta" || { show "$VFAB_TMP/sta"; fail "vfab status does not name host hosta"; }
 grep -q '^  a1 ' "$VFAB_TMP/sta" || fail "a1 is not on hosta"
-va status --json | grep -q '"host":"hosta"' || fail 'vfab status --json has no "host":"hosta"'
-if va status | grep -q '^  b0 '; then fail "hostb's b0 runs on hosta"; fi
+va status --json | grep '"host":"hosta"' >/dev/null || fail 'vfab status --json has no "host":"hosta"'
+if va status | grep '^  b0 ' >/dev/null; then fail "hostb's b0 runs on hosta"; fi
 va exec b0 -- true 2>/dev/null && fail "vfab exec reaches b0 from hosta"
 
 note "the uplink: in the fabric's namespace, not the machine's"
-ip -n "vfab-$F-a-fab" route | grep -q '^198.18.1.0/24 via 198.19.255.2 dev uplink' ||
+ip -n "vfab-$F-a-fab" route | grep '^198.18.1.0/24 via 198.19.255.2 dev uplink' >/dev/null ||
 	{ ip -n "vfab-$F-a-fab" route; fail "no route to hostb's leaf via its uplink"; }
-ip -n "vfab-$F-a-fab" -d link show uplink | grep -q 'macvlan mode bridge' ||
+ip -n "vfab-$F-a-fab" -d link show uplink | grep 'macvlan mode bridge' >/dev/null ||
 	fail "the uplink is not a bridge-mode macvlan"
 [ "$(ip -n "$HA" -o link | wc -l)" = 2 ] || { ip -n "$HA" link; fail "the machine's namespace gained a netdev"; }
 [ "$(machine "$HA")" = "$before_a" ] ||
@@ -142,6 +145,21 @@ note "UD across machines: datagrams with their GRH, data checked"
 across 18610 ibv_ud_pingpong -g 3 -n 100 -s 2048 -c
 grep -q '409600 bytes in' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ibv_ud_pingpong did not move 100 x 2 KiB each way"; }
 
+note "fork(): a child's own RC QP to hostb (no exec), and the parent's after it"
+on b1 timeout 60 /usr/bin/python3 "$VFAB_REPO/tests/integration/wire_fork.py" server 18615 3 \
+	>"$VFAB_TMP/fork.srv" 2>&1 &
+SERVER_PID=$!
+VFAB_SERVER_PIDS+=("$SERVER_PID")
+for _ in $(seq 100); do
+	on b1 ss -Hltn "sport = :18615" 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+on a0 timeout 60 /usr/bin/python3 "$VFAB_REPO/tests/integration/wire_fork.py" client b1 18615 \
+	>"$VFAB_TMP/fork.cli" 2>&1 || { show "$VFAB_TMP/fork.srv" "$VFAB_TMP/fork.cli"; fail "RC across fork() failed"; }
+wait "$SERVER_PID" || { show "$VFAB_TMP/fork.srv"; fail "the fork test's server failed"; }
+[ "$(grep -c 'out and back, checked' "$VFAB_TMP/fork.cli")" = 3 ] ||
+	{ show "$VFAB_TMP/fork.cli"; fail "not 3 checked exchanges around fork()"; }
+
 # cm_pair PORT SERVER-CMD... -- CLIENT-CMD...: an RDMA CM server in b1, up
 # once hostb's listener directory names a live listener on PORT, then its
 # client in a0; both must exit 0. Output: $VFAB_TMP/x.srv and x.cli.
@@ -186,6 +204,18 @@ fi
 grep -q 'REJECTED' "$VFAB_TMP/rej" || { show "$VFAB_TMP/rej"; fail "rping to nobody: not rejected"; }
 [ $(($(date +%s) - t0)) -lt 10 ] || fail "rping to nobody took $(($(date +%s) - t0)) s to be rejected"
 
+note "vfab report counts the wire's packets, and no CM MAD was refused"
+va report >"$VFAB_TMP/report"
+grep '^wire to other machines: ' "$VFAB_TMP/report" >"$VFAB_TMP/wire.line" ||
+	{ show "$VFAB_TMP/report"; fail "vfab report says nothing of the wire"; }
+show "$VFAB_TMP/wire.line"
+va report --json | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["wire"]
+assert w["open"] == 1 and w["sent"] > 1000 and w["delivered"] > 1000, w
+assert w["dropped"]["gsi"] == 0 and w["dropped"]["parse"] == 0, w["dropped"]' ||
+	fail "vfab report --json: the wire counters are not what the traffic above implies"
+
 # Loss: vfab's own on a0's link (its IP side drops packets, netem or not;
 # this kernel has no netem for eth1). perftest ends with a TCP handshake,
 # so a lost last ACK is retried while the peer's QP still exists; a
@@ -205,7 +235,7 @@ va down >/dev/null || fail "vfab down on hosta failed"
 vb down >/dev/null || fail "vfab down on hostb failed"
 [ "$(ip -n "$HA" -o link | wc -l)" = 2 ] || { ip -n "$HA" link; fail "hosta kept a netdev"; }
 [ "$(machine "$HA")" = "$before_a" ] || fail "hosta's addresses or routes changed"
-if ls /run/netns | grep -q "^vfab-$F-"; then fail "namespaces of $F-a/$F-b are left"; fi
+if ls /run/netns | grep "^vfab-$F-" >/dev/null; then fail "namespaces of $F-a/$F-b are left"; fi
 
 note "IPv6 too: each leaf's /64 routed via the other uplink's IPv6 address"
 sed -e 's|\(198.19.255.\([12]\)/24\)\]|\1, "fd00:199::\2/64"]|' \

@@ -127,6 +127,11 @@ static void test_report_schema(void **state)
 	ports = vjson_get(root, "ports");
 	for (p = ports->child; p; p = p->next)
 		schema_check_object(vjson_get(p, "counters"), "ports[].counters");
+	schema_check_object(vjson_get(root, "wire"), "wire");
+	schema_check_object(vjson_get(vjson_get(root, "wire"), "dropped"), "wire.dropped");
+	/* One host: no wire, nothing counted. */
+	assert_int_equal(u(vjson_get(root, "wire"), "open"), 0);
+	assert_int_equal(u(vjson_get(root, "wire"), "sent"), 0);
 
 	/* Values the requests above imply. */
 	assert_string_equal(vjson_get(root, "schema")->str, "vfab-report/1");
