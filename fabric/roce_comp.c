@@ -37,10 +37,15 @@ static void arm(struct roce_req *q, uint64_t now_ns)
 	    roce_psn_diff(q->max_sent_psn, q->una_psn) > 0 ? now_ns + q->timeout_ns : 0;
 }
 
+static bool is_atomic(const struct roce_wr *w)
+{
+	return w->opcode == ROCE_WR_CMP_SWAP || w->opcode == ROCE_WR_FETCH_ADD;
+}
+
 /* A READ or an atomic: completed by its response, never by an ACK. */
 static bool is_read(const struct roce_wr *w)
 {
-	return w->opcode >= ROCE_WR_READ;
+	return w->opcode == ROCE_WR_READ || is_atomic(w);
 }
 
 static struct roce_wc success(const struct roce_wr *w)
@@ -187,7 +192,7 @@ static int atomic_ack(struct roce_req *q, uint32_t psn, uint64_t orig, uint64_t 
 
 	while (pos != q->tail && roce_psn_diff(at(q, pos)->first_psn, psn) < 0)
 		pos++;
-	if (pos == q->tail || at(q, pos)->first_psn != psn || at(q, pos)->opcode < ROCE_WR_CMP_SWAP)
+	if (pos == q->tail || at(q, pos)->first_psn != psn || !is_atomic(at(q, pos)))
 		return 0; /* no atomic of ours asked for it */
 	w = at(q, pos);
 	n = acked(q, psn, now_ns, wc, &lost);

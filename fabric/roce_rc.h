@@ -81,6 +81,7 @@ static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)
 #define ROCE_WR_READ 4	    /* IBV_WR_RDMA_READ */
 #define ROCE_WR_CMP_SWAP 5  /* IBV_WR_ATOMIC_CMP_AND_SWP */
 #define ROCE_WR_FETCH_ADD 6 /* IBV_WR_ATOMIC_FETCH_AND_ADD */
+#define ROCE_WR_SEND_INV 9  /* IBV_WR_SEND_WITH_INV */
 /* Atomic results a responder keeps for repeated requests: max_dest_rd_atomic's limit. */
 #define ROCE_RC_ATOMIC_REPLAY 16
 
@@ -89,7 +90,7 @@ struct roce_wr {
 	uint64_t wr_id;
 	/*
 	 * ibv_wr_opcode: 0 RDMA_WRITE, 1 ..._WITH_IMM, 2 SEND, 3 SEND_WITH_IMM,
-	 * 4 RDMA_READ, 5 ATOMIC_CMP_AND_SWP, 6 ATOMIC_FETCH_AND_ADD
+	 * 4 RDMA_READ, 5 ATOMIC_CMP_AND_SWP, 6 ATOMIC_FETCH_AND_ADD, 9 SEND_WITH_INV
 	 */
 	uint32_t opcode;
 	const uint8_t *data; /* what is sent; RDMA_READ, atomics: none (roce_req.place stores) */
@@ -97,6 +98,7 @@ struct roce_wr {
 	uint64_t va;	     /* RDMA_WRITE*, RDMA_READ, atomics: remote address */
 	uint32_t rkey;	     /* RDMA_WRITE*, RDMA_READ, atomics: its R_Key */
 	uint32_t imm;	     /* *_WITH_IMM: network order */
+	uint32_t inv_rkey;   /* SEND_WITH_INV: the R_Key the responder invalidates */
 	uint64_t swap_add;   /* CMP_SWAP: the swap value; FETCH_ADD: what is added */
 	uint64_t compare;    /* CMP_SWAP: the compare value */
 	/* The requester's: the message's PSNs. */
@@ -200,7 +202,11 @@ struct roce_resp_ops {
 	 * whether the rkey, bounds and rights allow the whole range. -EACCES.
 	 */
 	int (*read)(void *ctx, uint32_t rkey, uint64_t va, uint8_t *buf, uint32_t len);
-	/* A message ended: its BTH opcode (the last packet's), bytes, immediate. */
+	/*
+	 * A message ended: its BTH opcode (the last packet's), bytes, and its
+	 * immediate or, for a SEND with invalidate, the R_Key it invalidated
+	 * (verbs keep both in one field).
+	 */
 	void (*done)(void *ctx, uint8_t opcode, uint32_t len, bool has_imm, uint32_t imm);
 	/*
 	 * An atomic (ROCE_WR_CMP_SWAP or ROCE_WR_FETCH_ADD) on the 8 bytes at
@@ -209,6 +215,13 @@ struct roce_resp_ops {
 	 */
 	int (*atomic)(void *ctx, uint32_t op, uint32_t rkey, uint64_t va, uint64_t swap_add,
 		      uint64_t compare, uint64_t *orig);
+	/*
+	 * A SEND with invalidate names rkey: whether the endpoint may invalidate
+	 * it (commit false: asked at the message's last packet, before its
+	 * bytes are received; -EINVAL draws an invalid request NAK), then, once
+	 * the message is received, invalidate it (commit true).
+	 */
+	int (*invalidate)(void *ctx, uint32_t rkey, bool commit);
 };
 
 struct roce_resp_stats {

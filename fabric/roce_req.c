@@ -42,8 +42,10 @@ int roce_req_post(struct roce_req *q, const struct roce_wr *wr)
 {
 	struct roce_wr *w;
 
-	if (wr->opcode > ROCE_WR_FETCH_ADD || (is_atomic(wr->opcode) && wr->len != 8) ||
-	    (wr->len && !wr->data && wr->opcode < ROCE_WR_READ))
+	bool carries = wr->opcode < ROCE_WR_READ || wr->opcode == ROCE_WR_SEND_INV;
+
+	if ((wr->opcode > ROCE_WR_FETCH_ADD && wr->opcode != ROCE_WR_SEND_INV) ||
+	    (is_atomic(wr->opcode) && wr->len != 8) || (wr->len && !wr->data && carries))
 		return -EINVAL;
 	if (q->tail - q->head == ROCE_RC_MAX_WR)
 		return -ENOMEM;
@@ -111,6 +113,7 @@ static void fill(const struct roce_req *q, const struct roce_wr *w, uint32_t k, 
 	tx->ext.rkey = w->rkey;
 	tx->ext.dma_len = w->len;
 	tx->ext.imm = w->imm;
+	tx->ext.inv_rkey = w->inv_rkey; /* IETH in the last of a SEND with invalidate */
 	tx->payload = w->len ? w->data + off : NULL;
 	tx->len = w->len - off < q->pmtu_bytes ? w->len - off : q->pmtu_bytes;
 }

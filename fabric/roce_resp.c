@@ -56,8 +56,20 @@ static bool is_write(uint8_t op)
 static bool starts(uint8_t op)
 {
 	return op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY || op == ROCE_OP_SEND_ONLY_IMM ||
-	       op == ROCE_OP_WRITE_FIRST || op == ROCE_OP_WRITE_ONLY ||
-	       op == ROCE_OP_WRITE_ONLY_IMM || op == ROCE_OP_READ_REQUEST;
+	       op == ROCE_OP_SEND_ONLY_INV || op == ROCE_OP_WRITE_FIRST ||
+	       op == ROCE_OP_WRITE_ONLY || op == ROCE_OP_WRITE_ONLY_IMM ||
+	       op == ROCE_OP_READ_REQUEST;
+}
+
+static bool has_inv(uint8_t op)
+{
+	return op == ROCE_OP_SEND_LAST_INV || op == ROCE_OP_SEND_ONLY_INV;
+}
+
+/* The opcodes of a message the responder takes (atomics aside): RC's 0x00..0x0C, 0x16, 0x17. */
+static bool known(uint8_t op)
+{
+	return op <= ROCE_OP_READ_REQUEST || has_inv(op);
 }
 
 static bool ends(uint8_t op)
@@ -224,7 +236,7 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 	r->nak_sent = false;
 	if (is_atomic_op(op) && !r->in_msg && !len)
 		return atomic_req(r, op, psn, x, ops, ctx, ack);
-	if (op > ROCE_OP_READ_REQUEST || !check_sequence(r, op) || !check_length(r, op, len))
+	if (!known(op) || !check_sequence(r, op) || !check_length(r, op, len))
 		return fatal(r, ROCE_AETH_NAK_INV_REQ, psn, ack);
 	if (op == ROCE_OP_READ_REQUEST) {
 		if (read_req(r, psn, x, ops, ctx))
@@ -244,6 +256,9 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 	 * of that packet, which comes again (rxe's RWR packets).
 	 */
 	nak = is_write(op) && has_imm(op) ? recv_for_imm(r, ops, ctx) : 0;
+	/* The R_Key a SEND with invalidate names must be one the QP may invalidate. */
+	if (!nak && has_inv(op) && (!ops->invalidate || ops->invalidate(ctx, x->inv_rkey, false)))
+		nak = ROCE_AETH_NAK_INV_REQ;
 	if (!nak)
 		nak = is_write(op) ? write_pkt(r, op, x, payload, len, ops, ctx)
 				   : send_pkt(r, payload, len, ops, ctx);
@@ -263,7 +278,10 @@ int roce_resp_rx(struct roce_resp *r, const struct roce_bth *bth, const struct r
 	if (ends(op)) {
 		r->msn = roce_psn_add(r->msn, 1);
 		r->st.messages++;
-		ops->done(ctx, bth->opcode, r->done_bytes, has_imm(op), x->imm);
+		if (has_inv(op))
+			ops->invalidate(ctx, x->inv_rkey, true);
+		ops->done(ctx, bth->opcode, r->done_bytes, has_imm(op),
+			  has_inv(op) ? x->inv_rkey : x->imm);
 	}
 	return bth->ackreq ? reply(r, ROCE_AETH_ACK, psn, ack) : 0;
 }

@@ -233,6 +233,15 @@ static int op_recv(void *c, uint32_t off, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
+/* A SEND with invalidate's R_Key: a type 2 window of this QP, as in-host (vfab_resp.c). */
+static int op_invalidate(void *c, uint32_t rkey, bool commit)
+{
+	struct vfab_wire *x = c;
+	const struct vfab_context *ctx = x->qp->ctx;
+
+	return vfab_mw_remote_inv(ctx->map, x->hca, x->qp->k, rkey, commit) ? 0 : -EINVAL;
+}
+
 static void op_done(void *c, uint8_t opcode, uint32_t len, bool has_imm, uint32_t imm)
 {
 	struct vfab_wire *x = c;
@@ -252,6 +261,10 @@ static void op_done(void *c, uint8_t opcode, uint32_t len, bool has_imm, uint32_
 		return;
 	}
 	x->req_wqe.opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	if (op == ROCE_OP_SEND_LAST_INV || op == ROCE_OP_SEND_ONLY_INV) {
+		x->req_wqe.opcode = IBV_WR_SEND_WITH_INV; /* the CQE says so (vfab_resp_recv_cqe) */
+		x->req_wqe.inv_rkey = imm;
+	}
 	msg_of(x, &m);
 	vfab_resp_push_recv(&m, &x->rw, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
 	recv_end(x);
@@ -263,6 +276,7 @@ static const struct roce_resp_ops resp_ops = {
     .read = op_read,
     .done = op_done,
     .atomic = op_atomic,
+    .invalidate = op_invalidate,
 };
 
 /* ---- packets ---- */
@@ -792,9 +806,17 @@ bool vfab_wire_ud_send(struct vfab_qp *qp, const struct vfab_swqe *w, const stru
 	return true;
 }
 
+/* WRITE*, SEND*, READ, the two atomics: not LOCAL_INV or BIND_MW, which stay local. */
 static bool wire_op(uint32_t op)
 {
-	return op <= IBV_WR_ATOMIC_FETCH_AND_ADD; /* WRITE*, SEND*, READ, the two atomics */
+	return op <= IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_SEND_WITH_INV;
+}
+
+/* What the responder answers with data: the WR's buffers are written, not read. */
+static bool fetches(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 static enum vfab_stage fail(struct vfab_swqe *w, enum ibv_wc_status st)
@@ -811,7 +833,6 @@ enum vfab_stage vfab_wire_attempt(struct vfab_qp *qp, struct vfab_swqe *w, const
 	struct roce_wr r = {0};
 	uint32_t slot;
 
-	/* SEND_WITH_INV and the like are not on the wire yet (docs/DESIGN.md). */
 	if (!wire_op(w->opcode))
 		return fail(w, IBV_WC_LOC_QP_OP_ERR);
 	pthread_mutex_lock(&x->lock);
@@ -830,10 +851,11 @@ enum vfab_stage vfab_wire_attempt(struct vfab_qp *qp, struct vfab_swqe *w, const
 	r.va = w->remote_addr;
 	r.rkey = w->rkey;
 	r.imm = w->imm_data;
+	r.inv_rkey = w->inv_rkey;
 	/* ibv: FETCH_ADD's addend is compare_add; CMP_SWAP compares compare_add, swaps swap. */
 	r.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
 	r.compare = w->compare_add;
-	if (w->opcode >= IBV_WR_RDMA_READ) {
+	if (fetches(w->opcode)) {
 		memcpy(x->rd[slot].iov, iov, n * sizeof(iov[0]));
 		x->rd[slot].n = n;
 	} else if (n == 1 && !w->is_inline) {

@@ -17,6 +17,8 @@
 #    2 % loss on a0's link costs retransmissions, counted, and no message;
 #  - a process that fork()s: its child's own RC QP across (pyverbs, no
 #    exec) and the parent's next one both move checked data;
+#  - SEND with invalidate across: a type 2 window's R_Key invalidated by the
+#    other machine's SEND (IBV_WC_WITH_INV), a WRITE through it refused after;
 #  - the RDMA CM across machines as the kernel's CM speaks it, MADs to QP1
 #    (decoded by tshark as IB CM): rping with its data verified, ib_write_bw
 #    and ib_send_bw -R, UCX connecting by socket address; a connect to a
@@ -145,54 +147,57 @@ note "UD across machines: datagrams with their GRH, data checked"
 across 18610 ibv_ud_pingpong -g 3 -n 100 -s 2048 -c
 grep -q '409600 bytes in' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ibv_ud_pingpong did not move 100 x 2 KiB each way"; }
 
-note "fork(): a child's own RC QP to hostb (no exec), and the parent's after it"
-on b1 timeout 60 /usr/bin/python3 "$VFAB_REPO/tests/integration/wire_fork.py" server 18615 3 \
-	>"$VFAB_TMP/fork.srv" 2>&1 &
-SERVER_PID=$!
-VFAB_SERVER_PIDS+=("$SERVER_PID")
-for _ in $(seq 100); do
-	on b1 ss -Hltn "sport = :18615" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
-on a0 timeout 60 /usr/bin/python3 "$VFAB_REPO/tests/integration/wire_fork.py" client b1 18615 \
-	>"$VFAB_TMP/fork.cli" 2>&1 || { show "$VFAB_TMP/fork.srv" "$VFAB_TMP/fork.cli"; fail "RC across fork() failed"; }
-wait "$SERVER_PID" || { show "$VFAB_TMP/fork.srv"; fail "the fork test's server failed"; }
-[ "$(grep -c 'out and back, checked' "$VFAB_TMP/fork.cli")" = 3 ] ||
-	{ show "$VFAB_TMP/fork.cli"; fail "not 3 checked exchanges around fork()"; }
-
-# cm_pair PORT SERVER-CMD... -- CLIENT-CMD...: an RDMA CM server in b1, up
-# once hostb's listener directory names a live listener on PORT, then its
-# client in a0; both must exit 0. Output: $VFAB_TMP/x.srv and x.cli.
-cm_pair()
+# pair tcp|cm PORT SERVER-CMD... -- CLIENT-CMD...: a server in b1, up once it
+# listens on TCP PORT (tcp) or hostb's listener directory names a live RDMA CM
+# listener on PORT (cm), then its client in a0; both must exit 0. Output:
+# $VFAB_TMP/x.srv and x.cli.
+pair()
 {
-	local port=$1 rc=0 src=0 srv=()
-	shift
+	local how=$1 port=$2 rc=0 src=0 srv=()
+	shift 2
 	while [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	on b1 timeout 60 "${srv[@]}" >"$VFAB_TMP/x.srv" 2>&1 &
 	SERVER_PID=$!
 	VFAB_SERVER_PIDS+=("$SERVER_PID")
-	VFAB_RUN_DIR=/run/vfab/$F-b wait_cm_listen "$port" ||
-		{ show "$VFAB_TMP/x.srv"; fail "${srv[0]} does not listen in b1"; }
+	if [ "$how" = cm ]; then
+		VFAB_RUN_DIR=/run/vfab/$F-b wait_cm_listen "$port" ||
+			{ show "$VFAB_TMP/x.srv"; fail "${srv[0]} does not listen in b1"; }
+	else
+		for _ in $(seq 100); do
+			on b1 ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+			sleep 0.1
+		done
+	fi
 	on a0 timeout 60 "$@" >"$VFAB_TMP/x.cli" 2>&1 || rc=$?
 	wait "$SERVER_PID" || src=$?
 	[ "$rc" = 0 ] && [ "$src" = 0 ] ||
-		{ show "$VFAB_TMP/x.srv" "$VFAB_TMP/x.cli"; fail "${srv[0]} a0 -> b1: client exited $rc, server $src"; }
+		{ show "$VFAB_TMP/x.srv" "$VFAB_TMP/x.cli"; fail "${srv[*]} a0 -> b1: client exited $rc, server $src"; }
 }
+verbs=(/usr/bin/python3 "$VFAB_REPO/tests/integration/wire_verbs.py")
+
+note "fork(): a child's own RC QP to hostb (no exec), and the parent's after it"
+pair tcp 18615 "${verbs[@]}" server 18615 3 -- "${verbs[@]}" client b1 18615
+[ "$(grep -c 'out and back, checked' "$VFAB_TMP/x.cli")" = 3 ] ||
+	{ show "$VFAB_TMP/x.cli"; fail "not 3 checked exchanges around fork()"; }
+
+note "SEND with invalidate across: a type 2 window on b1, its R_Key invalidated by a0's SEND"
+pair tcp 18616 "${verbs[@]}" inv-server 18616 -- "${verbs[@]}" inv-client b1 18616
+show "$VFAB_TMP/x.cli" "$VFAB_TMP/x.srv"
 
 note "the RDMA CM across machines: CM MADs on QP1 (rping, perftest -R, UCX by socket address)"
 wire_capture "$VFAB_TMP/cm.pcap"
-cm_pair 18611 rping -s -a 198.18.1.2 -p 18611 -C 20 -S 4096 -V -- \
+pair cm 18611 rping -s -a 198.18.1.2 -p 18611 -C 20 -S 4096 -V -- \
 	rping -c -a 198.18.1.2 -p 18611 -C 20 -S 4096 -V
 wire_capture_end
 python3 "$VFAB_REPO/tests/integration/capture_check.py" "$VFAB_TMP/cm.pcap" cm \
 	>"$VFAB_TMP/cm.check" 2>&1 || { show "$VFAB_TMP/cm.check"; fail "the CM's MADs are not what tshark decodes as IB CM"; }
 show "$VFAB_TMP/cm.check"
-cm_pair 18612 ib_write_bw -R "${perf[@]}" -s 65536 -n 500 -p 18612 -- \
+pair cm 18612 ib_write_bw -R "${perf[@]}" -s 65536 -n 500 -p 18612 -- \
 	ib_write_bw -R "${perf[@]}" -s 65536 -n 500 -p 18612 b1
-cm_pair 18613 ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 -- \
+pair cm 18613 ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 -- \
 	ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 b1
-cm_pair 18614 env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" server 18614 5 -- \
+pair cm 18614 env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" server 18614 5 -- \
 	env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" client b1 18614 5
 grep -q '^result role=client' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ucx_sockaddr: no client result"; }
 

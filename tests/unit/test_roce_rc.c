@@ -202,8 +202,28 @@ static int b_atomic(void *ctx, uint32_t op, uint32_t rkey, uint64_t va, uint64_t
 	return 0;
 }
 
-static const struct roce_resp_ops ops = {
-    .write = b_write, .recv = b_recv, .read = b_read, .done = b_done, .atomic = b_atomic};
+/* B's one key a SEND may invalidate (a type 2 window), once. */
+#define INV_RKEY 0x5678
+static uint32_t b_inv_checks, b_invalidated;
+
+static int b_invalidate(void *ctx, uint32_t rkey, bool commit)
+{
+	(void)ctx;
+	if (rkey != INV_RKEY || b_invalidated)
+		return -EINVAL;
+	if (commit)
+		b_invalidated++;
+	else
+		b_inv_checks++;
+	return 0;
+}
+
+static const struct roce_resp_ops ops = {.write = b_write,
+					 .recv = b_recv,
+					 .read = b_read,
+					 .done = b_done,
+					 .atomic = b_atomic,
+					 .invalidate = b_invalidate};
 
 struct run {
 	struct roce_req q;
@@ -222,6 +242,7 @@ static void setup(struct run *x, uint32_t psn, uint32_t loss_ppm, uint32_t reord
 	memset(&ab, 0, sizeof(ab));
 	memset(&ba, 0, sizeof(ba));
 	memset(&b, 0, sizeof(b));
+	b_inv_checks = b_invalidated = 0;
 	ab.loss_ppm = ba.loss_ppm = loss_ppm;
 	drop_once_psn = UINT32_MAX;
 	ab.reorder_ppm = ba.reorder_ppm = reorder_ppm;
@@ -507,6 +528,42 @@ static void test_access_error(void **state)
 	assert_int_equal(b.ndone, 2);
 }
 
+/*
+ * SEND with invalidate: its last packet carries the IETH, the key is checked
+ * before the bytes are received and invalidated once they are, the message
+ * ends with that key; through loss, once. A key the responder may not
+ * invalidate (here: the same one again) is an invalid request.
+ */
+static void test_send_inv(void **state)
+{
+	static struct run x;
+
+	(void)state;
+	setup(&x, 0xfffff0, 50000, 0);
+	add_wr(&x, 2, 3000);
+	add_wr(&x, ROCE_WR_SEND_INV, 5000); /* 5 packets: SEND_FIRST .. SEND_LAST_INV */
+	x.wr[1].inv_rkey = INV_RKEY;
+	add_wr(&x, ROCE_WR_SEND_INV, 0); /* SEND_ONLY_INV */
+	x.wr[2].inv_rkey = INV_RKEY;
+	add_wr(&x, 2, 100);
+	run(&x, 100000000);
+	assert_int_equal(x.nwc, 4);
+	assert_int_equal(x.wc[0].status, ROCE_WC_SUCCESS);
+	assert_int_equal(x.wc[1].status, ROCE_WC_SUCCESS);
+	assert_int_equal(x.wc[1].opcode, ROCE_WR_SEND_INV);
+	assert_int_equal(x.wc[2].status, ROCE_WC_REM_INV_REQ_ERR);
+	assert_int_equal(x.wc[3].status, ROCE_WC_WR_FLUSH_ERR);
+	assert_int_equal(b_invalidated, 1);
+	assert_true(b_inv_checks >= 1);
+	assert_int_equal(b.ndone, 2);
+	assert_int_equal(b.done[1].opcode, ROCE_OP_RC | ROCE_OP_SEND_LAST_INV);
+	assert_int_equal(b.done[1].len, 5000);
+	assert_false(b.done[1].has_imm);
+	assert_int_equal(b.done[1].imm, INV_RKEY);
+	assert_memory_equal(b.recv[1], src[1], 5000);
+	assert_true(x.r.error);
+}
+
 /* The responder's rules, one packet at a time. */
 static void test_responder(void **state)
 {
@@ -730,6 +787,7 @@ int main(void)
 	    cmocka_unit_test(test_responder),
 	    cmocka_unit_test(test_ack_after_rewind),
 	    cmocka_unit_test(test_atomic),
+	    cmocka_unit_test(test_send_inv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

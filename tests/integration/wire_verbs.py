@@ -1,16 +1,24 @@
 #!/usr/bin/python3
-"""RC QPs to another machine before and after fork(), through pyverbs.
+"""RC QPs to another machine through pyverbs: what perftest does not use.
 
-wire_fork.py server PORT N    answer N exchanges, one at a time
-wire_fork.py client HOST PORT the parent exchanges once, forks a child that
-                              exchanges with a QP of its own (no exec), then
-                              the parent exchanges again
+wire_verbs.py server PORT N         answer N fork exchanges, one at a time
+wire_verbs.py client HOST PORT      the parent exchanges once, forks a child
+                                    that exchanges with a QP of its own (no
+                                    exec), then the parent exchanges again
+wire_verbs.py inv-server PORT       SEND with invalidate, the window's side
+wire_verbs.py inv-client HOST PORT  ... and the sender's
 
 An exchange: a fresh context, PD, CQ and RC QP on mlx5_0 port 1 (GID index
 3), QP number, PSN and GID traded over TCP, then the client SENDs 4 KiB of
 random bytes and the server SENDs them back reversed; both check them. A
 child after fork() must get a wire of its own, and the parent's must go on.
-Prints one line per exchange; exits 1 on the first failure.
+
+SEND with invalidate: the server binds a type 2 memory window over 4 KiB of
+its MR and tells the client its R_Key; the client WRITEs 4 KiB through it,
+SENDs with invalidate naming it, then WRITEs through it again. The WRITE
+lands, the receive completes with IBV_WC_WITH_INV and that R_Key, and the
+last WRITE fails with a remote access error: the window is gone.
+Prints one line per step; exits 1 on the first failure.
 """
 import json
 import os
@@ -23,7 +31,7 @@ import pyverbs.enums as e
 from pyverbs.addr import AHAttr, GlobalRoute, GID
 from pyverbs.cq import CQ
 from pyverbs.device import Context
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
@@ -39,7 +47,7 @@ class Side:
         cap = QPCap(max_send_wr=2, max_recv_wr=2, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq,
                                          cap=cap))
-        self.mr = MR(self.pd, 2 * SIZE, e.IBV_ACCESS_LOCAL_WRITE)
+        self.mr = MR(self.pd, 2 * SIZE, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_MW_BIND)
         self.psn = random.getrandbits(24)
 
     def me(self):
@@ -58,6 +66,7 @@ class Side:
         attr.timeout = 14
         attr.retry_cnt = 7
         attr.rnr_retry = 7
+        attr.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
         attr.ah_attr = AHAttr(port_num=PORT_NUM, is_global=1,
                               gr=GlobalRoute(dgid=GID(peer["gid"]), sgid_index=GID_INDEX,
                                              hop_limit=64))
@@ -70,17 +79,18 @@ class Side:
         wr = SendWR(opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(self.mr.buf, len(data), self.mr.lkey)])
         self.qp.post_send(wr)
 
-    def wait(self, want):
-        """Poll until `want` successful completions (10 s at most)."""
+    def wait(self, want, status=e.IBV_WC_SUCCESS):
+        """Poll until `want` completions of that status (10 s at most); returns the last."""
         got, end = 0, time.monotonic() + 10
         while got < want:
-            n, wcs = self.cq.poll(num_entries=4)
-            for wc in wcs[:n]:
-                if wc.status != e.IBV_WC_SUCCESS:
-                    sys.exit("completion status %d (opcode %d)" % (wc.status, wc.opcode))
-                got += 1
+            n, wcs = self.cq.poll(num_entries=1)
+            if n and wcs[0].status != status:
+                sys.exit("completion status %d (opcode %d), want %d" %
+                         (wcs[0].status, wcs[0].opcode, status))
+            got += n
             if time.monotonic() > end:
                 sys.exit("%d of %d completions in 10 s" % (got, want))
+        return wcs[0]
 
     def received(self):
         return self.mr.read(SIZE, SIZE)
@@ -151,8 +161,56 @@ def client(host, port):
     exchange(host, port, "parent again")
 
 
+def inv_server(port):
+    conn = Peer(socket.create_server(("0.0.0.0", port)).accept()[0])
+    s = Side()
+    s.connect(trade(conn, s.me()))
+    mw = MW(s.pd, e.IBV_MW_TYPE_2)
+    bind = SendWR(opcode=e.IBV_WR_BIND_MW)
+    bind.set_bind_wr(mw, MWBindInfo(s.mr, s.mr.buf, SIZE, e.IBV_ACCESS_REMOTE_WRITE))
+    s.qp.post_send(bind)
+    s.wait(1)
+    trade(conn, {"rkey": bind.rkey, "va": s.mr.buf})
+    wc = s.wait(1)  # the SEND with invalidate's receive
+    if not wc.wc_flags & e.IBV_WC_WITH_INV or wc.imm_data != bind.rkey:
+        sys.exit("receive: flags %#x, R_Key %#x; want WITH_INV and %#x" %
+                 (wc.wc_flags, wc.imm_data, bind.rkey))
+    print("server: the SEND invalidated R_Key %#x" % bind.rkey, flush=True)
+    trade(conn, {"written": s.mr.read(SIZE, 0).hex()})
+    trade(conn, {"bye": 1})  # the QP lives until the client's last WRITE is answered
+
+
+def inv_client(host, port):
+    conn = Peer(socket.create_connection((host, port), timeout=20))
+    s = Side()
+    s.connect(trade(conn, s.me()))
+    win = trade(conn, {"ready": 1})
+    data = os.urandom(SIZE)
+    s.mr.write(data, SIZE, 0)
+
+    def post(opcode):
+        wr = SendWR(opcode=opcode, num_sge=1, sg=[SGE(s.mr.buf, SIZE, s.mr.lkey)])
+        if opcode == e.IBV_WR_RDMA_WRITE:
+            wr.set_wr_rdma(win["rkey"], win["va"])
+        else:
+            wr.imm_data = win["rkey"]  # verbs keep invalidate_rkey in imm_data's place
+        s.qp.post_send(wr)
+
+    post(e.IBV_WR_RDMA_WRITE)
+    s.wait(1)
+    post(e.IBV_WR_SEND_WITH_INV)
+    s.wait(1)
+    if bytes.fromhex(trade(conn, {"sent": 1})["written"]) != data:
+        sys.exit("the WRITE through the window did not land")
+    print("client: WRITE through the window landed, SEND with invalidate done", flush=True)
+    post(e.IBV_WR_RDMA_WRITE)
+    s.wait(1, e.IBV_WC_REM_ACCESS_ERR)
+    print("client: the WRITE after the invalidation: remote access error", flush=True)
+    trade(conn, {"bye": 1})
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "server":
-        serve(int(sys.argv[2]), int(sys.argv[3]))
-    else:
-        client(sys.argv[2], int(sys.argv[3]))
+    {"server": lambda: serve(int(sys.argv[2]), int(sys.argv[3])),
+     "client": lambda: client(sys.argv[2], int(sys.argv[3])),
+     "inv-server": lambda: inv_server(int(sys.argv[2])),
+     "inv-client": lambda: inv_client(sys.argv[2], int(sys.argv[3]))}[sys.argv[1]]()
