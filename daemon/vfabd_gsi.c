@@ -5,10 +5,10 @@
 
 #include <errno.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "base/paths.h"
+#include "cm/cm_addr.h"
 #include "cm/cm_dir.h"
 #include "cm/cm_mad.h"
 #include "cm/cm_path.h"
@@ -95,15 +95,11 @@ enum vfabd_wire_drop vfabd_gsi_tx(struct vfabd_gsi *g, int32_t conn, struct vfab
 static bool listener(const struct vfabd_gsi *g, const struct vfab_cm_mad_key *k,
 		     struct vfabd_gsi_to *to)
 {
-	struct sockaddr_storage ss = {0};
+	struct sockaddr_storage ss;
 	struct vfab_cm_entry e;
 	char name[128];
 
-	ss.ss_family = k->family;
-	if (k->family == AF_INET)
-		memcpy(&((struct sockaddr_in *)&ss)->sin_addr, k->daddr, 4);
-	else
-		memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, k->daddr, 16);
+	vfab_cm_sa_make(&ss, k->family, k->daddr, 0);
 	if (!g->cmdir[0] ||
 	    vfab_cm_dir_name(name, sizeof(name), k->ps, (struct sockaddr *)&ss, k->port) ||
 	    vfab_cm_dir_check(g->cmdir, name, &e))

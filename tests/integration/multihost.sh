@@ -21,11 +21,13 @@
 #    other machine's SEND (IBV_WC_WITH_INV), a WRITE through it refused after;
 #  - the RDMA CM across machines as the kernel's CM speaks it, MADs to QP1
 #    (decoded by tshark as IB CM): rping with its data verified, ib_write_bw
-#    and ib_send_bw -R, UCX connecting by socket address; a connect to a
+#    and ib_send_bw -R, UCX connecting by socket address (and ucx_perftest,
+#    which trades its addresses over TCP); a connect to a
 #    port nobody listens on is rejected by the other machine at once;
 #  - vfab report counts the wire's packets (and no refused CM MAD);
 #  - `vfab down` on each leaves the machines as they were;
-#  - with IPv6 leaves, the /64s cross as well.
+#  - with IPv6 leaves, the /64s cross as well, and rping over them (CM MADs
+#    and RC as RoCE v2 over IPv6).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -164,10 +166,14 @@ pair()
 		VFAB_RUN_DIR=/run/vfab/$F-b wait_cm_listen "$port" ||
 			{ show "$VFAB_TMP/x.srv"; fail "${srv[0]} does not listen in b1"; }
 	else
-		for _ in $(seq 100); do
+		# Python with pyverbs may take seconds to start the first time (cold caches, ASan).
+		for _ in $(seq 300); do
 			on b1 ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+			kill -0 "$SERVER_PID" 2>/dev/null || break
 			sleep 0.1
 		done
+		on b1 ss -Hltn "sport = :$port" 2>/dev/null | grep -q . ||
+			{ show "$VFAB_TMP/x.srv"; fail "${srv[*]} does not listen on TCP $port in b1"; }
 	fi
 	on a0 timeout 60 "$@" >"$VFAB_TMP/x.cli" 2>&1 || rc=$?
 	wait "$SERVER_PID" || src=$?
@@ -200,6 +206,10 @@ pair cm 18613 ib_send_bw -R "${perf[@]}" -s 4096 -n 500 -p 18613 -- \
 pair cm 18614 env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" server 18614 5 -- \
 	env UCX_NET_DEVICES=mlx5_0:1 "$VFAB_BIN/ucx_sockaddr" client b1 18614 5
 grep -q '^result role=client' "$VFAB_TMP/x.cli" || { show "$VFAB_TMP/x.cli"; fail "ucx_sockaddr: no client result"; }
+# ucx_perftest trades UCX's worker addresses over TCP of its own, as between hosts.
+pair tcp 18618 env UCX_NET_DEVICES=mlx5_0:1 ucx_perftest -p 18618 -- \
+	env UCX_NET_DEVICES=mlx5_0:1 ucx_perftest b1 -p 18618 -t ucp_put_bw -s 65536 -n 2000
+tail -2 "$VFAB_TMP/x.cli" | sed 's/^/    ucx_perftest: /'
 
 note "the RDMA CM across machines: nobody listens, hostb's CM rejects at once"
 t0=$(date +%s)
@@ -252,6 +262,9 @@ grep -q 'via 198.19.255.2: 198.18.1.0/24 fd00:198:18:1::/64$' "$VFAB_TMP/up6" ||
 	{ show "$VFAB_TMP/up6"; fail "IPv6: no route to hostb's IPv6 leaf"; }
 va exec a0 -- ping -6 -c 2 -i 0.2 -W 2 b1 >"$VFAB_TMP/p6" || { show "$VFAB_TMP/p6"; fail "IPv6: a0 cannot ping b1"; }
 grep -q 'fd00:198:18:1::2' "$VFAB_TMP/p6" || fail "IPv6: b1 is not fd00:198:18:1::2"
+note "IPv6 too: the RDMA CM and RC across as RoCE v2 over IPv6 (rping, data verified)"
+pair cm 18617 rping -s -a fd00:198:18:1::2 -p 18617 -C 10 -S 1024 -V -- \
+	rping -c -a fd00:198:18:1::2 -p 18617 -C 10 -S 1024 -V
 va down >/dev/null || fail "IPv6: down hosta"
 vb down >/dev/null || fail "IPv6: down hostb"
 echo "PASS: multihost"

@@ -34,6 +34,8 @@ target_compile_definitions(test_rehearsal PRIVATE VFAB_CONFIGS_DIR="${PROJECT_SO
 vfab_unit_test(test_cpuset SOURCES unit/test_cpuset.c LIBS vfab_config)
 
 # The RoCE packet encoder (fabric/roce_pkt.c): header layouts, ICRC, opcode table.
+# CRC-32 of the ICRC (fabric/crc32.c): folding and table against the definition.
+vfab_unit_test(test_crc32 SOURCES unit/test_crc32.c LIBS vfab_fabric)
 vfab_unit_test(test_roce_pkt SOURCES unit/test_roce_pkt.c LIBS vfab_fabric)
 vfab_unit_test(test_roce_parse SOURCES unit/test_roce_parse.c LIBS vfab_fabric)
 vfab_unit_test(test_roce_rc SOURCES unit/test_roce_rc.c LIBS vfab_fabric)
