@@ -113,6 +113,12 @@ struct vfab_cfg_leaf {
 	struct vfab_cfg_addr ipv6;    /* network/prefix; family 0: none */
 	struct vfab_cfg_addr ipv4_gw; /* the spine's address here; family 0: none */
 	struct vfab_cfg_addr ipv6_gw;
+	/*
+	 * Multi-host, after vfab_config_select_host: the leaf's VXLAN network
+	 * identifier when its nodes are on this host and others (its index in the
+	 * file's leaves + 1, alike on every host); 0: the leaf is this host's alone.
+	 */
+	uint32_t vni;
 };
 
 /*
@@ -145,12 +151,17 @@ struct vfab_cfg_host {
 	struct vfab_cfg_addr uplink_addrs[VFAB_CFG_MAX_UPLINK_ADDRS];
 };
 
-/* A leaf of another host, seen from the selected one: reached via that host's uplink. */
+/*
+ * What another host holds, seen from the selected one, reached via that
+ * host's uplink: a leaf of its own (the leaf's subnet), or a node's address
+ * on a leaf that spans hosts (a host route: the routers never bridge to it).
+ */
 struct vfab_cfg_route {
-	struct vfab_cfg_addr dst; /* the leaf's subnet */
+	struct vfab_cfg_addr dst; /* the leaf's subnet, or one address /32 or /128 */
 	struct vfab_cfg_addr via; /* the other host's uplink address (same family) */
 	uint32_t host;		  /* hosts[] index of the other host */
 	uint32_t leaf_group;	  /* its leaf group (names "leaf<group>" alike on every host) */
+	int32_t leaf;		  /* a host route's leaf in this host's leaves[]; else -1 */
 };
 
 struct vfab_config {

@@ -5,8 +5,9 @@
  * pods) puts each node on one, and `vfab up --host ID` keeps that machine's
  * share. The other hosts' leaves stay reachable through their uplinks: one
  * route per leaf subnet via the owning host's uplink address, as a spine
- * learns its peers' prefixes. A leaf (one L2 segment) lies on one host: a
- * segment stretched across machines would need bridging over the uplink.
+ * learns its peers' prefixes. A leaf whose nodes are on several hosts is one
+ * L2 segment stretched over the uplinks (netns/uplink.c: a VXLAN per leaf);
+ * its nodes on other hosts get host routes via their hosts' uplinks.
  */
 #include "config_parse.h"
 
@@ -174,8 +175,8 @@ static int check_uplinks(struct cfg_parse *p)
 	return 0;
 }
 
-/* Each node's machine, and each leaf's: one host per leaf. */
-static int place_nodes(struct cfg_parse *p, uint32_t *leaf_machine)
+/* Each node's machine. */
+static int place_nodes(struct cfg_parse *p)
 {
 	struct vfab_config *cfg = p->cfg;
 
@@ -204,19 +205,6 @@ static int place_nodes(struct cfg_parse *p, uint32_t *leaf_machine)
 			    "missing: node '%s' is on no host (give nodes[].host or "
 			    "list it in a host's pods)",
 			    n->id);
-		for (uint32_t d = 0; d < n->nnetdevs; d++) {
-			uint32_t k = n->netdevs[d].leaf, m = leaf_machine[k];
-
-			if (m && m != n->machine)
-				return cfg_fail_line(
-				    &p->ctx, n->line, path,
-				    "node '%s': its %s joins %s, whose other nodes are "
-				    "on host '%s': a leaf lies on one host (give "
-				    "nodes[].leaf)",
-				    n->id, n->netdevs[d].name, cfg->leaves[k].name,
-				    cfg->hosts[m - 1].id);
-			leaf_machine[k] = n->machine;
-		}
 	}
 	return 0;
 }
@@ -224,7 +212,6 @@ static int place_nodes(struct cfg_parse *p, uint32_t *leaf_machine)
 int cfg_check_machines(struct cfg_parse *p)
 {
 	struct vfab_config *cfg = p->cfg;
-	uint32_t *leaf_machine;
 	bool any = false;
 	int ret;
 
@@ -233,69 +220,132 @@ int cfg_check_machines(struct cfg_parse *p)
 	if (!any)
 		return 0;
 	ret = check_uplinks(p);
-	if (ret)
-		return ret;
-	leaf_machine = calloc(cfg->nleaves ? cfg->nleaves : 1, sizeof(*leaf_machine));
-	if (!leaf_machine)
-		return -ENOMEM;
-	ret = place_nodes(p, leaf_machine);
-	free(leaf_machine);
+	if (ret == 0)
+		ret = place_nodes(p);
 	cfg->multihost = ret == 0;
 	return ret;
 }
 
 /* ---- one host's share ---- */
 
-/* The routes to the leaves of other hosts than h (0-based). */
-static int plan_routes(struct vfab_config *cfg, uint32_t h, const uint32_t *leaf_machine)
+/* Where each leaf's nodes are, seen from host h (0-based). */
+struct leaf_place {
+	uint32_t machine; /* hosts[] index + 1 of its first node's machine; 0: no node */
+	bool spans;	  /* nodes on more than one machine */
+	bool local;	  /* a node on h */
+	uint32_t index;	  /* its index in h's share when local */
+};
+
+static void place_leaves(const struct vfab_config *cfg, uint32_t h, struct leaf_place *lp)
 {
-	cfg->routes = calloc(2 * (size_t)cfg->nleaves + 1, sizeof(*cfg->routes));
+	uint32_t nl = 0;
+
+	for (uint32_t i = 0; i < cfg->nnodes; i++)
+		for (uint32_t d = 0; d < cfg->nodes[i].nnetdevs; d++) {
+			struct leaf_place *l = &lp[cfg->nodes[i].netdevs[d].leaf];
+			uint32_t m = cfg->nodes[i].machine;
+
+			l->spans |= l->machine && l->machine != m;
+			if (!l->machine)
+				l->machine = m;
+			l->local |= m == h + 1;
+		}
+	for (uint32_t k = 0; k < cfg->nleaves; k++)
+		if (lp[k].local)
+			lp[k].index = nl++;
+}
+
+static struct vfab_cfg_route *add_route(struct vfab_config *cfg, const struct vfab_cfg_addr *dst,
+					uint32_t machine, uint32_t k)
+{
+	const struct vfab_cfg_host *via = &cfg->hosts[machine - 1];
+	struct vfab_cfg_route *rt = &cfg->routes[cfg->nroutes];
+
+	for (uint32_t a = 0; a < via->nuplink_addrs; a++)
+		if (via->uplink_addrs[a].family == dst->family) {
+			rt->dst = *dst;
+			rt->via = via->uplink_addrs[a];
+			rt->host = machine - 1;
+			rt->leaf_group = cfg->leaves[k].group;
+			rt->leaf = -1;
+			cfg->nroutes++;
+			return rt;
+		}
+	return NULL; /* the loader made every host's families alike */
+}
+
+/*
+ * Host routes to the nodes of spanning leaf k that are on other machines
+ * than h: the routers reach them through the uplinks, so a router's frames
+ * never cross the leaf's tunnel (each host's router is the leaf's gateway).
+ */
+static void plan_host_routes(struct vfab_config *cfg, uint32_t h, uint32_t k,
+			     const struct leaf_place *lp)
+{
+	for (uint32_t i = 0; i < cfg->nnodes; i++) {
+		const struct vfab_cfg_node *n = &cfg->nodes[i];
+
+		if (n->machine == h + 1)
+			continue;
+		for (uint32_t d = 0; d < n->nnetdevs; d++)
+			for (uint32_t a = 0; n->netdevs[d].leaf == k && a < n->netdevs[d].naddrs;
+			     a++) {
+				struct vfab_cfg_addr one = n->netdevs[d].addrs[a];
+				struct vfab_cfg_route *rt;
+
+				one.prefix = one.family == AF_INET ? 32 : 128;
+				cfg_addr_format(&one);
+				rt = add_route(cfg, &one, n->machine, k);
+				if (rt && lp[k].local)
+					rt->leaf = (int32_t)lp[k].index;
+			}
+	}
+}
+
+/* The routes to what other hosts than h (0-based) hold. */
+static int plan_routes(struct vfab_config *cfg, uint32_t h, const struct leaf_place *lp)
+{
+	size_t max = 2 * (size_t)cfg->nleaves + 1;
+
+	for (uint32_t i = 0; i < cfg->nnodes; i++)
+		for (uint32_t d = 0; d < cfg->nodes[i].nnetdevs; d++)
+			max += cfg->nodes[i].netdevs[d].naddrs;
+	cfg->routes = calloc(max, sizeof(*cfg->routes));
 	if (!cfg->routes)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < cfg->nleaves; k++) {
 		const struct vfab_cfg_leaf *l = &cfg->leaves[k];
-		uint32_t m = leaf_machine[k];
-		const struct vfab_cfg_addr *nets[2] = {&l->ipv4, &l->ipv6};
 
-		if (!m || m == h + 1)
-			continue;
-		for (int f = 0; f < 2; f++) {
-			const struct vfab_cfg_addr *via =
-			    uplink_of(&cfg->hosts[m - 1], nets[f]->family);
-			struct vfab_cfg_route *rt;
-
-			if (!nets[f]->family || !via)
-				continue; /* the loader made every host's families alike */
-			rt = &cfg->routes[cfg->nroutes++];
-			rt->dst = *nets[f];
-			rt->via = *via;
-			rt->host = m - 1;
-			rt->leaf_group = l->group;
+		if (lp[k].spans)
+			plan_host_routes(cfg, h, k, lp);
+		else if (lp[k].machine && !lp[k].local) {
+			if (l->ipv4.family)
+				add_route(cfg, &l->ipv4, lp[k].machine, k);
+			if (l->ipv6.family)
+				add_route(cfg, &l->ipv6, lp[k].machine, k);
 		}
 	}
 	return 0;
 }
 
 /* Keeps host h's nodes and leaves; the leaf indices of its netdevs follow. */
-static int keep_share(struct vfab_config *cfg, uint32_t h, const uint32_t *leaf_machine)
+static int keep_share(struct vfab_config *cfg, uint32_t h, const struct leaf_place *lp)
 {
 	struct vfab_cfg_node *nodes = calloc(cfg->nnodes, sizeof(*nodes));
 	struct vfab_cfg_leaf *leaves = calloc(cfg->nleaves, sizeof(*leaves));
-	uint32_t *leaf_to = calloc(cfg->nleaves, sizeof(*leaf_to));
 	uint32_t *node_to = calloc(cfg->nnodes, sizeof(*node_to));
 	uint32_t nn = 0, nl = 0;
 
-	if (!nodes || !leaves || !leaf_to || !node_to) {
+	if (!nodes || !leaves || !node_to) {
 		free(nodes);
 		free(leaves);
-		free(leaf_to);
 		free(node_to);
 		return -ENOMEM;
 	}
 	for (uint32_t k = 0; k < cfg->nleaves; k++)
-		if (leaf_machine[k] == h + 1) {
-			leaf_to[k] = nl;
-			leaves[nl++] = cfg->leaves[k];
+		if (lp[k].local) {
+			leaves[nl] = cfg->leaves[k];
+			leaves[nl++].vni = lp[k].spans ? k + 1 : 0;
 		}
 	for (uint32_t i = 0; i < cfg->nnodes; i++) {
 		node_to[i] = UINT32_MAX;
@@ -304,7 +354,7 @@ static int keep_share(struct vfab_config *cfg, uint32_t h, const uint32_t *leaf_
 		node_to[i] = nn;
 		nodes[nn] = cfg->nodes[i]; /* shares ranks and profiles with cluster[] */
 		for (uint32_t d = 0; d < nodes[nn].nnetdevs; d++)
-			nodes[nn].netdevs[d].leaf = leaf_to[nodes[nn].netdevs[d].leaf];
+			nodes[nn].netdevs[d].leaf = lp[nodes[nn].netdevs[d].leaf].index;
 		nn++;
 	}
 	/* Pods keep naming nodes of nodes[]: the others' drop out. */
@@ -317,7 +367,6 @@ static int keep_share(struct vfab_config *cfg, uint32_t h, const uint32_t *leaf_
 				ch->pods[kept++] = node_to[ch->pods[k]];
 		ch->npods = kept;
 	}
-	free(leaf_to);
 	free(node_to);
 	free(cfg->leaves);
 	cfg->cluster = cfg->nodes;
@@ -331,7 +380,8 @@ static int keep_share(struct vfab_config *cfg, uint32_t h, const uint32_t *leaf_
 
 int vfab_config_select_host(struct vfab_config *cfg, const char *id, char *err, size_t errlen)
 {
-	uint32_t *leaf_machine, count = 0;
+	struct leaf_place *lp;
+	uint32_t count = 0;
 	char ids[256] = "";
 	size_t used = 0;
 	int h, ret;
@@ -356,16 +406,14 @@ int vfab_config_select_host(struct vfab_config *cfg, const char *id, char *err, 
 	if (!count)
 		return vfab_fail(err, errlen, -EINVAL, "%s: host '%s' has no nodes", cfg->source,
 				 id);
-	leaf_machine = calloc(cfg->nleaves ? cfg->nleaves : 1, sizeof(*leaf_machine));
-	if (!leaf_machine)
+	lp = calloc(cfg->nleaves ? cfg->nleaves : 1, sizeof(*lp));
+	if (!lp)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < cfg->nnodes; i++)
-		for (uint32_t d = 0; d < cfg->nodes[i].nnetdevs; d++)
-			leaf_machine[cfg->nodes[i].netdevs[d].leaf] = cfg->nodes[i].machine;
-	ret = plan_routes(cfg, (uint32_t)h, leaf_machine);
+	place_leaves(cfg, (uint32_t)h, lp);
+	ret = plan_routes(cfg, (uint32_t)h, lp);
 	if (ret == 0)
-		ret = keep_share(cfg, (uint32_t)h, leaf_machine);
-	free(leaf_machine);
+		ret = keep_share(cfg, (uint32_t)h, lp);
+	free(lp);
 	if (ret)
 		return vfab_fail(err, errlen, ret, "select host '%s'", id);
 	cfg->local_host = h;

@@ -345,8 +345,9 @@ static int serve(const struct opts *o, struct vfabd *d)
 }
 
 /*
- * Multi-host: the other machines' leaves (cfg->routes) as the delay line's
- * remote senders, with the latencies their links start with.
+ * Multi-host: the other machines' leaves and spanning-leaf nodes
+ * (cfg->routes) as the delay line's remote senders, with the latencies their
+ * links start with.
  */
 static int remote_senders(const struct vfab_config *cfg, struct vfabd *d)
 {
@@ -363,6 +364,8 @@ static int remote_senders(const struct vfab_config *cfg, struct vfabd *d)
 		d->remote[i].family = dst->family;
 		memcpy(d->remote[i].a, dst->addr, sizeof(d->remote[i].a));
 		d->remote[i].len = dst->prefix;
+		d->remote[i].leaf =
+		    cfg->routes[i].leaf < 0 ? UINT32_MAX : (uint32_t)cfg->routes[i].leaf;
 	}
 	d->nremote = cfg->nroutes;
 	vfab_topology_class_lat(cfg, &lat);

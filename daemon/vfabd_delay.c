@@ -88,23 +88,27 @@ static bool addr_is(const struct source *s, int family, const uint8_t *a)
 	return false;
 }
 
-static bool remote_is(const struct vfabd_delay *dl, int family, const uint8_t *a)
+static const struct vfabd_delay_prefix *remote_of(const struct vfabd_delay *dl, int family,
+						  const uint8_t *a)
 {
 	size_t len = family == AF_INET ? 4 : 16;
 
 	for (uint32_t i = 0; i < dl->nremote; i++)
 		if (dl->remote[i].family == family &&
 		    vfab_ipnet_contains(dl->remote[i].a, dl->remote[i].len, a, len))
-			return true;
-	return false;
+			return &dl->remote[i];
+	return NULL;
 }
 
 /*
  * The source of a frame towards wire dst: a wire, dl->n for a sender on
- * another machine, dl->n + 1 if none is known (mu held).
+ * another machine (*leaf: the leaf of this machine it is on, or UINT32_MAX),
+ * dl->n + 1 if none is known (mu held).
  */
-static uint32_t sender(const struct vfabd_delay *dl, uint32_t dst, const uint8_t *f, size_t len)
+static uint32_t sender(const struct vfabd_delay *dl, uint32_t dst, const uint8_t *f, size_t len,
+		       uint32_t *leaf)
 {
+	const struct vfabd_delay_prefix *p;
 	const uint8_t *a;
 	int family;
 	uint32_t w;
@@ -119,7 +123,11 @@ static uint32_t sender(const struct vfabd_delay *dl, uint32_t dst, const uint8_t
 	for (w = 0; w < dl->n; w++)
 		if (w != dst && addr_is(&dl->s[w], family, a))
 			return w;
-	return remote_is(dl, family, a) ? dl->n : dl->n + 1;
+	p = remote_of(dl, family, a);
+	if (!p)
+		return dl->n + 1;
+	*leaf = p->leaf;
+	return dl->n;
 }
 
 /* ---- one line's queue ---- */
@@ -164,6 +172,7 @@ static void read_line(struct vfabd_delay *dl, uint32_t w, uint64_t now)
 		uint8_t *buf = at < 0 ? dl->scratch : l->arena + at;
 		ssize_t got = read(l->fd, buf, READ_MAX);
 		struct frame *f;
+		struct vfabd_delay_lat from;
 		uint64_t release;
 		size_t len;
 		uint32_t src;
@@ -176,9 +185,16 @@ static void read_line(struct vfabd_delay *dl, uint32_t w, uint64_t now)
 		}
 		len = (size_t)got;
 		release = vfabd_frame_unstamp(&buf, &len, now);
-		src = sender(dl, w, buf + VFABD_FRAME_VNET_HDR, len - VFABD_FRAME_VNET_HDR);
-		release +=
-		    vfabd_frame_path_ns(src <= dl->n ? &dl->s[src].lat : NULL, &dl->s[w].lat);
+		src = sender(dl, w, buf + VFABD_FRAME_VNET_HDR, len - VFABD_FRAME_VNET_HDR,
+			     &from.leaf);
+		if (src <= dl->n) {
+			uint32_t leaf = from.leaf;
+
+			from = dl->s[src].lat;
+			if (src == dl->n)
+				from.leaf = leaf;
+		}
+		release += vfabd_frame_path_ns(src <= dl->n ? &from : NULL, &dl->s[w].lat);
 		if (release < l->last_release_ns)
 			release = l->last_release_ns;
 		l->last_release_ns = release;

@@ -76,13 +76,15 @@ struct vfabd_delay_prefix {
 	int family;
 	uint8_t a[16];
 	uint8_t len;
+	/* A node of a spanning leaf: that leaf of this machine; UINT32_MAX: none. */
+	uint32_t leaf;
 };
 #define VFABD_DELAY_PREFIXES 256u
 
 /*
- * Senders on other machines: their leaves' subnets (n at most
- * VFABD_DELAY_PREFIXES) and the latencies of their wires and leaves (lat's
- * leaf is ignored: theirs is never one of this machine's).
+ * Senders on other machines: their leaves' subnets and their nodes on leaves
+ * that span machines (n at most VFABD_DELAY_PREFIXES), and the latencies of
+ * their wires and leaves (lat's leaf is ignored: a prefix names its own).
  */
 void vfabd_delay_remote(struct vfabd_delay *dl, const struct vfabd_delay_prefix *p, uint32_t n,
 			const struct vfabd_delay_lat *lat);

@@ -52,6 +52,16 @@ int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, 
 	return 0;
 }
 
+void vfab_topology_gateway_mac(uint32_t vni, uint8_t mac[6])
+{
+	mac[0] = VFAB_MAC_OUI0;
+	mac[1] = VFAB_MAC_OUI1;
+	mac[2] = VFAB_MAC_OUI2;
+	mac[3] = (uint8_t)(vni >> 8);
+	mac[4] = (uint8_t)vni;
+	mac[5] = 0xff;
+}
+
 static uint64_t guid_from_mac(const uint8_t mac[6])
 {
 	const uint8_t eui[8] = {mac[0], mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};

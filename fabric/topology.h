@@ -8,7 +8,8 @@
  *   low = hca index within the node + 0x10 * (port - 1) for a netdev bound to
  *         an HCA port (so port 1 of HCA h is ...:<h>), and
  *   low = 0x80 | netdev index for a netdev no HCA port is bound to;
- *   fabric byte = low byte of the FNV-1a hash of the fabric name.
+ *   fabric byte = low byte of the FNV-1a hash of the fabric name;
+ *   the gateway of a leaf that spans hosts: 02:76:66:<vni, 16 bits>:ff.
  * node_guid = sys_image_guid = the MAC-48 -> EUI-64 mapping of port 1's MAC
  *   without the U/L flip: 02:76:66:FB:NN:HH -> 0276:66ff:feFB:NNHH (printed
  *   as sysfs does). Each HCA is its own adapter, so both GUIDs are equal.
@@ -90,6 +91,13 @@ void vfab_topology_class_lat(const struct vfab_config *cfg, struct vfab_class_la
 /* MAC of netdev `netdev` of node `node_idx` (scheme above); -ENOENT if unknown. */
 int vfab_topology_netdev_mac(const char *fabric, const struct vfab_config *cfg, uint32_t node_idx,
 			     const char *netdev, uint8_t mac[6]);
+
+/*
+ * The gateway MAC of a leaf that spans hosts (config vni): the same on every
+ * host, whose routers all answer for the leaf's gateway address (an anycast
+ * gateway). Its last byte, 0xff, is no netdev's.
+ */
+void vfab_topology_gateway_mac(uint32_t vni, uint8_t mac[6]);
 
 /* enum ibv_mtu (1..5 = 256..4096) for a netdev MTU, as the kernel's iboe_get_mtu. */
 uint32_t vfab_topology_active_mtu(uint32_t netdev_mtu);

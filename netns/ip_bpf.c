@@ -16,7 +16,9 @@
  *          and stamps what it hands over with the time in an outer tag;
  *   uplink on the clsact ingress of a leaf bridge: what the leaf passes up to
  *          the spine router goes through an ifb, whose egress holds the
- *          uplink's rate.
+ *          uplink's rate;
+ *   source on the clsact egress of a spanning leaf's VXLAN: drops what the
+ *          router sends from the leaf's anycast gateway MAC.
  */
 #include "netns/ip_shape.h"
 
@@ -69,6 +71,51 @@ static int load_loss(uint32_t threshold)
 	     .dst_reg = BPF_REG_0,
 	     .off = 2,
 	     .imm = (int32_t)threshold},
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = TC_ACT_SHOT},
+	    {.code = BPF_JMP | BPF_EXIT},
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = TC_ACT_OK},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+
+	return LOAD(insns);
+}
+
+/* Ethernet source mac: TC_ACT_SHOT, else TC_ACT_OK (a runt passes). */
+static int load_drop_source(const uint8_t mac[6])
+{
+	uint32_t hi;
+	uint16_t lo;
+
+	memcpy(&hi, mac, 4); /* the program loads them in host order as well */
+	memcpy(&lo, mac + 4, 2);
+	const struct bpf_insn insns[] = {
+	    {.code = BPF_LDX | BPF_W | BPF_MEM,
+	     .dst_reg = BPF_REG_2,
+	     .src_reg = BPF_REG_1,
+	     .off = offsetof(struct __sk_buff, data)},
+	    {.code = BPF_LDX | BPF_W | BPF_MEM,
+	     .dst_reg = BPF_REG_3,
+	     .src_reg = BPF_REG_1,
+	     .off = offsetof(struct __sk_buff, data_end)},
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_4, .src_reg = BPF_REG_2},
+	    {.code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_4, .imm = 12},
+	    {.code = BPF_JMP | BPF_JGT | BPF_X,
+	     .dst_reg = BPF_REG_4,
+	     .src_reg = BPF_REG_3,
+	     .off = 6},
+	    {.code = BPF_LDX | BPF_W | BPF_MEM,
+	     .dst_reg = BPF_REG_5,
+	     .src_reg = BPF_REG_2,
+	     .off = 6},
+	    {.code = BPF_JMP32 | BPF_JNE | BPF_K,
+	     .dst_reg = BPF_REG_5,
+	     .off = 4,
+	     .imm = (int32_t)hi},
+	    {.code = BPF_LDX | BPF_H | BPF_MEM,
+	     .dst_reg = BPF_REG_5,
+	     .src_reg = BPF_REG_2,
+	     .off = 10},
+	    {.code = BPF_JMP32 | BPF_JNE | BPF_K, .dst_reg = BPF_REG_5, .off = 2, .imm = lo},
 	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = TC_ACT_SHOT},
 	    {.code = BPF_JMP | BPF_EXIT},
 	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = TC_ACT_OK},
@@ -242,4 +289,9 @@ int vfab_ip_delay_bpf(struct nl_sock *sk, int host_ifindex, int tap_ifindex)
 	return ret ? ret
 		   : install(sk, host_ifindex, EGRESS_PARENT, load_to_tap(tap_ifindex),
 			     "vfab_delay_in");
+}
+
+int vfab_ip_drop_source_bpf(struct nl_sock *sk, int ifindex, const uint8_t mac[6])
+{
+	return install(sk, ifindex, EGRESS_PARENT, load_drop_source(mac), "vfab_drop_source");
 }

@@ -127,6 +127,12 @@ int vfab_ip_shape_set_rate(struct nl_sock *sk, int ifindex, uint64_t rate_bps);
 int vfab_ip_loss_bpf(struct nl_sock *sk, int ifindex, uint32_t threshold);
 
 /*
+ * ip_bpf.c: drops what leaves ifindex with Ethernet source mac (a spanning
+ * leaf's tunnel keeps the routers' anycast gateway frames on their host).
+ */
+int vfab_ip_drop_source_bpf(struct nl_sock *sk, int ifindex, const uint8_t mac[6]);
+
+/*
  * ip_bpf.c: the delay line's hooks (kernels without netem). What the fabric
  * forwards out of host_ifindex (a node wire's host end) goes to the tap
  * tap_ifindex instead, and what is written into that tap leaves by

@@ -13,6 +13,8 @@
 #include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/veth.h>
 #include <netlink/route/link/vlan.h>
+#include <netlink/route/link/vxlan.h>
+#include <linux/neighbour.h>
 #include <netlink/route/route.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -201,6 +203,91 @@ int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu)
 	rtnl_link_set_mtu(change, mtu);
 	ret = link_change(sk, name, change);
 	rtnl_link_put(change);
+	return ret;
+}
+
+#define VXLAN_PORT 4789 /* IANA's, as the kernel's "dstport 4789" */
+
+int vfab_nl_vxlan_add(struct nl_sock *sk, const char *name, uint32_t vni, const uint8_t local4[4],
+		      uint32_t mtu, int master_ifindex)
+{
+	struct rtnl_link *l = rtnl_link_vxlan_alloc();
+	struct nl_addr *local = nl_addr_build(AF_INET, local4, 4);
+	int ret = -ENOMEM;
+
+	if (!l || !local)
+		goto out;
+	rtnl_link_set_name(l, name);
+	rtnl_link_set_mtu(l, mtu);
+	rtnl_link_set_master(l, master_ifindex);
+	rtnl_link_set_flags(l, IFF_UP);
+	ret = rtnl_link_vxlan_set_id(l, vni);
+	if (ret >= 0)
+		ret = rtnl_link_vxlan_set_local(l, local);
+	if (ret >= 0)
+		ret = rtnl_link_vxlan_set_port(l, VXLAN_PORT);
+	if (ret >= 0)
+		ret = rtnl_link_vxlan_set_learning(l, 1);
+	if (ret >= 0)
+		ret = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+	ret = ret < 0 ? vfab_nl_errno(ret) : 0;
+out:
+	if (local)
+		nl_addr_put(local);
+	if (l)
+		rtnl_link_put(l);
+	return ret;
+}
+
+int vfab_nl_vxlan_flood_add(struct nl_sock *sk, int ifindex, const uint8_t remote4[4])
+{
+	/* libnl's neighbour requests carry no NDA_DST for AF_BRIDGE: built here. */
+	static const uint8_t zero[6];
+	struct ndmsg nd = {.ndm_family = AF_BRIDGE,
+			   .ndm_ifindex = ifindex,
+			   .ndm_state = NUD_NOARP | NUD_PERMANENT,
+			   .ndm_flags = NTF_SELF};
+	struct nl_msg *msg = nlmsg_alloc_simple(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_APPEND);
+	int ret;
+
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &nd, sizeof(nd), NLMSG_ALIGNTO) < 0 ||
+	    nla_put(msg, NDA_LLADDR, sizeof(zero), zero) < 0 ||
+	    nla_put(msg, NDA_DST, 4, remote4) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	ret = nl_send_sync(sk, msg); /* frees msg */
+	return ret < 0 ? vfab_nl_errno(ret) : 0;
+}
+
+int vfab_nl_link_mtu(struct nl_sock *sk, int ifindex)
+{
+	struct rtnl_link *link = NULL;
+	int ret = rtnl_link_get_kernel(sk, ifindex, NULL, &link);
+
+	if (ret < 0)
+		return vfab_nl_errno(ret);
+	ret = (int)rtnl_link_get_mtu(link);
+	rtnl_link_put(link);
+	return ret;
+}
+
+int vfab_nl_link_set_mac(struct nl_sock *sk, const char *name, const uint8_t mac[6])
+{
+	struct rtnl_link *change = rtnl_link_alloc();
+	struct nl_addr *a = nl_addr_build(AF_LLC, mac, 6);
+	int ret = -ENOMEM;
+
+	if (change && a) {
+		rtnl_link_set_addr(change, a);
+		ret = link_change(sk, name, change);
+	}
+	if (a)
+		nl_addr_put(a);
+	if (change)
+		rtnl_link_put(change);
 	return ret;
 }
 

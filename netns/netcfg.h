@@ -50,6 +50,29 @@ int vfab_nl_veth_add(struct nl_sock *sk, const char *name, const char *peer);
  */
 int vfab_nl_bridge_add(struct nl_sock *sk, const char *name, uint32_t mtu);
 
+/*
+ * A VXLAN device `name` with network identifier vni on UDP 4789, its tunnels
+ * from local4 (an IPv4 address of the current namespace, routed as any), of
+ * MTU mtu, learning where each MAC is; a port of bridge master_ifindex, up.
+ * A tunnel packet is VFAB_VXLAN_OVERHEAD bytes longer than its frame's IP
+ * packet.
+ */
+#define VFAB_VXLAN_OVERHEAD 50 /* outer IPv4 20, UDP 8, VXLAN 8, inner Ethernet 14 */
+int vfab_nl_vxlan_add(struct nl_sock *sk, const char *name, uint32_t vni, const uint8_t local4[4],
+		      uint32_t mtu, int master_ifindex);
+
+/*
+ * Adds remote4 to the tunnels of VXLAN ifindex that frames for no known MAC
+ * (broadcasts included) are copied to (the all-zero FDB entry, appended).
+ */
+int vfab_nl_vxlan_flood_add(struct nl_sock *sk, int ifindex, const uint8_t remote4[4]);
+
+/* The MTU of ifindex, or -errno. */
+int vfab_nl_link_mtu(struct nl_sock *sk, int ifindex);
+
+/* Sets the MAC of `name`. */
+int vfab_nl_link_set_mac(struct nl_sock *sk, const char *name, const uint8_t mac[6]);
+
 /* An ifb device (the ingress side of a shaped link) called `name`, up. */
 int vfab_nl_ifb_add(struct nl_sock *sk, const char *name);
 

@@ -72,7 +72,7 @@ int vfab_sandbox_prepare(const struct vfab_sandbox *sb, char *err, size_t errlen
 	ret = vfab_net_fabric_create(sb->fabric, sb->topo, err, errlen);
 	if (ret)
 		return ret;
-	ret = vfab_net_uplink_create(sb->fabric, sb->cfg, err, errlen);
+	ret = vfab_net_uplink_create(sb->fabric, sb->cfg, sb->topo, err, errlen);
 	if (ret)
 		return ret;
 	ret = vfab_launch_files_write(sb->rundir, sb->cfg);

@@ -223,10 +223,15 @@ static void print_hosts(const struct vfab_config *cfg)
 		printf("  host %-10s %u node(s), via %.*s:", cfg->hosts[h].id, nodes,
 		       (int)strcspn(via->text, "/"), via->text);
 		for (uint32_t r = 0; r < cfg->nroutes; r++)
-			if (cfg->routes[r].host == h)
+			if (cfg->routes[r].host == h && cfg->routes[r].leaf < 0)
 				printf(" %s", cfg->routes[r].dst.text);
 		printf("\n");
 	}
+	for (uint32_t k = 0; k < cfg->nleaves; k++)
+		if (cfg->leaves[k].vni)
+			printf("  %s spans hosts: VXLAN %u over the uplink (" VFAB_VXLAN_NETDEV
+			       " on its bridge), its gateway on every host\n",
+			       cfg->leaves[k].name, cfg->leaves[k].vni, k);
 }
 
 static void print_summary(const struct vfab_cli *cli, const struct vfab_config *cfg,

@@ -8,6 +8,7 @@
 #                       fabrics and removes them (also what a crashed run left)
 #   machine NS          a machine's own addresses and routes
 #   machines_up CONFIG  `vfab up --host hosta|hostb CONFIG` on each
+#   machines_down BEFORE  `vfab down` on each; machine A as BEFORE (machine)
 HA=vfabt-$F-hosta HB=vfabt-$F-hostb
 
 va() { nsenter --net="/run/netns/$HA" "$VFAB" --fabric "$F-a" "$@"; }
@@ -47,6 +48,15 @@ machines_up()
 		{ show "$VFAB_TMP/upa"; fail "vfab up --host hosta failed"; }
 	vb up --host hostb "$1" >"$VFAB_TMP/upb" 2>&1 ||
 		{ show "$VFAB_TMP/upb"; fail "vfab up --host hostb failed"; }
+}
+
+machines_down()
+{
+	va down >/dev/null || fail "vfab down on hosta failed"
+	vb down >/dev/null || fail "vfab down on hostb failed"
+	[ "$(ip -n "$HA" -o link | wc -l)" = 2 ] || { ip -n "$HA" link; fail "hosta kept a netdev"; }
+	[ "$(machine "$HA")" = "$1" ] || fail "hosta's addresses or routes changed"
+	if ls /run/netns | grep "^vfab-$F-" >/dev/null; then fail "namespaces of $F-a/$F-b are left"; fi
 }
 
 # on NODE CMD...: CMD in NODE (a0, a1 on machine A; b0, b1 on B).

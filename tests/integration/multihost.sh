@@ -246,11 +246,7 @@ note "a0's requester went back $retx time(s) for lost packets (local_ack_timeout
 [ "$retx" -gt 0 ] || fail "2 % loss on 9600 packets, and no retransmission counted"
 
 note "down: the machines are as they were"
-va down >/dev/null || fail "vfab down on hosta failed"
-vb down >/dev/null || fail "vfab down on hostb failed"
-[ "$(ip -n "$HA" -o link | wc -l)" = 2 ] || { ip -n "$HA" link; fail "hosta kept a netdev"; }
-[ "$(machine "$HA")" = "$before_a" ] || fail "hosta's addresses or routes changed"
-if ls /run/netns | grep "^vfab-$F-" >/dev/null; then fail "namespaces of $F-a/$F-b are left"; fi
+machines_down "$before_a"
 
 note "IPv6 too: each leaf's /64 routed via the other uplink's IPv6 address"
 sed -e 's|\(198.19.255.\([12]\)/24\)\]|\1, "fd00:199::\2/64"]|' \

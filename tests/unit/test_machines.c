@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Several hosts: hosts[].uplink, each node's machine, one host per leaf,
- * the rules on uplink addresses, and one host's share (nodes, leaves, pods,
- * the routes to the other hosts' leaves) as `vfab up --host` keeps it.
+ * Several hosts: hosts[].uplink, each node's machine, the rules on uplink
+ * addresses, and one host's share (nodes, leaves, pods, the routes to the
+ * other hosts' leaves, the leaves that span hosts) as `vfab up --host` keeps it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -124,6 +124,79 @@ static void test_select_errors(void **state)
 	vfab_config_free(&cfg);
 }
 
+/*
+ * leaf0 spans both hosts (a0, b0), leaf1 is ha's, leaf2 hb's: each host keeps
+ * leaf0 with its VNI, routes the other's own leaf by subnet and the other's
+ * leaf0 nodes by host routes, tagged with its own leaf0.
+ */
+static void test_spanning_leaf(void **state)
+{
+	static const char yaml[] = "fabric: {ipv6: true}\n"
+				   "hosts:\n"
+				   "  - id: ha\n"
+				   "    uplink: {netdev: eth1, addresses: [198.19.255.1/24, "
+				   "'fd00:199::1/64']}\n"
+				   "  - id: hb\n"
+				   "    uplink: {netdev: eth1, addresses: [198.19.255.2/24, "
+				   "'fd00:199::2/64']}\n"
+				   "nodes:\n"
+				   "  - {id: a0, host: ha, leaf: 0}\n"
+				   "  - {id: a1, host: ha, leaf: 1}\n"
+				   "  - {id: b0, host: hb, leaf: 0}\n"
+				   "  - {id: b1, host: hb, leaf: 2}\n";
+	struct vfab_config cfg;
+	uint8_t mac[6];
+
+	(void)state;
+	load_ok(yaml, &cfg);
+	assert_int_equal(vfab_config_select_host(&cfg, "hb", err, sizeof(err)), 0);
+	assert_int_equal(cfg.nleaves, 2);
+	assert_string_equal(cfg.leaves[0].name, "leaf0");
+	assert_int_equal(cfg.leaves[0].vni, 1);
+	assert_string_equal(cfg.leaves[1].name, "leaf2");
+	assert_int_equal(cfg.leaves[1].vni, 0);
+	assert_int_equal(cfg.nodes[0].netdevs[0].leaf, 0);
+	assert_int_equal(cfg.nodes[1].netdevs[0].leaf, 1);
+	assert_true(cfg.spine);
+	/* a0's addresses on leaf0 (host routes), then leaf1 (subnets), via ha. */
+	assert_int_equal(cfg.nroutes, 4);
+	assert_int_equal(cfg.routes[0].dst.family, AF_INET);
+	assert_int_equal(cfg.routes[0].dst.prefix, 32);
+	assert_memory_equal(cfg.routes[0].dst.addr, cfg.cluster[0].netdevs[0].addrs[0].addr, 4);
+	assert_string_equal(cfg.routes[0].via.text, "198.19.255.1/24");
+	assert_int_equal(cfg.routes[0].leaf, 0);
+	assert_int_equal(cfg.routes[1].dst.family, AF_INET6);
+	assert_int_equal(cfg.routes[1].dst.prefix, 128);
+	assert_string_equal(cfg.routes[1].via.text, "fd00:199::1/64");
+	assert_int_equal(cfg.routes[1].leaf, 0);
+	assert_string_equal(cfg.routes[2].dst.text, "198.18.1.0/24");
+	assert_int_equal(cfg.routes[2].leaf, -1);
+	assert_int_equal(cfg.routes[3].dst.family, AF_INET6);
+	assert_int_equal(cfg.routes[3].dst.prefix, 64);
+	/* b0 keeps the address its place in the file gives it on either host. */
+	assert_memory_equal(cfg.nodes[0].netdevs[0].addrs[0].addr,
+			    cfg.cluster[2].netdevs[0].addrs[0].addr, 4);
+	/* The anycast gateway MAC is no netdev's. */
+	vfab_topology_gateway_mac(1, mac);
+	assert_int_equal(mac[0], VFAB_MAC_OUI0);
+	assert_int_equal(mac[4], 1);
+	assert_int_equal(mac[5], 0xff);
+	vfab_config_free(&cfg);
+	/* A leaf spanning hosts without a node on the selected one: host routes only. */
+	load_ok(HOSTS "nodes:\n"
+		      "  - {id: a0, host: ha, leaf: 1}\n"
+		      "  - {id: b0, host: hb, leaf: 0}\n"
+		      "  - {id: a1, host: ha, leaf: 0}\n",
+		&cfg);
+	assert_int_equal(vfab_config_select_host(&cfg, "hb", err, sizeof(err)), 0);
+	assert_int_equal(cfg.nleaves, 1);
+	assert_int_equal(cfg.leaves[0].vni, 1);
+	assert_int_equal(cfg.nroutes, 2);
+	assert_string_equal(cfg.routes[0].dst.text, "198.18.0.2/32");
+	assert_string_equal(cfg.routes[1].dst.text, "198.18.1.0/24");
+	vfab_config_free(&cfg);
+}
+
 /* Pods of a Kubernetes host that is one of several machines. */
 static void test_pods(void **state)
 {
@@ -188,9 +261,6 @@ static void test_errors(void **state)
 	load_fails(HOSTS "nodes: [{id: a0, host: ha}, {id: b0}]\n",
 		   "6: nodes[1].host: missing: node 'b0' is on no host (give nodes[].host or "
 		   "list it in a host's pods)");
-	load_fails(HOSTS "nodes: [{id: a0, host: ha}, {id: b0, host: hb}]\n",
-		   "6: nodes[1].host: node 'b0': its eth0 joins leaf0, whose other nodes are on "
-		   "host 'ha': a leaf lies on one host (give nodes[].leaf)");
 	load_fails("hosts:\n"
 		   "  - id: ha\n"
 		   "    uplink: {netdev: eth1, addresses: [198.19.255.1/24]}\n"
@@ -265,9 +335,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cluster),	  cmocka_unit_test(test_select),
-	    cmocka_unit_test(test_select_errors), cmocka_unit_test(test_pods),
-	    cmocka_unit_test(test_ipv6),	  cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_host_file),
+	    cmocka_unit_test(test_select_errors), cmocka_unit_test(test_spanning_leaf),
+	    cmocka_unit_test(test_pods),	  cmocka_unit_test(test_ipv6),
+	    cmocka_unit_test(test_errors),	  cmocka_unit_test(test_host_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
