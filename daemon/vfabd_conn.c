@@ -21,6 +21,11 @@
 
 static size_t out_total; /* bytes held in every connection's out buffer */
 
+bool vfabd_uid_privileged(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
 size_t vfabd_conn_out_total(void)
 {
 	return out_total;

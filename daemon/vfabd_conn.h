@@ -14,6 +14,17 @@
 
 #define VFABD_LINE_MAX 1024 /* HELLO carries a FIFO path under the run dir */
 
+/*
+ * Connections one user who is neither root nor vfabd's own user may hold,
+ * on the control socket and on the wire each (a quarter of either table):
+ * one user's processes cannot take every slot from the others', as
+ * RLIMIT_NPROC keeps one user from taking every process.
+ */
+#define VFABD_CONNS_PER_USER 1024
+
+/* Root or vfabd's own user: may change the fabric, and has no quota. */
+bool vfabd_uid_privileged(uid_t uid);
+
 struct vfabd_conn {
 	int fd;
 	pid_t pid;	/* from HELLO (the kernel's peer pid, never a claim); 0 before */

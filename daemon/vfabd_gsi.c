@@ -28,29 +28,48 @@ static uint32_t set_of(uint32_t id)
 	return (id * 0x9e3779b1u) >> 18 & (VFABD_GSI_SETS - 1);
 }
 
-/* Remember id as conn's: false when another connection's it is, or its set is full of others'. */
-static bool record(struct vfabd_gsi *g, uint32_t id, int32_t conn)
+/*
+ * Remember id as conn's (a process of user uid): false when another
+ * connection's it is, or when its set holds no room conn may take. A full
+ * set gives up conn's own oldest ID; failing that, the oldest ID of a user
+ * who holds half the set or more, unless uid does too. The processes choose
+ * their IDs, so one user could fill every set: this keeps room for others.
+ */
+static bool record(struct vfabd_gsi *g, uint32_t id, int32_t conn, uint32_t uid)
 {
-	uint32_t s = set_of(id);
-	int free_way = -1, oldest = -1;
+	typeof(g->ids[0][0]) *set = g->ids[set_of(id)];
+	int way = -1, oldest = -1, victim = -1, mine = 0, most = 0;
 
 	for (int w = 0; w < VFABD_GSI_WAYS; w++) {
-		const typeof(g->ids[s][w]) *e = &g->ids[s][w];
-
-		if (e->conn >= 0 && e->id == id)
-			return e->conn == conn;
-		if (e->conn < 0 && free_way < 0)
-			free_way = w;
-		if (e->conn == conn && (oldest < 0 || e->age < g->ids[s][oldest].age))
+		if (set[w].conn >= 0 && set[w].id == id)
+			return set[w].conn == conn;
+		if (set[w].conn < 0 && way < 0)
+			way = w;
+		if (set[w].conn == conn && (oldest < 0 || set[w].age < set[oldest].age))
 			oldest = w;
+		mine += set[w].conn >= 0 && set[w].uid == uid;
 	}
-	if (free_way < 0)
-		free_way = oldest;
-	if (free_way < 0)
+	for (int w = 0; way < 0 && oldest < 0 && w < VFABD_GSI_WAYS; w++) {
+		int held = 0;
+
+		for (int v = 0; v < VFABD_GSI_WAYS; v++)
+			held += set[v].uid == set[w].uid;
+		if (set[w].uid != uid &&
+		    (held > most || (held == most && set[w].age < set[victim].age))) {
+			most = held;
+			victim = w;
+		}
+	}
+	if (way < 0)
+		way = oldest;
+	if (way < 0 && most >= VFABD_GSI_WAYS / 2 && mine < VFABD_GSI_WAYS / 2)
+		way = victim;
+	if (way < 0)
 		return false;
-	g->ids[s][free_way].id = id;
-	g->ids[s][free_way].conn = conn;
-	g->ids[s][free_way].age = ++g->clock;
+	set[way].id = id;
+	set[way].conn = conn;
+	set[way].uid = uid;
+	set[way].age = ++g->clock;
 	return true;
 }
 
@@ -79,13 +98,13 @@ static bool gsi_datagram(const struct roce_bth *bth, const struct roce_ext *x, u
 	       paylen == VFAB_CM_MAD_BYTES;
 }
 
-enum vfabd_wire_drop vfabd_gsi_tx(struct vfabd_gsi *g, int32_t conn, struct vfab_wire_msg *m,
-				  const uint8_t *payload)
+enum vfabd_wire_drop vfabd_gsi_tx(struct vfabd_gsi *g, int32_t conn, uint32_t uid,
+				  struct vfab_wire_msg *m, const uint8_t *payload)
 {
 	struct vfab_cm_mad_key k;
 
 	if (!gsi_datagram(&m->bth, &m->ext, m->paylen) || vfab_cm_mad_key(payload, m->paylen, &k) ||
-	    (k.own_id && !record(g, k.own_id, conn)))
+	    (k.own_id && !record(g, k.own_id, conn, uid)))
 		return VFABD_WIRE_DROP_GSI;
 	m->ext.src_qpn = VFAB_CM_MAD_QPN;
 	return VFABD_WIRE_PASS;

@@ -14,9 +14,11 @@
  * A process learns of a peer's MADs only what the kernel's CM would tell it.
  *
  * The IDs a connection sent are remembered while it lives, VFABD_GSI_WAYS
- * per set of a fixed table: a set full of one connection's IDs forgets its
- * oldest one, a set full of others' refuses the new ID (the MAD is dropped,
- * as a MAD the kernel cannot allocate for).
+ * per set of a fixed table. A full set forgets the sending connection's own
+ * oldest ID, or else the oldest ID of a user who holds half the set or more
+ * (when the sender's user does not), or else refuses the new ID (the MAD is
+ * dropped, as a MAD the kernel cannot allocate for): the processes choose
+ * their IDs, and one user filling the table must not lock others out.
  */
 #ifndef VFAB_DAEMON_VFABD_GSI_H
 #define VFAB_DAEMON_VFABD_GSI_H
@@ -39,6 +41,7 @@ struct vfabd_gsi {
 	struct {
 		uint32_t id;
 		int32_t conn; /* -1: free */
+		uint32_t uid; /* the connection's user, from the kernel */
 		uint32_t age; /* for forgetting the oldest */
 	} ids[VFABD_GSI_SETS][VFABD_GSI_WAYS];
 	uint32_t clock;
@@ -55,12 +58,12 @@ struct vfabd_gsi_to {
 void vfabd_gsi_init(struct vfabd_gsi *g, const char *rundir);
 
 /*
- * A packet connection conn sends to QP1 (m and payload, checked by
- * vfabd_wire_tx_check): PASS after remembering its ID and naming QP1 its
- * source, or VFABD_WIRE_DROP_GSI.
+ * A packet connection conn (of a process of user uid) sends to QP1 (m and
+ * payload, checked by vfabd_wire_tx_check): PASS after remembering its ID
+ * and naming QP1 its source, or VFABD_WIRE_DROP_GSI.
  */
-enum vfabd_wire_drop vfabd_gsi_tx(struct vfabd_gsi *g, int32_t conn, struct vfab_wire_msg *m,
-				  const uint8_t *payload);
+enum vfabd_wire_drop vfabd_gsi_tx(struct vfabd_gsi *g, int32_t conn, uint32_t uid,
+				  struct vfab_wire_msg *m, const uint8_t *payload);
 
 /* Connection conn closed: its IDs are nobody's. */
 void vfabd_gsi_forget(struct vfabd_gsi *g, int32_t conn);

@@ -12,7 +12,8 @@
  * starve the others (a HELLO that waits too long fails a verbs open). A
  * connection gets at most VFABD_LINES_PER_TURN requests per turn of the loop,
  * is not read while VFABD_OUT_BACKLOG reply bytes wait for it, and there are
- * at most VFABD_MAX_CONNS connections (the next ones are told so and closed).
+ * at most VFABD_MAX_CONNS connections, VFABD_CONNS_PER_USER of them a user's
+ * who is neither root nor vfabd's (the next ones are told so and closed).
  */
 
 #include "vfabd_server.h"
@@ -37,6 +38,7 @@
 #include "vfabd_countersfs.h"
 #include "vfabd_faults.h"
 #include "vfabd_history.h"
+#include "vfabd_wire.h"
 #include "vfabd_log.h"
 #include "vfabd_proto.h"
 #include "vfabd_reaper.h"
@@ -143,16 +145,26 @@ static bool peer_identify(struct vfabd_conn *c)
 	c->peer_gid = p.gid;
 	c->peer_start = p.start;
 	c->pidfd = p.pidfd;
-	c->privileged = p.uid == 0 || p.uid == geteuid();
+	c->privileged = vfabd_uid_privileged(p.uid);
 	return true;
 }
 
-/* Past VFABD_MAX_CONNS: the client reads why, then the socket closes. */
-static void refuse_conn(int fd, size_t limit)
+/* Whether c's user, with c, holds more connections than its quota. */
+static bool over_quota(const struct vfabd *d, const struct vfabd_conn *c)
 {
-	char msg[96];
+	size_t n = 1;
+
+	for (size_t i = 0; !c->privileged && i < d->srv.nconns; i++)
+		n += d->srv.conns[i].peer_uid == c->peer_uid;
+	return !c->privileged && n > VFABD_CONNS_PER_USER;
+}
+
+/* Past a limit: the client reads why, then the socket closes. */
+static void refuse_conn(int fd, const char *whose, size_t limit)
+{
+	char msg[112];
 	int n = snprintf(msg, sizeof(msg),
-			 "ERR EMFILE vfabd has too many connections (limit %zu)\n", limit);
+			 "ERR EMFILE vfabd has too many connections%s (limit %zu)\n", whose, limit);
 
 	/* Best effort: a client that cannot take it sees the close. */
 	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -176,12 +188,18 @@ static void accept_conns(struct vfabd *d)
 			return; /* EAGAIN, or a transient error: poll tells us again */
 		}
 		if (d->srv.nconns >= d->srv.max_conns) {
-			refuse_conn(fd, d->srv.max_conns);
+			refuse_conn(fd, "", d->srv.max_conns);
 			continue;
 		}
 		c.fd = fd;
 		if (!peer_identify(&c)) {
 			close(fd);
+			continue;
+		}
+		if (over_quota(d, &c)) {
+			if (c.pidfd >= 0)
+				close(c.pidfd);
+			refuse_conn(fd, " of this user", VFABD_CONNS_PER_USER);
 			continue;
 		}
 		if (d->srv.nconns == d->srv.cap) {
@@ -235,15 +253,18 @@ static void on_tick(struct vfabd *d)
 }
 
 /*
- * As many connections as fds allow, up to VFABD_MAX_CONNS: the soft fd limit
- * is raised towards the hard one, and VFABD_SPARE_FDS stay for vfabd's own
- * files, so that running out of fds (accept spinning on EMFILE) does not
- * happen before the limit's clear refusal does.
+ * As many connections as fds allow, up to VFABD_MAX_CONNS. Each takes a
+ * socket and a pidfd, and so does each of the wire's (vfabd_wire.h), which
+ * gets the same share. The soft fd limit is raised towards the hard one,
+ * and VFABD_SPARE_FDS stay for vfabd's own files, so that running out of
+ * fds (accept spinning on EMFILE) does not happen before the limit's clear
+ * refusal does.
  */
 static size_t conn_limit(void)
 {
 	struct rlimit rl;
-	rlim_t want = VFABD_MAX_CONNS + VFABD_SPARE_FDS + 16;
+	rlim_t want = 2 * (VFABD_MAX_CONNS + VFABD_WIRE_MAX_CONNS) + VFABD_SPARE_FDS + 16;
+	size_t n;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 256;
@@ -254,8 +275,8 @@ static size_t conn_limit(void)
 	}
 	if (rl.rlim_cur < 2 * VFABD_SPARE_FDS)
 		return VFABD_SPARE_FDS / 2;
-	rl.rlim_cur -= VFABD_SPARE_FDS + 16; /* the loop's own fds, the log */
-	return rl.rlim_cur < VFABD_MAX_CONNS ? (size_t)rl.rlim_cur : VFABD_MAX_CONNS;
+	n = (size_t)(rl.rlim_cur - VFABD_SPARE_FDS - 16) / 4; /* the loop's own fds, the log */
+	return n < VFABD_MAX_CONNS ? n : VFABD_MAX_CONNS;
 }
 
 int vfabd_serve(struct vfabd *d)

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "vfabd.h"
+#include "vfabd_conn.h"
 #include "vfabd_gsi.h"
 #include "vfabd_log.h"
 #include "vfabd_wire_ep.h"
@@ -43,7 +44,7 @@
 #include "base/proc.h"
 #include "netns/netns_file.h"
 
-#define MAX_CONNS 4096	       /* bound QPs (and connections still binding) */
+#define MAX_CONNS VFABD_WIRE_MAX_CONNS
 #define BUCKETS 8192	       /* of the (hca, qpn) hash: a power of two */
 #define CONN_SOCKBUF (4 << 20) /* RX messages queued to a client before they drop */
 #define TX_BATCH 64	       /* messages read from one connection per wakeup */
@@ -58,6 +59,7 @@ struct wconn {
 	int pidfd;
 	uint16_t gen;	       /* bumped at close: stale events of the slot are ignored */
 	struct vfab_owner who; /* pid and start time, from the kernel */
+	uid_t uid;	       /* from the kernel too */
 	bool bound;
 	bool gsi; /* sent CM MADs: has IDs in the GSI table */
 	struct vfabd_wire_bind b;
@@ -67,6 +69,7 @@ struct wconn {
 struct vfabd_wire {
 	struct vfabd *d;
 	int listen_fd, stop_fd, epfd;
+	bool accept_paused; /* out of fds: listen_fd is out of the epoll set until a close */
 	pthread_t thread;
 	bool started;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -125,6 +128,11 @@ static void conn_close(struct vfabd_wire *w, struct wconn *c)
 	c->fd = c->pidfd = -1;
 	c->bound = c->gsi = false;
 	c->gen++;
+	if (w->accept_paused) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ev_data(EV_LISTEN, 0, 0)};
+
+		w->accept_paused = epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->listen_fd, &ev) != 0;
+	}
 }
 
 /* Whether the bound QP is still sealed by the process that bound it. */
@@ -248,7 +256,7 @@ static void tx(struct vfabd_wire *w, struct wconn *c, struct vfab_wire_msg *m)
 		why = VFABD_WIRE_DROP_UNSEALED;
 	/* To QP1: a CM MAD, sent from QP1 (vfabd_gsi.h). */
 	if (why == VFABD_WIRE_PASS && (m->bth.dqpn & 0xffffff) == VFAB_CM_MAD_QPN) {
-		why = vfabd_gsi_tx(&w->gsi, (int32_t)(c - w->conns), m,
+		why = vfabd_gsi_tx(&w->gsi, (int32_t)(c - w->conns), c->uid, m,
 				   (const uint8_t *)m + sizeof(*m));
 		c->gsi = true;
 	}
@@ -291,7 +299,20 @@ static bool identify(struct wconn *c)
 		return false;
 	c->pidfd = p.pidfd;
 	c->who = (struct vfab_owner){.pid = p.pid, .start_ticks = p.start};
+	c->uid = p.uid;
 	return true;
+}
+
+/* Whether c's user, with c, holds more connections than its quota. */
+static bool over_quota(const struct vfabd_wire *w, const struct wconn *c)
+{
+	size_t n = 0;
+
+	if (vfabd_uid_privileged(c->uid))
+		return false;
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		n += w->conns[i].fd >= 0 && w->conns[i].uid == c->uid;
+	return n > VFABD_CONNS_PER_USER;
 }
 
 static void set_bufs(int fd)
@@ -312,8 +333,13 @@ static void accept_conns(struct vfabd_wire *w)
 		struct epoll_event ev = {.events = EPOLLIN};
 		struct wconn *c = NULL;
 
-		if (fd < 0)
-			return; /* EAGAIN; out of fds: epoll tells again */
+		if (fd < 0) {
+			/* Out of fds: listen again once a connection closes, rather than spin. */
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    !epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->listen_fd, NULL))
+				w->accept_paused = true;
+			return; /* EAGAIN */
+		}
 		for (size_t i = 0; i < MAX_CONNS && !c; i++)
 			if (w->conns[i].fd < 0)
 				c = &w->conns[i];
@@ -322,7 +348,8 @@ static void accept_conns(struct vfabd_wire *w)
 			c->pidfd = -1;
 		}
 		ev.data.u64 = c ? ev_data(EV_CONN, c->gen, (uint32_t)(c - w->conns)) : 0;
-		if (!c || !identify(c) || epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		if (!c || !identify(c) || over_quota(w, c) ||
+		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			count(&w->refused);
 			if (c)
 				conn_close(w, c);

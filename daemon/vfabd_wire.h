@@ -20,6 +20,9 @@
 
 #include "vfabd_wirepkt.h"
 
+/* Connections (one per bound QP, or binding) at most; VFABD_CONNS_PER_USER of a user's. */
+#define VFABD_WIRE_MAX_CONNS 4096
+
 struct vfabd;
 struct vfabd_wire; /* vfabd_wire.c */
 

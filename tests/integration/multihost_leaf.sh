@@ -17,6 +17,9 @@
 #    frames in the tunnel clean RoCE v2 (tshark, ICRC) and on the machines'
 #    wire VXLAN with VNI 1 around RoCE; perftest WRITE and SEND; the RDMA CM
 #    (rping -V) between a0 and b0;
+#  - vfabd gives a user who is neither root nor its own 1024 connections of
+#    each socket (control and wire): the 1025th is refused, and another
+#    user still connects while the first holds its share;
 #  - with latencies configured, each machine's delay line counts a0 -> b0 as
 #    one leaf (the two ports' links) and a1 -> b0 across the spine;
 #  - `vfab down` on each leaves the machines as they were.
@@ -27,12 +30,21 @@ F=${VFAB_FABRIC_MULTIHOST:-tml}
 . "$(dirname "$0")/machines_lib.sh"
 CFG=$VFAB_REPO/configs/two-hosts-stretched.yaml
 
+qu1=vfabq1 qu2=vfabq2
 cleanup()
 {
 	machines_del
+	userdel "$qu1" 2>/dev/null || true
+	userdel "$qu2" 2>/dev/null || true
 	vfab_cleanup
 }
 trap cleanup EXIT
+for u in "$qu1" "$qu2"; do
+	userdel "$u" 2>/dev/null || true
+	useradd --system --no-create-home --shell /usr/sbin/nologin "$u" || fail "useradd $u"
+done
+asq1=(setpriv --reuid="$(id -u "$qu1")" --regid="$(id -g "$qu1")" --clear-groups)
+asq2=(setpriv --reuid="$(id -u "$qu2")" --regid="$(id -g "$qu2")" --clear-groups)
 
 note "two machines, eth1 <-> eth1 at MTU 9000: too small for leaf0 in a tunnel"
 machines_add
@@ -137,6 +149,50 @@ VFAB_RUN_DIR=/run/vfab/$F-b wait_cm_listen 18704 || { show "$VFAB_TMP/r.srv"; fa
 va exec a0 -- timeout 60 rping -c -a "$b0ip" -p 18704 -C 20 -S 4096 -V >"$VFAB_TMP/r.cli" 2>&1 ||
 	{ show "$VFAB_TMP/r.srv" "$VFAB_TMP/r.cli"; fail "rping a0 -> b0 failed"; }
 wait "$SERVER_PID" || { show "$VFAB_TMP/r.srv"; fail "rping's server in b0 failed"; }
+
+# A user's share of vfabd's connections: VFABD_CONNS_PER_USER (1024) on the
+# control socket and on the wire each, so that another user still gets one.
+note "per-user quota: user $qu1 holds 1024 connections to each socket, the next is refused; $qu2 still connects"
+quota_py='
+import socket, sys, time
+path, kind, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+wait = float(sys.argv[4]) if len(sys.argv) > 4 else 0.5
+t = socket.SOCK_SEQPACKET if kind == "wire" else socket.SOCK_STREAM
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, t)
+    s.connect(path)
+    held.append(s)
+time.sleep(wait)
+closed = []
+for i, s in enumerate(held):
+    s.setblocking(False)
+    try:
+        b = s.recv(200)
+        closed.append((i, b.decode().strip()))
+    except BlockingIOError:
+        pass
+print(len(held) - len(closed), "open;", "closed:", closed)
+'
+for kind in wire ctl; do
+	sock=/run/vfab/$F-a/wire.sock
+	[ "$kind" = ctl ] && sock=/run/vfab/$F-a/vfabd.sock
+	got=$(ulimit -n 4096 && "${asq1[@]}" /usr/bin/python3 -c "$quota_py" "$sock" "$kind" 1025) ||
+		fail "user $qu1 could not connect to $sock"
+	note "  $kind, $qu1: $got"
+	case $kind in
+	wire) [ "$got" = "1024 open; closed: [(1024, '')]" ] ;;
+	ctl) [ "$got" = "1024 open; closed: [(1024, 'ERR EMFILE vfabd has too many connections of this user (limit 1024)')]" ] ;;
+	esac || fail "$kind: $qu1's 1025th connection was not the one refused"
+done
+# While one user holds its quota, another's connection is taken.
+(ulimit -n 4096 && exec "${asq1[@]}" /usr/bin/python3 -c "$quota_py" /run/vfab/$F-a/wire.sock wire 1024 3 >/dev/null) &
+hold=$!
+VFAB_SERVER_PIDS+=("$hold")
+sleep 1
+got=$("${asq2[@]}" /usr/bin/python3 -c "$quota_py" /run/vfab/$F-a/wire.sock wire 1)
+wait "$hold"
+[ "$got" = "1 open; closed: []" ] || fail "user $qu2 was refused while $qu1 held its quota: $got"
 
 note "down: the machines are as they were"
 machines_down "$before_a"

@@ -5,7 +5,8 @@
  * QP1 reaches: a REQ the listener the directory names (a real entry of this
  * process in a directory of the test's), anything else the connection that
  * sent its ID; a REQ nobody listens for is answered with ib_cm's REJ, a
- * DREQ for an ID nobody holds with its DREP.
+ * DREQ for an ID nobody holds with its DREP; a user who fills the ID table
+ * does not keep another user's IDs out.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -115,31 +116,31 @@ static void tx_rules(void **state)
 
 	/* A CM MAD of the process's own ID goes, from QP1. */
 	tx_of(&req, &w, mad);
-	assert_int_equal(vfabd_gsi_tx(g, 3, &w, mad), VFABD_WIRE_PASS);
+	assert_int_equal(vfabd_gsi_tx(g, 3, 1000, &w, mad), VFABD_WIRE_PASS);
 	assert_int_equal(w.ext.src_qpn, VFAB_CM_MAD_QPN);
 	/* Again from the same connection (a resend): still its own. */
 	tx_of(&req, &w, mad);
-	assert_int_equal(vfabd_gsi_tx(g, 3, &w, mad), VFABD_WIRE_PASS);
+	assert_int_equal(vfabd_gsi_tx(g, 3, 1000, &w, mad), VFABD_WIRE_PASS);
 	/* The same ID from another connection: it speaks for nobody else's. */
 	tx_of(&req, &w, mad);
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_DROP_GSI);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_DROP_GSI);
 	assert_int_equal(w.ext.src_qpn, CM_QPN);
 	/* Once the first connection closed, the ID is free. */
 	vfabd_gsi_forget(g, 3);
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_PASS);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_PASS);
 	/* Not a CM MAD, not QP1's Q_Key, not one whole MAD, not a SEND: refused. */
 	tx_of(&req, &w, mad);
 	mad[1] = 0x03; /* the SA's class */
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_DROP_GSI);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_DROP_GSI);
 	tx_of(&req, &w, mad);
 	w.ext.qkey = 0x11111111;
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_DROP_GSI);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_DROP_GSI);
 	tx_of(&req, &w, mad);
 	w.paylen = 200;
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_DROP_GSI);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_DROP_GSI);
 	tx_of(&req, &w, mad);
 	w.bth.opcode = ROCE_OP_UD_SEND_ONLY_IMM;
-	assert_int_equal(vfabd_gsi_tx(g, 4, &w, mad), VFABD_WIRE_DROP_GSI);
+	assert_int_equal(vfabd_gsi_tx(g, 4, 1000, &w, mad), VFABD_WIRE_DROP_GSI);
 }
 
 static void rx_by_id(void **state)
@@ -155,7 +156,7 @@ static void rx_by_id(void **state)
 	bool answer;
 
 	tx_of(&req, &w, mad);
-	assert_int_equal(vfabd_gsi_tx(g, 9, &w, mad), VFABD_WIRE_PASS);
+	assert_int_equal(vfabd_gsi_tx(g, 9, 1000, &w, mad), VFABD_WIRE_PASS);
 	/* The answer to ID 0x2222 reaches the connection that sent it. */
 	rx_of(&rep, &v, in);
 	assert_int_equal(vfabd_gsi_rx(g, &v, &to, &answer), VFABD_WIRE_PASS);
@@ -241,12 +242,59 @@ static void rx_req(void **state)
 	vfab_cm_dir_remove(dir, name, &e);
 }
 
+/* Whether an answer to ID id reaches connection conn. */
+static bool routes_to(struct vfabd_gsi *g, uint32_t id, int32_t conn)
+{
+	struct vfab_cm_msg rep = msg(VFAB_CM_REP, 0x7777, id);
+	struct roce_pkt_view v;
+	struct vfabd_gsi_to to;
+	uint8_t in[VFAB_CM_MAD_BYTES];
+	bool answer;
+
+	rx_of(&rep, &v, in);
+	return vfabd_gsi_rx(g, &v, &to, &answer) == VFABD_WIRE_PASS && to.conn == conn;
+}
+
+static enum vfabd_wire_drop send_id(struct vfabd_gsi *g, int32_t conn, uint32_t uid, uint32_t id)
+{
+	struct vfab_cm_msg req = msg(VFAB_CM_REQ, id, 0);
+	struct vfab_wire_msg w;
+	uint8_t mad[VFAB_CM_MAD_BYTES];
+
+	tx_of(&req, &w, mad);
+	return vfabd_gsi_tx(g, conn, uid, &w, mad);
+}
+
+static void fair_share(void **state)
+{
+	struct vfabd_gsi *g = *state;
+	/* IDs above the other cases' (whose connection 4 keeps 0x1111). */
+	const uint32_t base = 0x100000, fill = 3 * VFABD_GSI_SETS * VFABD_GSI_WAYS,
+		       id_b = base + fill + 7;
+
+	/* User 1000 (connection 3) sends IDs until every set is full of its own. */
+	for (uint32_t id = base; id < base + fill; id++)
+		assert_int_equal(send_id(g, 3, 1000, id), VFABD_WIRE_PASS);
+	/* Another of its connections finds no room: the sets are its user's. */
+	assert_int_equal(send_id(g, 4, 1000, id_b), VFABD_WIRE_DROP_GSI);
+	/* User 2000's ID takes the place of user 1000's oldest in its set. */
+	assert_int_equal(send_id(g, 5, 2000, id_b), VFABD_WIRE_PASS);
+	assert_true(routes_to(g, id_b, 5));
+	/* User 1000 fills on: it gives up its own IDs, never user 2000's. */
+	for (uint32_t id = base + fill + 100; id < base + 2 * fill; id++)
+		assert_int_equal(send_id(g, 3, 1000, id), VFABD_WIRE_PASS);
+	assert_true(routes_to(g, id_b, 5));
+	vfabd_gsi_forget(g, 3);
+	vfabd_gsi_forget(g, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(tx_rules),
 	    cmocka_unit_test(rx_by_id),
 	    cmocka_unit_test(rx_req),
+	    cmocka_unit_test(fair_share),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
