@@ -45,11 +45,11 @@
 #include "netns/netns_file.h"
 
 #define MAX_CONNS VFABD_WIRE_MAX_CONNS
-#define BUCKETS 8192	       /* of the (hca, qpn) hash: a power of two */
-#define CONN_SOCKBUF (4 << 20) /* RX messages queued to a client before they drop */
-#define TX_BATCH 64	       /* messages read from one connection per wakeup */
-#define RX_BATCH 1024	       /* frames read from one port per wakeup */
-#define RX_FRAME_MAX 16384     /* a jumbo frame fits */
+#define BUCKETS 8192		  /* of the (hca, qpn) hash: a power of two */
+#define CONN_SOCKBUF (4 << 20)	  /* RX messages queued to a client before they drop */
+#define TX_BATCH VFABD_WIRE_BATCH /* messages read from one connection per recvmmsg */
+#define RX_TURNS 32		  /* recvmmsg of a port per wakeup: 1024 frames */
+#define TX_MSG_MAX (sizeof(struct vfab_wire_msg) + VFAB_WIRE_MAX_PAYLOAD + 1)
 
 /* What an epoll event names: kind << 48 | generation << 32 | index. */
 enum ev_kind { EV_STOP = 1, EV_LISTEN, EV_CONN, EV_PKT, EV_NL };
@@ -79,13 +79,37 @@ struct vfabd_wire {
 	_Atomic uint64_t binds, refused, sent, received, delivered;
 	_Atomic uint64_t dropped[VFABD_WIRE_DROP_REASONS];
 	struct vfabd_gsi gsi;
-	_Alignas(8) uint8_t msg[sizeof(struct vfab_wire_msg) + VFAB_WIRE_MAX_PAYLOAD + 1];
-	uint8_t frame[RX_FRAME_MAX];
+	/* What a connection sent: one byte more than the largest message reads as malformed. */
+	struct {
+		_Alignas(struct vfab_wire_msg) uint8_t b[TX_MSG_MAX];
+	} msg[TX_BATCH];
+	struct vfabd_wire_out out; /* empty but inside conn_read and gsi_rx */
+	struct vfabd_wire_in in;
+	/* Deliveries of one rx() batch to one connection, for one sendmmsg. */
+	struct wconn *to;
+	uint32_t nto;
+	struct vfab_wire_msg to_msg[VFABD_WIRE_BATCH];
+	struct iovec to_iov[VFABD_WIRE_BATCH][2];
+	struct mmsghdr to_mh[VFABD_WIRE_BATCH];
 };
 
 static void count(_Atomic uint64_t *c)
 {
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static void count_n(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* Sends the frames queued in w->out and counts what left and what the kernel refused. */
+static void out_flush(struct vfabd_wire *w)
+{
+	vfabd_wire_out_flush(&w->out);
+	count_n(&w->sent, w->out.sent);
+	count_n(&w->dropped[VFABD_WIRE_DROP_SEND], w->out.refused);
+	w->out.sent = w->out.refused = 0;
 }
 
 static uint64_t ev_data(enum ev_kind kind, uint16_t gen, uint32_t idx)
@@ -261,33 +285,41 @@ static void tx(struct vfabd_wire *w, struct wconn *c, struct vfab_wire_msg *m)
 		c->gsi = true;
 	}
 	if (why == VFABD_WIRE_PASS)
-		why = vfabd_wire_ep_send(ep, m, (const uint8_t *)m + sizeof(*m));
-	count(why == VFABD_WIRE_PASS ? &w->sent : &w->dropped[why]);
+		why = vfabd_wire_ep_queue(&w->out, ep, m, (const uint8_t *)m + sizeof(*m));
+	if (why != VFABD_WIRE_PASS)
+		count(&w->dropped[why]); /* what is queued counts when it leaves */
 }
 
-/* What a connection sent: a BIND first, then TX messages. */
+/* What a connection sent: a BIND first, then TX messages, read and sent in batches. */
 static void conn_read(struct vfabd_wire *w, struct wconn *c)
 {
-	struct vfab_wire_msg *m = (void *)w->msg;
+	struct mmsghdr mh[TX_BATCH];
+	struct iovec iov[TX_BATCH];
+	int n;
 
 	for (int i = 0; i < TX_BATCH; i++) {
-		/* One byte more than the largest message: a longer one reads as malformed. */
-		ssize_t n = recv(c->fd, w->msg, sizeof(w->msg), MSG_DONTWAIT);
+		iov[i] = (struct iovec){w->msg[i].b, TX_MSG_MAX};
+		mh[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+	}
+	n = recvmmsg(c->fd, mh, c->bound ? TX_BATCH : 1, MSG_DONTWAIT, NULL);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	for (int i = 0; i < (n > 0 ? n : 1); i++) {
+		struct vfab_wire_msg *m = (void *)w->msg[i].b;
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0 || !vfab_wire_msg_ok(m, (size_t)n) ||
+		if (n <= 0 || !vfab_wire_msg_ok(m, mh[i].msg_len) ||
 		    (c->bound && m->type != VFAB_WIRE_TX)) {
+			out_flush(w);
 			conn_close(w, c); /* hung up, broken or malformed: the binding goes */
 			return;
 		}
 		if (!c->bound) {
-			if (!bind_conn(w, c, m))
-				return;
-		} else {
-			tx(w, c, m);
+			bind_conn(w, c, m);
+			return;
 		}
+		tx(w, c, m);
 	}
+	out_flush(w);
 }
 
 /* Who connected, as the kernel says; false when it says nothing. */
@@ -393,10 +425,44 @@ static struct wconn *gsi_rx(struct vfabd_wire *w, uint32_t hca, uint32_t port,
 		uint8_t mad[VFAB_CM_MAD_BYTES];
 
 		if (!vfabd_gsi_answer(v, hca, port, &m, mad) &&
-		    vfabd_wire_ep_send(ep, &m, mad) == VFABD_WIRE_PASS)
-			count(&w->sent);
+		    vfabd_wire_ep_queue(&w->out, ep, &m, mad) == VFABD_WIRE_PASS)
+			out_flush(w);
 	}
 	return c;
+}
+
+/* Hands the deliveries gathered for w->to to its process; a full socket drops them. */
+static void deliver(struct vfabd_wire *w)
+{
+	for (uint32_t i = 0; i < w->nto;) {
+		int k = sendmmsg(w->to->fd, w->to_mh + i, w->nto - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k <= 0) {
+			count(&w->dropped[VFABD_WIRE_DROP_FULL]);
+			i++;
+		} else {
+			count_n(&w->delivered, (uint64_t)k);
+			i += (uint32_t)k;
+		}
+	}
+	w->nto = 0;
+	w->to = NULL;
+}
+
+/* Frame v for connection c, delivered with the others of the batch that are c's. */
+static void gather(struct vfabd_wire *w, struct wconn *c, const struct roce_pkt_view *v)
+{
+	uint32_t i;
+
+	if (w->to != c)
+		deliver(w);
+	w->to = c;
+	i = w->nto++;
+	vfabd_wire_rx_msg(v, &c->b, &w->to_msg[i]);
+	w->to_iov[i][0] = (struct iovec){&w->to_msg[i], sizeof(w->to_msg[i])};
+	w->to_iov[i][1] = (struct iovec){(void *)v->payload, v->paylen};
+	w->to_mh[i].msg_hdr =
+	    (struct msghdr){.msg_iov = w->to_iov[i], .msg_iovlen = v->paylen ? 2 : 1};
 }
 
 /* Frames of a port to the processes bound to their destination QP. */
@@ -405,43 +471,37 @@ static void rx(struct vfabd_wire *w, uint32_t idx)
 	uint32_t hca = idx / VFAB_MAX_PORTS, port = idx % VFAB_MAX_PORTS + 1;
 	struct vfabd_wire_ep *ep = w->ep[hca][port - 1];
 
-	for (int i = 0; i < RX_BATCH; i++) {
-		ssize_t n = vfabd_wire_ep_recv(ep, w->frame, sizeof(w->frame));
-		struct roce_pkt_view v;
-		struct vfab_wire_msg m;
-		struct iovec iov[2] = {{&m, sizeof(m)}};
-		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 1};
-		struct wconn *c;
+	for (int turn = 0; turn < RX_TURNS; turn++) {
+		int n = vfabd_wire_ep_recv(ep, &w->in);
 
 		if (n == -EAGAIN)
 			return;
-		if (n <= 0)
-			continue; /* skipped, or an error the socket reported once (ENETDOWN) */
-		count(&w->received);
-		if (roce_pkt_parse(w->frame, (size_t)n, &v)) {
-			count(&w->dropped[VFABD_WIRE_DROP_PARSE]);
-			continue;
+		for (int i = 0; i < n; i++) {
+			struct roce_pkt_view v;
+			struct wconn *c;
+
+			if (!w->in.len[i])
+				continue; /* one this host sent */
+			count(&w->received);
+			if (roce_pkt_parse(w->in.frame[i], w->in.len[i], &v)) {
+				count(&w->dropped[VFABD_WIRE_DROP_PARSE]);
+				continue;
+			}
+			c = (v.bth.dqpn & 0xffffff) == VFAB_CM_MAD_QPN
+				? gsi_rx(w, hca, port, &v)
+				: find(w, hca, v.bth.dqpn & 0xffffff);
+			if (!c || c->b.port != port) {
+				count(&w->dropped[VFABD_WIRE_DROP_UNBOUND]);
+				continue;
+			}
+			if (!still_owned(w, c)) {
+				count(&w->dropped[VFABD_WIRE_DROP_UNSEALED]);
+				continue;
+			}
+			gather(w, c, &v);
 		}
-		c = (v.bth.dqpn & 0xffffff) == VFAB_CM_MAD_QPN
-			? gsi_rx(w, hca, port, &v)
-			: find(w, hca, v.bth.dqpn & 0xffffff);
-		if (!c || c->b.port != port) {
-			count(&w->dropped[VFABD_WIRE_DROP_UNBOUND]);
-			continue;
-		}
-		if (!still_owned(w, c)) {
-			count(&w->dropped[VFABD_WIRE_DROP_UNSEALED]);
-			continue;
-		}
-		vfabd_wire_rx_msg(&v, &c->b, &m);
-		if (v.paylen) {
-			iov[1] = (struct iovec){(void *)v.payload, v.paylen};
-			mh.msg_iovlen = 2;
-		}
-		if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			count(&w->dropped[VFABD_WIRE_DROP_FULL]);
-		else
-			count(&w->delivered);
+		deliver(w);
+		/* n < 0 but EAGAIN: an error the socket reported once (ENETDOWN); read on. */
 	}
 }
 
@@ -527,6 +587,7 @@ int vfabd_wire_init(struct vfabd *d)
 	w->d = d;
 	w->listen_fd = w->stop_fd = w->epfd = -1;
 	vfabd_gsi_init(&w->gsi, d->rundir);
+	vfabd_wire_out_init(&w->out);
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		w->conns[i].fd = w->conns[i].pidfd = -1;
 	for (size_t i = 0; i < BUCKETS; i++)

@@ -267,47 +267,86 @@ static void pktinfo(struct msghdr *mh, char *cbuf, size_t clen, const uint8_t sg
 	}
 }
 
-enum vfabd_wire_drop vfabd_wire_ep_send(struct vfabd_wire_ep *ep, const struct vfab_wire_msg *m,
-					const void *payload)
+void vfabd_wire_out_init(struct vfabd_wire_out *out)
 {
-	uint8_t frame[VFABD_WIRE_FRAME_MAX];
-	_Alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	out->fd = -1;
+	out->n = 0;
+	out->sent = out->refused = 0;
+}
+
+void vfabd_wire_out_flush(struct vfabd_wire_out *out)
+{
+	/* A frame the kernel refuses is dropped, as a NIC's full queue would: RoCE retransmits. */
+	for (uint32_t i = 0; i < out->n;) {
+		int k = sendmmsg(out->fd, out->mh + i, out->n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k <= 0) {
+			out->refused++;
+			i++;
+		} else {
+			out->sent += (uint64_t)k;
+			i += (uint32_t)k;
+		}
+	}
+	out->n = 0;
+	out->fd = -1;
+}
+
+enum vfabd_wire_drop vfabd_wire_ep_queue(struct vfabd_wire_out *out, struct vfabd_wire_ep *ep,
+					 const struct vfab_wire_msg *m, const void *payload)
+{
 	struct sockaddr_storage dst;
-	struct iovec iov;
-	struct msghdr mh = {.msg_name = &dst, .msg_iov = &iov, .msg_iovlen = 1};
+	struct msghdr *mh;
 	socklen_t dlen;
 	int af, fd, len;
+	uint32_t i;
 
-	/* The kernel puts its own id into a 0 one, which the ICRC would then not match. */
-	if (++ep->ip_id == 0)
-		ep->ip_id = 1;
-	len = vfabd_wire_tx_frame(m, payload, ep->ip_id, frame, sizeof(frame));
-	if (len < 0)
-		return VFABD_WIRE_DROP_BUILD;
 	af =
 	    vfabd_wire_dst(m->dgid, ep->vlan_ifindex ? ep->vlan_ifindex : ep->ifindex, &dst, &dlen);
 	fd = af == AF_INET ? ep->raw4_fd : ep->raw6_fd;
 	if (fd < 0)
 		return VFABD_WIRE_DROP_SEND;
-	mh.msg_namelen = dlen;
-	iov = (struct iovec){frame + ROCE_ETH_HLEN, (size_t)len - ROCE_ETH_HLEN};
-	pktinfo(&mh, cbuf, sizeof(cbuf), m->sgid, af);
-	/* A full queue drops the packet, as a NIC's would: RoCE's retransmission recovers. */
-	if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		return VFABD_WIRE_DROP_SEND;
+	if (out->n && (out->fd != fd || out->n == VFABD_WIRE_BATCH))
+		vfabd_wire_out_flush(out);
+	i = out->n;
+	/* The kernel puts its own id into a 0 one, which the ICRC would then not match. */
+	if (++ep->ip_id == 0)
+		ep->ip_id = 1;
+	len = vfabd_wire_tx_frame(m, payload, ep->ip_id, out->frame[i], sizeof(out->frame[i]));
+	if (len < 0)
+		return VFABD_WIRE_DROP_BUILD;
+	out->dst[i] = dst;
+	out->iov[i] = (struct iovec){out->frame[i] + ROCE_ETH_HLEN, (size_t)len - ROCE_ETH_HLEN};
+	mh = &out->mh[i].msg_hdr;
+	*mh = (struct msghdr){.msg_name = &out->dst[i],
+			      .msg_namelen = dlen,
+			      .msg_iov = &out->iov[i],
+			      .msg_iovlen = 1};
+	pktinfo(mh, out->cbuf[i], sizeof(out->cbuf[i]), m->sgid, af);
+	out->fd = fd;
+	out->n++;
 	return VFABD_WIRE_PASS;
 }
 
-ssize_t vfabd_wire_ep_recv(struct vfabd_wire_ep *ep, uint8_t *buf, size_t cap)
+int vfabd_wire_ep_recv(struct vfabd_wire_ep *ep, struct vfabd_wire_in *in)
 {
-	struct sockaddr_ll sll;
-	socklen_t slen = sizeof(sll);
-	ssize_t n = recvfrom(ep->pkt_fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)&sll, &slen);
+	int n;
 
+	for (int i = 0; i < VFABD_WIRE_BATCH; i++) {
+		in->iov[i] = (struct iovec){in->frame[i], sizeof(in->frame[i])};
+		in->mh[i].msg_hdr = (struct msghdr){.msg_name = &in->sll[i],
+						    .msg_namelen = sizeof(in->sll[i]),
+						    .msg_iov = &in->iov[i],
+						    .msg_iovlen = 1};
+	}
+	n = recvmmsg(ep->pkt_fd, in->mh, VFABD_WIRE_BATCH, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	/* The filter left these out already; a kernel without SKF_AD_PKTTYPE would not. */
-	if (sll.sll_pkttype == PACKET_OUTGOING || sll.sll_pkttype == PACKET_OTHERHOST)
-		return 0;
+	for (int i = 0; i < n; i++) {
+		uint8_t t = in->sll[i].sll_pkttype;
+
+		/* The filter left these out already; a kernel without SKF_AD_PKTTYPE would not. */
+		in->len[i] = t == PACKET_OUTGOING || t == PACKET_OTHERHOST ? 0 : in->mh[i].msg_len;
+	}
 	return n;
 }

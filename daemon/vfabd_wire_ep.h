@@ -8,8 +8,11 @@
 #ifndef VFAB_DAEMON_VFABD_WIRE_EP_H
 #define VFAB_DAEMON_VFABD_WIRE_EP_H
 
+#include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "fabric/region.h"
@@ -41,15 +44,55 @@ void vfabd_wire_ep_close(struct vfabd_wire_ep *ep);
 /* Reads the address notifications (nl_ev_fd) and, when something changed, the addresses. */
 void vfabd_wire_ep_follow(struct vfabd_wire_ep *ep);
 
-/* Sends the frame of a checked TX message (vfabd_wire_tx_check). PASS, or why not. */
-enum vfabd_wire_drop vfabd_wire_ep_send(struct vfabd_wire_ep *ep, const struct vfab_wire_msg *m,
-					const void *payload);
+#define VFABD_WIRE_BATCH 32	/* frames per sendmmsg or recvmmsg */
+#define VFABD_WIRE_RX_MAX 16384 /* a received frame, jumbo or not */
 
 /*
- * Reads one frame of pkt_fd into buf[0..cap): its length (at most cap),
- * 0 for a frame to skip (one this host sent), -EAGAIN when none is left,
- * or -errno.
+ * Frames on their way out, sent by one sendmmsg per run of frames for one
+ * socket: the wire thread's scratch. sent and refused count what left and
+ * what the kernel would not take (a full queue: dropped, as by a NIC), for
+ * the caller to take.
  */
-ssize_t vfabd_wire_ep_recv(struct vfabd_wire_ep *ep, uint8_t *buf, size_t cap);
+struct vfabd_wire_out {
+	int fd; /* the socket of the frames queued, -1 none */
+	uint32_t n;
+	uint64_t sent, refused;
+	struct mmsghdr mh[VFABD_WIRE_BATCH];
+	struct iovec iov[VFABD_WIRE_BATCH];
+	struct sockaddr_storage dst[VFABD_WIRE_BATCH];
+	_Alignas(
+	    struct cmsghdr) char cbuf[VFABD_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	uint8_t frame[VFABD_WIRE_BATCH][VFABD_WIRE_FRAME_MAX];
+};
+
+/* An empty out. */
+void vfabd_wire_out_init(struct vfabd_wire_out *out);
+
+/*
+ * Queues the frame of a checked TX message (vfabd_wire_tx_check) to leave
+ * by ep; what out holds for another socket, or a full batch, leaves first.
+ * PASS, or why it cannot be built or sent.
+ */
+enum vfabd_wire_drop vfabd_wire_ep_queue(struct vfabd_wire_out *out, struct vfabd_wire_ep *ep,
+					 const struct vfab_wire_msg *m, const void *payload);
+
+/* Sends what out holds. */
+void vfabd_wire_out_flush(struct vfabd_wire_out *out);
+
+/* Frames read by one recvmmsg: the wire thread's scratch. */
+struct vfabd_wire_in {
+	struct mmsghdr mh[VFABD_WIRE_BATCH];
+	struct iovec iov[VFABD_WIRE_BATCH];
+	struct sockaddr_ll sll[VFABD_WIRE_BATCH];
+	size_t len[VFABD_WIRE_BATCH]; /* 0: a frame to skip (one this host sent) */
+	uint8_t frame[VFABD_WIRE_BATCH][VFABD_WIRE_RX_MAX];
+};
+
+/*
+ * Reads up to VFABD_WIRE_BATCH frames of pkt_fd into in: how many (their
+ * lengths in in->len, at most VFABD_WIRE_RX_MAX), -EAGAIN when none is
+ * left, or -errno.
+ */
+int vfabd_wire_ep_recv(struct vfabd_wire_ep *ep, struct vfabd_wire_in *in);
 
 #endif /* VFAB_DAEMON_VFABD_WIRE_EP_H */

@@ -95,7 +95,7 @@ static int span_leaf(const struct uplink_args *a, struct nl_sock *sk, uint32_t k
 	return flood_to_peers(a, sk, vx, k);
 }
 
-/* In the fabric namespace: addresses, up, then a route per other host's leaf. */
+/* In the fabric namespace: addresses, up, a route per other host's leaf, the spanning leaves. */
 static int uplink_body(void *arg)
 {
 	const struct uplink_args *a = arg;
