@@ -7,6 +7,8 @@ wire_verbs.py client HOST PORT      the parent exchanges once, forks a child
                                     exec), then the parent exchanges again
 wire_verbs.py inv-server PORT       SEND with invalidate, the window's side
 wire_verbs.py inv-client HOST PORT  ... and the sender's
+wire_verbs.py bulk-server PORT      8 rounds of 1 MiB WRITEs, the target's side
+wire_verbs.py bulk-client HOST PORT ... and the writer's
 
 An exchange: a fresh context, PD, CQ and RC QP on mlx5_0 port 1 (GID index
 3), QP number, PSN and GID traded over TCP, then the client SENDs 4 KiB of
@@ -18,8 +20,14 @@ its MR and tells the client its R_Key; the client WRITEs 4 KiB through it,
 SENDs with invalidate naming it, then WRITEs through it again. The WRITE
 lands, the receive completes with IBV_WC_WITH_INV and that R_Key, and the
 last WRITE fails with a remote access error: the window is gone.
+
+Bulk: the client WRITEs 1 MiB of random bytes into the server's MR, then
+SENDs their SHA-256; the server hashes what landed and says whether it
+matches before the next round (through a lossy link: retransmitted data
+must arrive whole and in place).
 Prints one line per step; exits 1 on the first failure.
 """
+import hashlib
 import json
 import os
 import random
@@ -37,17 +45,21 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 DEV, PORT_NUM, GID_INDEX, SIZE = "mlx5_0", 1, 3, 4096
+BULK, ROUNDS = 1 << 20, 8
 
 
 class Side:
-    def __init__(self):
+    """An RC QP and an MR of twice size: bytes to send, then the receive buffer."""
+
+    def __init__(self, size=SIZE, access=e.IBV_ACCESS_MW_BIND):
         self.ctx = Context(name=DEV)
         self.pd = PD(self.ctx)
         self.cq = CQ(self.ctx, 8)
         cap = QPCap(max_send_wr=2, max_recv_wr=2, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq,
                                          cap=cap))
-        self.mr = MR(self.pd, 2 * SIZE, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_MW_BIND)
+        self.size = size
+        self.mr = MR(self.pd, 2 * size, e.IBV_ACCESS_LOCAL_WRITE | access)
         self.psn = random.getrandbits(24)
 
     def me(self):
@@ -71,8 +83,12 @@ class Side:
                               gr=GlobalRoute(dgid=GID(peer["gid"]), sgid_index=GID_INDEX,
                                              hop_limit=64))
         self.qp.to_rts(attr)
-        self.mr.write(bytes(SIZE), SIZE, SIZE)
-        self.qp.post_recv(RecvWR(num_sge=1, sg=[SGE(self.mr.buf + SIZE, SIZE, self.mr.lkey)]))
+        self.mr.write(bytes(self.size), self.size, self.size)
+        self.post_recv()
+
+    def post_recv(self):
+        self.qp.post_recv(RecvWR(num_sge=1, sg=[SGE(self.mr.buf + self.size, self.size,
+                                                    self.mr.lkey)]))
 
     def send(self, data):
         self.mr.write(data, len(data), 0)
@@ -209,8 +225,47 @@ def inv_client(host, port):
     trade(conn, {"bye": 1})
 
 
+def bulk_server(port):
+    conn = Peer(socket.create_server(("0.0.0.0", port)).accept()[0])
+    s = Side(BULK, e.IBV_ACCESS_REMOTE_WRITE)
+    s.connect(trade(conn, s.me()))
+    trade(conn, {"rkey": s.mr.rkey, "va": s.mr.buf})
+    for r in range(ROUNDS):
+        s.wait(1)  # the digest, SENT after the WRITE
+        ok = hashlib.sha256(s.mr.read(BULK, 0)).hexdigest() == s.mr.read(64, BULK).decode()
+        s.post_recv()
+        trade(conn, {"ok": ok})
+        if not ok:
+            sys.exit("server: round %d: the bytes that landed are not the ones sent" % r)
+    print("server: %d x 1 MiB WRITTEN, each as its digest says" % ROUNDS, flush=True)
+    trade(conn, {"bye": 1})
+
+
+def bulk_client(host, port):
+    conn = Peer(socket.create_connection((host, port), timeout=20))
+    s = Side(BULK)
+    s.connect(trade(conn, s.me()))
+    win = trade(conn, {"ready": 1})
+    for r in range(ROUNDS):
+        data = os.urandom(BULK)
+        s.mr.write(data, BULK, 0)
+        s.mr.write(hashlib.sha256(data).hexdigest().encode(), 64, BULK)
+        wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(s.mr.buf, BULK, s.mr.lkey)])
+        wr.set_wr_rdma(win["rkey"], win["va"])
+        s.qp.post_send(wr)
+        s.qp.post_send(SendWR(opcode=e.IBV_WR_SEND, num_sge=1,
+                              sg=[SGE(s.mr.buf + BULK, 64, s.mr.lkey)]))
+        s.wait(2)
+        if not trade(conn, {"round": r})["ok"]:
+            sys.exit("client: round %d: the server found other bytes" % r)
+    print("client: %d x 1 MiB WRITTEN and checked by the server" % ROUNDS, flush=True)
+    trade(conn, {"bye": 1})
+
+
 if __name__ == "__main__":
     {"server": lambda: serve(int(sys.argv[2]), int(sys.argv[3])),
      "client": lambda: client(sys.argv[2], int(sys.argv[3])),
      "inv-server": lambda: inv_server(int(sys.argv[2])),
-     "inv-client": lambda: inv_client(sys.argv[2], int(sys.argv[3]))}[sys.argv[1]]()
+     "inv-client": lambda: inv_client(sys.argv[2], int(sys.argv[3])),
+     "bulk-server": lambda: bulk_server(int(sys.argv[2])),
+     "bulk-client": lambda: bulk_client(sys.argv[2], int(sys.argv[3]))}[sys.argv[1]]()
