@@ -230,6 +230,16 @@ int vfab_config_select_host(struct vfab_config *cfg, const char *id, char *err, 
 int vfab_config_apply_host_file(struct vfab_config *cfg, const char *path, char *err,
 				size_t errlen);
 
+/* Host h's uplink address of family (AF_INET, AF_INET6), or NULL. */
+static inline const struct vfab_cfg_addr *vfab_config_uplink_addr(const struct vfab_cfg_host *h,
+								  int family)
+{
+	for (uint32_t k = 0; k < h->nuplink_addrs; k++)
+		if (h->uplink_addrs[k].family == family)
+			return &h->uplink_addrs[k];
+	return NULL;
+}
+
 /* Every node of the cluster, in file order, on whichever host (n: how many). */
 static inline const struct vfab_cfg_node *vfab_config_cluster(const struct vfab_config *cfg,
 							      uint32_t *n)

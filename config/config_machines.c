@@ -83,14 +83,6 @@ int cfg_parse_uplink(struct cfg_ctx *c, yaml_node_t *v, const char *path, void *
 	return 0;
 }
 
-static const struct vfab_cfg_addr *uplink_of(const struct vfab_cfg_host *h, int family)
-{
-	for (uint32_t k = 0; k < h->nuplink_addrs; k++)
-		if (h->uplink_addrs[k].family == family)
-			return &h->uplink_addrs[k];
-	return NULL;
-}
-
 static int host_by_id(const struct vfab_config *cfg, const char *id)
 {
 	for (uint32_t i = 0; i < cfg->nhosts; i++)
@@ -103,7 +95,7 @@ static int host_by_id(const struct vfab_config *cfg, const char *id)
 static int check_uplink_addr(struct cfg_parse *p, uint32_t i, const struct vfab_cfg_addr *a)
 {
 	const struct vfab_config *cfg = p->cfg;
-	const struct vfab_cfg_addr *first = uplink_of(&cfg->hosts[0], a->family);
+	const struct vfab_cfg_addr *first = vfab_config_uplink_addr(&cfg->hosts[0], a->family);
 	size_t len = addr_len(a->family);
 	char path[CFG_PATH_MAX];
 
@@ -132,7 +124,7 @@ static int check_uplink_addr(struct cfg_parse *p, uint32_t i, const struct vfab_
 				     "one segment",
 				     a->text, first->text);
 	for (uint32_t j = 0; j < i; j++) {
-		const struct vfab_cfg_addr *b = uplink_of(&cfg->hosts[j], a->family);
+		const struct vfab_cfg_addr *b = vfab_config_uplink_addr(&cfg->hosts[j], a->family);
 
 		if (b && !memcmp(b->addr, a->addr, len))
 			return cfg_fail_line(&p->ctx, a->line, path, "%s is hosts[%u]'s too",
@@ -158,7 +150,7 @@ static int check_uplinks(struct cfg_parse *p)
 			return cfg_fail_line(&p->ctx, h->line, path,
 					     "missing: once one host has an uplink, the hosts are "
 					     "machines of one cluster and each needs one");
-		if (ipv6_leaves && !uplink_of(h, AF_INET6))
+		if (ipv6_leaves && !vfab_config_uplink_addr(h, AF_INET6))
 			return cfg_fail_line(
 			    &p->ctx, h->uplink_line, path,
 			    "the leaves have IPv6 prefixes: give the uplink an IPv6 "
@@ -258,20 +250,19 @@ static void place_leaves(const struct vfab_config *cfg, uint32_t h, struct leaf_
 static struct vfab_cfg_route *add_route(struct vfab_config *cfg, const struct vfab_cfg_addr *dst,
 					uint32_t machine, uint32_t k)
 {
-	const struct vfab_cfg_host *via = &cfg->hosts[machine - 1];
+	const struct vfab_cfg_addr *via =
+	    vfab_config_uplink_addr(&cfg->hosts[machine - 1], dst->family);
 	struct vfab_cfg_route *rt = &cfg->routes[cfg->nroutes];
 
-	for (uint32_t a = 0; a < via->nuplink_addrs; a++)
-		if (via->uplink_addrs[a].family == dst->family) {
-			rt->dst = *dst;
-			rt->via = via->uplink_addrs[a];
-			rt->host = machine - 1;
-			rt->leaf_group = cfg->leaves[k].group;
-			rt->leaf = -1;
-			cfg->nroutes++;
-			return rt;
-		}
-	return NULL; /* the loader made every host's families alike */
+	if (!via)
+		return NULL; /* the loader made every host's families alike */
+	*rt = (struct vfab_cfg_route){.dst = *dst,
+				      .via = *via,
+				      .host = machine - 1,
+				      .leaf_group = cfg->leaves[k].group,
+				      .leaf = -1};
+	cfg->nroutes++;
+	return rt;
 }
 
 /*

@@ -36,12 +36,10 @@ struct uplink_args {
 	size_t errlen;
 };
 
+/* Every uplink has an IPv4 address (the loader's rule): the tunnels' ends. */
 static const uint8_t *ipv4_of(const struct vfab_cfg_host *h)
 {
-	for (uint32_t k = 0; k < h->nuplink_addrs; k++)
-		if (h->uplink_addrs[k].family == AF_INET)
-			return h->uplink_addrs[k].addr;
-	return NULL; /* the loader gave every uplink one */
+	return vfab_config_uplink_addr(h, AF_INET)->addr;
 }
 
 /* Tunnels to every other host with a node on leaf k (file index vni - 1). */
