@@ -129,6 +129,14 @@ struct vfab_rq_geo {
 struct vfab_rq_own {
 	struct vfab_rq_geo g;
 	uint64_t head_seen;
+	/*
+	 * Receive completions of this queue's WQEs that the owner's polls
+	 * took (vfab_cq.c): each was consumed first, so it bounds head from
+	 * below, and it is what libmlx5 frees a receive queue's slots by.
+	 * A post that finds the ring full by head_seen looks here before it
+	 * reads the ring's head, a line the requesters write per message.
+	 */
+	_Atomic uint64_t polled;
 	bool known;
 };
 

@@ -24,6 +24,23 @@ static void retire_send(struct vfab_cq *cq, const struct vfab_cqe *e)
 		atomic_store_explicit(&qp->sq.retired, e->src_qp, memory_order_release);
 }
 
+/*
+ * A receive from a QP's own RQ or from its basic SRQ: one WQE of that ring
+ * fewer outstanding (vfab_rq_own.polled). Polls of other CQs may count on
+ * the same SRQ at once.
+ */
+static void retire_recv(struct vfab_cq *cq, const struct vfab_cqe *e)
+{
+	struct vfab_qp *qp = atomic_load(&cq->ctx->map->qps[vfab_qpn_slot(e->qp_num)]);
+	struct vfab_rq_own *own;
+
+	if (!qp || qp->qpn != e->qp_num)
+		return;
+	own = !qp->srq ? &qp->rq.own : !qp->srq->tm_ring ? &qp->srq->own : NULL;
+	if (own)
+		atomic_fetch_add_explicit(&own->polled, 1, memory_order_release);
+}
+
 /* A tag matching completion: its tag and app_ctx stand where P_Key, LID and SL would. */
 static bool tm_entry(const struct vfab_cqe *e)
 {
@@ -85,6 +102,8 @@ static bool take_entry(struct vfab_cq *cq, struct vfab_cqe *out)
 	if (out->opcode < IBV_WC_RECV) {
 		retire_send(cq, out);
 		out->src_qp = 0;
+	} else if (out->opcode == IBV_WC_RECV || out->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		retire_recv(cq, out);
 	}
 	if (tm_entry(out)) {
 		cq->cur_tm.tag = out->tm_tag;

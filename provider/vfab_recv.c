@@ -48,6 +48,12 @@ int vfab_rq_post(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_rq
 	if (!own->known)
 		return ENOMEM;
 	if (tail - own->head_seen >= limit) {
+		uint64_t polled = atomic_load_explicit(&own->polled, memory_order_acquire);
+
+		if (polled > own->head_seen && polled <= tail)
+			own->head_seen = polled;
+	}
+	if (tail - own->head_seen >= limit) {
 		own->head_seen = atomic_load_explicit(&rq->head, memory_order_acquire);
 		if (tail - own->head_seen >= limit)
 			return ENOMEM;
@@ -76,6 +82,7 @@ void vfab_rq_reset(const struct vfab_rmap *map, struct vfab_rq *rq, struct vfab_
 	atomic_store(&rq->head, 0);
 	atomic_store(&rq->tail, 0);
 	own->head_seen = 0;
+	atomic_store(&own->polled, 0);
 }
 
 int vfab_rq_copy(const struct vfab_rmap *map, struct vfab_rq *rq, uint32_t i, uint64_t *wr_id,

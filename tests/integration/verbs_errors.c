@@ -331,6 +331,59 @@ void test_bad_post(void)
 	side_close(&a);
 }
 
+/*
+ * A receive queue holds max_recv_wr WQEs; one more is ENOMEM until a
+ * receive has completed and been polled (libmlx5 frees its slots at poll).
+ * Then the ring goes round several times, one receive posted per message
+ * polled, each completing in order with its own bytes.
+ */
+static void test_rq_depth(void)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct ibv_recv_wr rwr, *bad = NULL;
+	struct ibv_sge g, r;
+	struct ibv_wc wc;
+	struct side a, b;
+	uint32_t depth, i, posted = 0, wrong = 0;
+	int rc = 0;
+
+	pair_open(&a, &b, ALL, NULL);
+	if (ibv_query_qp(b.qp, &attr, IBV_QP_CAP, &init))
+		die("ibv_query_qp");
+	depth = attr.cap.max_recv_wr;
+	r = sge_of(&b, 0, 8);
+	for (i = 0; i < depth && !rc; i++)
+		rc = post_recv(&b, posted++, &r, 1);
+	check(rc == 0, "max_recv_wr receives posted", "rc %d after %u of %u", rc, i, depth);
+	rwr = (struct ibv_recv_wr){.wr_id = 999, .sg_list = &r, .num_sge = 1};
+	rc = ibv_post_recv(b.qp, &rwr, &bad);
+	check(rc == ENOMEM && bad == &rwr, "one receive more than max_recv_wr -> ENOMEM", "rc %d",
+	      rc);
+	for (i = 0; i < 3 * depth; i++) {
+		memcpy(a.buf + 64, &i, sizeof(i));
+		g = sge_of(&a, 64, sizeof(i));
+		if (post(&a, IBV_WR_SEND, &g, 1, 0, 0, IBV_SEND_SIGNALED) ||
+		    wait_wc(a.cq, &wc, 1000) || wc.status != IBV_WC_SUCCESS ||
+		    wait_wc(b.cq, &wc, 1000) || wc.status != IBV_WC_SUCCESS || wc.wr_id != i ||
+		    memcmp(b.buf, &i, sizeof(i)))
+			wrong++;
+		rc = post_recv(&b, posted++, &r, 1);
+		if (rc || wrong)
+			break;
+		if (i == 0) {
+			rc = ibv_post_recv(b.qp, &rwr, &bad);
+			check(rc == ENOMEM, "full again after one receive polled and reposted",
+			      "rc %d", rc);
+			rc = 0;
+		}
+	}
+	check(!rc && !wrong && i == 3 * depth,
+	      "the receive queue goes round 3 times, a receive posted per one polled",
+	      "stopped at message %u of %u: post rc %d, %u wrong", i, 3 * depth, rc, wrong);
+	pair_close(&a, &b);
+}
+
 /* The inline room libmlx5 gives a QP: what its WQE leaves (default RC ops count MW binds). */
 static void test_inline_cap(void)
 {
@@ -411,6 +464,7 @@ int main(int argc, char **argv)
 
 	printf("# %s, GID index %d\n", ibv_get_device_name(dev), gid_index);
 	test_bad_post();
+	test_rq_depth();
 	test_inline_cap();
 	test_empty_gid();
 	test_loc_prot();
