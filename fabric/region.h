@@ -1016,6 +1016,23 @@ static inline void vfab_link_stats_sum(const struct vfab_region *r, uint32_t lin
 	out->busy_until_ns = 0;
 }
 
+/* The latest of a link's clocks over the shards mapped here: how far its bookings reach. */
+static inline uint64_t vfab_link_busy_until(const struct vfab_region *r, uint32_t link)
+{
+	uint64_t busy = 0;
+
+	for (uint32_t s = 0; s < VFAB_SHARDS; s++) {
+		uint64_t b;
+
+		if (!(r->local.mapped & (1u << s)))
+			continue;
+		b = atomic_load_explicit(&r->shard[s].clk[link].busy_until_ns,
+					 memory_order_relaxed);
+		busy = b > busy ? b : busy;
+	}
+	return busy;
+}
+
 /* ---- shard.c: create and map the region and its shards ---- */
 
 /*

@@ -55,10 +55,12 @@ void vfab_ip_shape_plan(const struct vfab_ip_shape *s, bool has_netem, struct vf
 /*
  * The IP rate of a converged port (RoCE and IP on one wire, as ETS with two
  * equal-weight classes schedules them): IP may use what RDMA leaves, but
- * never less than half the rate while RDMA wants more than its half.
- * rdma_bps is RDMA's measured rate over the last period.
+ * never less than half the rate while RDMA wants more than its half, and
+ * no more than half while RDMA has messages queued for the wire
+ * (rdma_queued: it wants more than IP leaves it). rdma_bps is RDMA's
+ * measured rate over the last period.
  */
-uint64_t vfab_ip_shared_rate(uint64_t rate_bps, uint64_t rdma_bps);
+uint64_t vfab_ip_shared_rate(uint64_t rate_bps, uint64_t rdma_bps, bool rdma_queued);
 
 /*
  * Whether the kernel has netem (1) or not (0), tried on ifindex (whose root

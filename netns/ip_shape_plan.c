@@ -36,9 +36,11 @@ void vfab_ip_shape_plan(const struct vfab_ip_shape *s, bool has_netem, struct vf
 	}
 }
 
-uint64_t vfab_ip_shared_rate(uint64_t rate_bps, uint64_t rdma_bps)
+uint64_t vfab_ip_shared_rate(uint64_t rate_bps, uint64_t rdma_bps, bool rdma_queued)
 {
 	uint64_t half = rate_bps / 2;
 
+	if (rdma_queued)
+		return rate_bps - half;
 	return rate_bps - (rdma_bps < half ? rdma_bps : half);
 }

@@ -60,17 +60,21 @@ static void test_latency_and_loss(void **state)
 	assert_int_equal(p.bpf_loss, UINT32_MAX);
 }
 
-/* ETS with two equal classes: IP gets what RDMA leaves, at least half. */
+/* ETS with two equal classes: IP gets what RDMA leaves, at least half; half while RDMA queues. */
 static void test_shared_rate(void **state)
 {
 	const uint64_t g = 1000000000ull;
 
 	(void)state;
-	assert_int_equal(vfab_ip_shared_rate(10 * g, 0), 10 * g);
-	assert_int_equal(vfab_ip_shared_rate(10 * g, 2 * g), 8 * g);
-	assert_int_equal(vfab_ip_shared_rate(10 * g, 5 * g), 5 * g);
-	assert_int_equal(vfab_ip_shared_rate(10 * g, 9 * g), 5 * g);
-	assert_int_equal(vfab_ip_shared_rate(10 * g, 20 * g), 5 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 0, false), 10 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 2 * g, false), 8 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 5 * g, false), 5 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 9 * g, false), 5 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 20 * g, false), 5 * g);
+	/* RDMA queued behind IP's bytes: IP keeps half, however little RDMA got through. */
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 2 * g, true), 5 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 0, true), 5 * g);
+	assert_int_equal(vfab_ip_shared_rate(10 * g, 9 * g, true), 5 * g);
 }
 
 int main(void)
