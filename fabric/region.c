@@ -416,17 +416,19 @@ int vfab_qp_alloc(struct vfab_region *r, const struct vfab_owner *o, uint32_t rq
 		uint32_t qpn;
 
 		/*
-		 * The slot's own generation (its last QPN's high bits, plus one):
-		 * an old QPN recurs only after 16 reuses of its slot, each of which
-		 * waits for VFAB_SLOT_REUSE_MIN others. QPNs 0 and 1 are special
-		 * (SMI/GSI) on real HCAs.
+		 * The slot's own generation (its last QPN's high bits, plus one,
+		 * never 0): an old QPN recurs only after 15 reuses of its slot,
+		 * each of which waits for VFAB_SLOT_REUSE_MIN others. No QPN is
+		 * below 1 << VFAB_QPN_SLOT_BITS, so none is ever a WQ's number
+		 * (an SRQ slot: a completion of an RSS QP names its WQ), nor
+		 * QP 0 or 1 (SMI/GSI on real HCAs).
 		 */
 		qpn = s->qpn;
 		do {
 			qpn = (((qpn >> VFAB_QPN_SLOT_BITS) + 1) << VFAB_QPN_SLOT_BITS |
 			       (uint32_t)idx) &
 			      0xffffff;
-		} while (qpn < 2);
+		} while (qpn >> VFAB_QPN_SLOT_BITS == 0);
 		s->qpn = qpn;
 		s->owner = *o;
 		s->srq = -1;

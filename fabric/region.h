@@ -92,6 +92,8 @@
 #define VFAB_MAX_CQS (1u << 20)
 #define VFAB_MAX_QPS (1u << VFAB_QPN_SLOT_BITS)
 #define VFAB_MAX_SRQS (1u << 18)
+/* An SRQ's slot is its number and a WQ's (vfab_wq.c): below every QPN (region.c). */
+_Static_assert(VFAB_MAX_SRQS <= (1u << VFAB_QPN_SLOT_BITS), "WQ numbers below QPNs");
 /* Tagged buffers of a TM SRQ: max_num_tags of ibv_query_device_ex's tm_caps. */
 #define VFAB_TM_MAX_TAGS 255
 /*

@@ -241,6 +241,29 @@ static void test_stale_handles(void **state)
 	assert_null(vfab_qp_lookup(r, 0, (uint32_t)vfab_shard_top(r, VFAB_OBJ_QP, 0) + 1));
 }
 
+/*
+ * A slot's QPN generation skips 0 when it wraps: no QPN is below
+ * 1 << VFAB_QPN_SLOT_BITS, where WQ numbers (SRQ slots) lie.
+ */
+static void test_qpn_generation(void **state)
+{
+	struct vfab_region *r = *state;
+	struct vfab_owner o = {.pid = 42, .ctx_id = 1};
+	int qp = -1, again;
+
+	while (vfab_shard_top(r, VFAB_OBJ_QP, 0) < VFAB_SLOT_REUSE_MIN) {
+		qp = vfab_qp_alloc(r, &o, 1, 1);
+		assert_true(qp >= 0);
+		assert_true(r->qps[qp].qpn >> VFAB_QPN_SLOT_BITS == 1);
+	}
+	vfab_qp_free(r, qp);
+	/* As if the slot had been taken 15 times since its first QPN. */
+	r->qps[qp].qpn = 0xfu << VFAB_QPN_SLOT_BITS | (uint32_t)qp;
+	again = vfab_qp_alloc(r, &o, 1, 1);
+	assert_int_equal(again, qp);
+	assert_int_equal(r->qps[qp].qpn, 1u << VFAB_QPN_SLOT_BITS | (uint32_t)qp);
+}
+
 /* Tables of ConnectX size cost the file only the pages of the slots handed out. */
 static void test_tables_on_demand(void **state)
 {
@@ -350,6 +373,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_device_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_gives_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_handles, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_qpn_generation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tables_on_demand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reap_pid, setup, teardown),
