@@ -27,6 +27,7 @@
 #define BW_BYTES (1 << 20)
 #define TAG_PING 1
 #define TAG_PONG 2
+#define TAG_READY 3
 
 static int rank, nranks;
 
@@ -72,9 +73,16 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* pingpong: ranks 0 and 1 exchange ITERS messages of LEN bytes (rank 0 sends
+/*
+ * pingpong: ranks 0 and 1 exchange ITERS messages of LEN bytes (rank 0 sends
  * first); returns on rank 0 the per-iteration half round trips in seconds
- * (sorted), checking every message. Ranks above 1 do nothing. */
+ * (sorted), checking every message. Ranks above 1 do nothing.
+ *
+ * Rank 1 says it is ready (an empty message, untimed) before rank 0 takes
+ * its start time: otherwise rank 0's clock runs while rank 1 still checks
+ * and fills 1 MiB, and a rank whose CPU is slower for a while (a VM's
+ * neighbour) shows as a slow fabric.
+ */
 static void pingpong(size_t len, long iters, long warmup, double *half_rtt)
 {
 	uint8_t *out = malloc(len), *in = malloc(len);
@@ -87,6 +95,11 @@ static void pingpong(size_t len, long iters, long warmup, double *half_rtt)
 		double t0;
 
 		fill(out, len, it, rank);
+		if (rank == 0)
+			MPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+		else
+			MPI_Send(NULL, 0, MPI_BYTE, peer, TAG_READY, MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
 		if (rank == 0) {
 			MPI_Send(out, (int)len, MPI_BYTE, peer, TAG_PING, MPI_COMM_WORLD);
