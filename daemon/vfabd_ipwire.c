@@ -476,16 +476,17 @@ static uint64_t link_bytes(const struct vfab_region *r, uint32_t link)
 static void couple(struct vfabd *d, uint32_t link, uint64_t ip_bytes, uint64_t *rdma_last,
 		   uint64_t *rate_now, struct nl_sock *sk, int ifindex, uint64_t now, uint64_t dt)
 {
-	uint64_t rate = d->r->links[link].rate_bps, bytes = link_bytes(d->r, link);
-	uint64_t rdma = bytes >= *rdma_last ? bytes - *rdma_last : 0, want;
-	bool queued;
+	uint64_t rate = d->r->links[link].rate_bps, rdma, want;
+	struct vfab_link_clock sum;
 
-	*rdma_last = bytes;
+	vfab_link_stats_sum(d->r, link, &sum);
+	rdma = sum.bytes >= *rdma_last ? sum.bytes - *rdma_last : 0;
+	*rdma_last = sum.bytes;
 	if (!rate)
 		return;
-	queued = vfab_link_busy_until(d->r, link) > now + QUEUED_NS;
 	fabric_link_occupy(d->r, link, now, ip_bytes);
-	want = vfab_ip_shared_rate(rate, (uint64_t)((double)rdma * 8e9 / (double)dt), queued);
+	want = vfab_ip_shared_rate(rate, (uint64_t)((double)rdma * 8e9 / (double)dt),
+				   sum.busy_until_ns > now + QUEUED_NS);
 	if (*rate_now && (want > *rate_now + *rate_now / RATE_STEP ||
 			  want + *rate_now / RATE_STEP < *rate_now)) {
 		if (!vfab_ip_shape_set_rate(sk, ifindex, want))

@@ -1010,19 +1010,15 @@ static inline void vfab_port_counters_sum(const struct vfab_region *r, uint32_t 
 		       (uint64_t *)out);
 }
 
-/* A link's counters summed (busy_until_ns: the latest of any user's clock is not kept). */
+/*
+ * A link's counters summed, and busy_until_ns the latest of the users'
+ * clocks (how far its bookings reach), over the shards mapped here.
+ */
 static inline void vfab_link_stats_sum(const struct vfab_region *r, uint32_t link,
 				       struct vfab_link_clock *out)
 {
 	vfab_sum_words(r, offsetof(struct vfab_shard, clk[link]), sizeof(*out), (uint64_t *)out);
 	out->busy_until_ns = 0;
-}
-
-/* The latest of a link's clocks over the shards mapped here: how far its bookings reach. */
-static inline uint64_t vfab_link_busy_until(const struct vfab_region *r, uint32_t link)
-{
-	uint64_t busy = 0;
-
 	for (uint32_t s = 0; s < VFAB_SHARDS; s++) {
 		uint64_t b;
 
@@ -1030,9 +1026,8 @@ static inline uint64_t vfab_link_busy_until(const struct vfab_region *r, uint32_
 			continue;
 		b = atomic_load_explicit(&r->shard[s].clk[link].busy_until_ns,
 					 memory_order_relaxed);
-		busy = b > busy ? b : busy;
+		out->busy_until_ns = b > out->busy_until_ns ? b : out->busy_until_ns;
 	}
-	return busy;
 }
 
 /* ---- shard.c: create and map the region and its shards ---- */
