@@ -191,15 +191,17 @@ check_nccl()
 	fabric_up "$(gen_config "nccl$rate" 2 "$rate" 2)"
 	nccl_flow "nccl$rate" || true
 	fabric_down
-	# Link-bound where the host carries 5 % more unshaped; else the host's copies
-	# set the pace, and the timed deliveries cost a little more of them.
-	if awk "BEGIN { exit !($rate * 1.05 <= $nccl_ceiling) }"; then
+	# The host's limit, measured twice (the unshaped pattern and the copy
+	# ceiling of its working set): the lower, as one run alone can read above
+	# what the host sustains. The link sets the pace where 0.9 of its rate is
+	# below 0.8 of that limit; else the host's copies do, and the timed
+	# deliveries (a third thread on a 2-core host) cost some of them. One
+	# floor, the lower of the two, so that no rate just under the host's
+	# limit is held to the link's.
+	host=$(awk -v a="$nccl_ceiling" -v b="$ring_ceiling" 'BEGIN { print (a < b ? a : b) }')
+	if awk "BEGIN { exit !(0.9 * $rate <= 0.8 * $host) }"; then
 		judge "$name" "$rate" "${NBW:-x}" Gb/s ">= 0.9 x" "g >= 0.9 * w"
 	else
-		# The host's limit, measured twice (the unshaped pattern and the copy
-		# ceiling of its working set): the lower, as one run alone can read
-		# above what the host sustains.
-		host=$(awk -v a="$nccl_ceiling" -v b="$ring_ceiling" 'BEGIN { print (a < b ? a : b) }')
 		judge "$name (host-bound)" "$host" "${NBW:-x}" Gb/s ">= 0.8 x" "g >= 0.8 * w"
 	fi
 	note_add "$name: configured $rate Gb/s, the pattern unshaped $(fmt "$nccl_ceiling") Gb/s;" \
