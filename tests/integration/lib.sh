@@ -52,13 +52,24 @@ vfab_cleanup()
 }
 trap vfab_cleanup EXIT
 
-# kill_tree PID: ends a process we started and its direct children (vfab exec
-# may fork the command rather than exec it), TERM first, then KILL.
+# descendants PID: the pids of PID's children, their children, and so on.
+descendants()
+{
+	local kid
+	for kid in $(pgrep -P "$1" || true); do
+		echo "$kid"
+		descendants "$kid"
+	done
+}
+
+# kill_tree PID: ends a process we started and all its descendants (vfab exec
+# may fork the command rather than exec it, and a server may fork one child
+# per client), TERM first, then KILL.
 kill_tree()
 {
 	local pid=$1 kids
 	kill -0 "$pid" 2>/dev/null || return 0
-	kids=$(pgrep -P "$pid" || true)
+	kids=$(descendants "$pid")
 	kill "$pid" $kids 2>/dev/null || true
 	for _ in $(seq 20); do
 		kill -0 "$pid" 2>/dev/null || break
