@@ -88,6 +88,13 @@ key()
 
 bench_drop_stale
 
+# The raw ceiling is read twice, before the fabric and after vfab's runs, and
+# the bandwidth floor is checked against the lower: pvm_ceiling reports its
+# best of 3 runs and vfab's ib_write_bw an average, and on a VM whose speed
+# changes from minute to minute one reading alone went from 14.9 to 27.7 GB/s.
+note "raw process_vm_writev ceiling, first reading (pvm_ceiling)"
+"$VFAB_BIN/pvm_ceiling" >"$VFAB_TMP/pvm0.out" 2>&1 || { show "$VFAB_TMP/pvm0.out"; fail "pvm_ceiling failed"; }
+
 note "vfab up (fabric $VFAB_FABRIC)"
 t0=$(date +%s%N)
 fabric_is_up=1
@@ -175,6 +182,9 @@ tcp_lat=$(key "$VFAB_TMP/tcp.cli" lat_typical_us)
 note "raw process_vm_writev ceiling (pvm_ceiling)"
 "$VFAB_BIN/pvm_ceiling" >"$VFAB_TMP/pvm.out" 2>&1 || { show "$VFAB_TMP/pvm.out"; fail "pvm_ceiling failed"; }
 raw_bw=$(key "$VFAB_TMP/pvm.out" bw_gbyte_per_s)
+raw_bw0=$(key "$VFAB_TMP/pvm0.out" bw_gbyte_per_s)
+num_between "${raw_bw0:-x}" 0 inf && awk "BEGIN { exit !($raw_bw0 < ${raw_bw:-0}) }" &&
+	raw_bw=$raw_bw0
 raw_lat=$(key "$VFAB_TMP/pvm.out" lat_typical_us)
 raw_one=$(key "$VFAB_TMP/pvm.out" small_one_mwrites_per_s)
 raw_batch=$(key "$VFAB_TMP/pvm.out" small_batch_mwrites_per_s)
