@@ -22,6 +22,7 @@
 # or a generous floor is missed (environment):
 #   VFAB_BENCH_UCX_PUT_VS_WRITE  UCX put bw  >= this x ib_write_bw  (default 0.3)
 #   VFAB_BENCH_MPI_BW_VS_WRITE   MPI 1 MiB bw >= this x ib_write_bw (default 0.3)
+# (both against the raw copy's bandwidth instead where that reads lower)
 #   VFAB_BENCH_MPI_LAT_VS_WRITE  MPI 8 B lat <= this x ib_write_lat (default 5)
 # The fabric is always taken down on exit.
 set -euo pipefail
@@ -152,8 +153,14 @@ goal "MPI 8 B latency $mpi_lat <= 2 x ib_write_lat $write_lat us" "$mpi_lat <= 2
 goal "ib_send_lat $send_lat <= 1.05 x ib_write_lat $write_lat us" "$send_lat <= 1.05 * $write_lat"
 goal "MPI 8 B latency $mpi_lat <= 1.3 x ib_send_lat $send_lat us" "$mpi_lat <= 1.3 * $send_lat"
 goal "UCX tag_lat $ucx_tag <= 1.2 x ib_send_lat $send_lat us" "$ucx_tag <= 1.2 * $send_lat"
-check "UCX put $ucx_put >= $min_put x ib_write_bw $write_bw GB/s" "$ucx_put >= $min_put * $write_bw"
-check "MPI 1 MiB $mpi_bw >= $min_mpi_bw x ib_write_bw $write_bw GB/s" "$mpi_bw >= $min_mpi_bw * $write_bw"
+# The bandwidth floors against the lower of the run's two 1 MiB ceilings (vfab's
+# and the raw copy's), read minutes apart: on a VM whose speed changes from
+# minute to minute, one alone can read above what the host sustains later.
+bw_ref=$(awk -v a="$write_bw" -v b="$raw_bw" 'BEGIN { print (a < b ? a : b) }')
+check "UCX put $ucx_put >= $min_put x $bw_ref GB/s (the lower of ib_write_bw and raw)" \
+	"$ucx_put >= $min_put * $bw_ref"
+check "MPI 1 MiB $mpi_bw >= $min_mpi_bw x $bw_ref GB/s (the lower of ib_write_bw and raw)" \
+	"$mpi_bw >= $min_mpi_bw * $bw_ref"
 check "MPI 8 B latency $mpi_lat <= $max_mpi_lat x ib_write_lat $write_lat us" \
 	"$mpi_lat <= $max_mpi_lat * $write_lat"
 
