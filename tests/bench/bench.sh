@@ -183,8 +183,7 @@ note "raw process_vm_writev ceiling (pvm_ceiling)"
 "$VFAB_BIN/pvm_ceiling" >"$VFAB_TMP/pvm.out" 2>&1 || { show "$VFAB_TMP/pvm.out"; fail "pvm_ceiling failed"; }
 raw_bw=$(key "$VFAB_TMP/pvm.out" bw_gbyte_per_s)
 raw_bw0=$(key "$VFAB_TMP/pvm0.out" bw_gbyte_per_s)
-num_between "${raw_bw0:-x}" 0 inf && awk "BEGIN { exit !($raw_bw0 < ${raw_bw:-0}) }" &&
-	raw_bw=$raw_bw0
+num_between "${raw_bw0:-x}" 0 inf && raw_bw=$(lower "$raw_bw" "$raw_bw0")
 raw_lat=$(key "$VFAB_TMP/pvm.out" lat_typical_us)
 raw_one=$(key "$VFAB_TMP/pvm.out" small_one_mwrites_per_s)
 raw_batch=$(key "$VFAB_TMP/pvm.out" small_batch_mwrites_per_s)

@@ -8,7 +8,8 @@
 #                                     (up to its `set -euo` line);
 #   pair, pair_same                  a server in node1 and a client in node0;
 #   bench_drop_stale                 takes down a fabric left by a crashed run;
-#   check TEXT AWK_CONDITION         prints PASS or FAIL; a FAIL sets $failed.
+#   check TEXT AWK_CONDITION         prints PASS or FAIL; a FAIL sets $failed;
+#   lower A B                        the lower of two numbers.
 bench_args()
 {
 	fabric=$1 json="" build=""
@@ -86,4 +87,10 @@ check()
 		echo "FAIL  $1"
 		failed=1
 	fi
+}
+
+# lower A B: the lower of two numbers (two readings of one ceiling).
+lower()
+{
+	awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'
 }

@@ -156,7 +156,7 @@ goal "UCX tag_lat $ucx_tag <= 1.2 x ib_send_lat $send_lat us" "$ucx_tag <= 1.2 *
 # The bandwidth floors against the lower of the run's two 1 MiB ceilings (vfab's
 # and the raw copy's), read minutes apart: on a VM whose speed changes from
 # minute to minute, one alone can read above what the host sustains later.
-bw_ref=$(awk -v a="$write_bw" -v b="$raw_bw" 'BEGIN { print (a < b ? a : b) }')
+bw_ref=$(lower "$write_bw" "$raw_bw")
 check "UCX put $ucx_put >= $min_put x $bw_ref GB/s (the lower of ib_write_bw and raw)" \
 	"$ucx_put >= $min_put * $bw_ref"
 check "MPI 1 MiB $mpi_bw >= $min_mpi_bw x $bw_ref GB/s (the lower of ib_write_bw and raw)" \
